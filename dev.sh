@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Set up the pinned environment (idempotent) and run a job in it.
+#   bash dev.sh demo   - the main job on the embedded default corpus
+#   bash dev.sh test   - the whole test suite
+#   bash dev.sh env    - only set up
+# Needs Python 3.11 on PATH (python3.11, or python3 at 3.11) and the package index.
+set -euo pipefail
+cd "$(dirname "$0")"
+export UV_PYTHON_DOWNLOADS=never TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-3}"
+UV_VERSION=0.13.9
+
+find_python() {
+  for cand in python3.11 python3 python; do
+    if command -v "$cand" >/dev/null 2>&1 &&
+       "$cand" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+      command -v "$cand"; return 0
+    fi
+  done
+  echo "dev.sh: Python 3.11 is required (TensorFlow Federated 0.87 supports no newer Python)" >&2
+  return 1
+}
+
+setup() {
+  PY=$(find_python)
+  if command -v uv >/dev/null 2>&1; then
+    UV=$(command -v uv)
+  else
+    UV=.tools/bin/uv
+    if [ ! -x "$UV" ]; then
+      echo "dev.sh: installing uv $UV_VERSION into .tools/" >&2
+      "$PY" -m venv .tools
+      .tools/bin/pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
+    fi
+  fi
+  # --frozen: exactly the versions in uv.lock, the ones the tests ran with.
+  "$UV" sync --frozen --extra test --python "$PY" --quiet
+}
+
+job="${1:-}"
+shift || true
+case "$job" in
+  env) setup ;;
+  demo) setup; exec .venv/bin/keyboard-lm data stats "$@" ;;
+  test) setup; exec .venv/bin/python -m pytest "$@" ;;
+  *) echo "usage: bash dev.sh demo|test|env [args...]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,1 @@
+"""The TFLite exporter (imports TensorFlow, never TFF)."""

@@ -1,0 +1,1 @@
+"""Corpora, client splits, statistics and the tf.data pipeline."""

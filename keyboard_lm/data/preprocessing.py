@@ -1,0 +1,113 @@
+"""The text spec and example building as tensorflow-text / tf.data ops.
+
+Mirrors ``keyboard_lm.text.tokenizer`` (spec) and ``keyboard_lm.data.examples``
+(chunking) with graph ops, so client datasets can be built inside TFF's
+dataset computations.  The golden vectors and a test comparing both pipelines
+on real text keep them equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import tensorflow as tf
+import tensorflow_text as tft
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.text import spec
+from keyboard_lm.text.spec import SPECIAL_TOKENS
+from keyboard_lm.text.vocabulary import Vocabulary
+
+
+@dataclasses.dataclass(frozen=True)
+class ClientDataConfig:
+    """How a client's text becomes batches (TFF's ``ClientSpec`` plus sequence length).
+
+    Attributes:
+      max_seq_len: tokens per example; Ro et al. use 20 (and 10).
+      batch_size: examples per batch (10).
+      epochs: local epochs, i.e. how often the data repeats (1).
+      max_batches: cap on batches per client and round (120, Ro et al.).
+      shuffle_buffer: examples shuffled together; 0 or 1 disables shuffling.
+      seed: shuffle seed; None draws a fresh one each time.
+    """
+
+    max_seq_len: int = 20
+    batch_size: int = 10
+    epochs: int = 1
+    max_batches: int = 120
+    shuffle_buffer: int = 200
+    seed: int | None = None
+
+    def __post_init__(self):
+        for name in ("max_seq_len", "batch_size", "epochs", "max_batches"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.shuffle_buffer < 0:
+            raise ConfigError(f"shuffle_buffer must be >= 0, got {self.shuffle_buffer}")
+
+
+def normalize(texts: tf.Tensor) -> tf.Tensor:
+    """Spec step 1 on a string tensor of any shape."""
+    x = tf.strings.regex_replace(texts, spec.RE2_CONTROL, " ")
+    x = tft.normalize_utf8(x, "NFKC")
+    x = tf.strings.lower(x, encoding="utf-8")
+    return tf.strings.regex_replace(x, "[" + "".join(spec.APOSTROPHE_VARIANTS) + "]", "'")
+
+
+def tokens_and_terminators(text: tf.Tensor) -> tf.Tensor:
+    """Spec step 2 on a scalar string: the kept matches (tokens and terminators), 1-D."""
+    batch = tf.reshape(normalize(text), [1])  # regex_split wants a batch of strings
+    return tft.regex_split(batch, spec.RE2_ANY, spec.RE2_KEEP).values
+
+
+def sentences(text: tf.Tensor) -> tf.RaggedTensor:
+    """Spec step 3 on a scalar string: [sentences, (words)] with empty sentences dropped."""
+    pieces = tokens_and_terminators(text)  # [pieces]
+    is_end = tf.strings.regex_full_match(pieces, spec.RE2_TERMINATOR)
+    sentence_of = tf.cumsum(tf.cast(is_end, tf.int64), exclusive=True)
+    words = tf.boolean_mask(pieces, ~is_end)
+    rows = tf.RaggedTensor.from_value_rowids(words, tf.boolean_mask(sentence_of, ~is_end))
+    return tf.ragged.boolean_mask(rows, rows.row_lengths() > 0)  # [sentences, (words)]
+
+
+def vocab_table(vocab: Vocabulary) -> tf.lookup.StaticHashTable:
+    """Word -> id lookup with the OOV id as default."""
+    init = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(vocab.tokens), tf.range(len(vocab), dtype=tf.int64))
+    return tf.lookup.StaticHashTable(init, default_value=SPECIAL_TOKENS.oov_id)
+
+
+def sentence_chunks(ids: tf.Tensor, seq_len: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """One sentence's ids -> ([chunks, seq_len] inputs, [chunks, seq_len] targets)."""
+    sp = SPECIAL_TOKENS
+    full = tf.concat([[sp.bos_id], tf.cast(ids, tf.int32), [sp.eos_id]], axis=0)  # [L]
+    n_pred = tf.shape(full)[0] - 1
+    n_chunks = (n_pred + seq_len - 1) // seq_len
+    pad = n_chunks * seq_len - n_pred
+    x = tf.pad(full[:-1], [[0, pad]], constant_values=sp.pad_id)
+    y = tf.pad(full[1:], [[0, pad]], constant_values=sp.pad_id)
+    return tf.reshape(x, [n_chunks, seq_len]), tf.reshape(y, [n_chunks, seq_len])
+
+
+def texts_to_examples(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
+                      seq_len: int) -> tf.data.Dataset:
+    """A dataset of text records -> a dataset of (inputs[S], targets[S]) int32 pairs."""
+
+    def encode(text):
+        return tf.ragged.map_flat_values(table.lookup, sentences(text))
+
+    def chunks(ids):
+        return tf.data.Dataset.from_tensor_slices(sentence_chunks(ids, seq_len))
+
+    return texts.map(encode).flat_map(
+        lambda rows: tf.data.Dataset.from_tensor_slices(rows)).flat_map(chunks)
+
+
+def client_dataset(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
+                   config: ClientDataConfig) -> tf.data.Dataset:
+    """One client's text records -> shuffled, repeated, batched, capped batches."""
+    ds = texts_to_examples(texts, table, config.max_seq_len).repeat(config.epochs)
+    if config.shuffle_buffer > 1:
+        ds = ds.shuffle(config.shuffle_buffer, seed=config.seed)
+    return ds.batch(config.batch_size).take(config.max_batches)

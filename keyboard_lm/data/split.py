@@ -1,0 +1,45 @@
+"""Deterministic train / held-out split by client (held-out clients never train)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from keyboard_lm.errors import ConfigError, DataError
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitConfig:
+    """How clients are split.
+
+    Attributes:
+      heldout_fraction: share of clients held out for evaluation (0, 1).
+      seed: seed of the permutation; the same seed and client ids give the
+        same split on every machine.
+    """
+
+    heldout_fraction: float = 0.1
+    seed: int = 0
+
+    def __post_init__(self):
+        if not 0.0 < self.heldout_fraction < 1.0:
+            raise ConfigError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+        if self.seed < 0:
+            raise ConfigError(f"seed must be >= 0, got {self.seed}")
+
+
+def split_clients(client_ids, config: SplitConfig = SplitConfig()) -> tuple[list[str], list[str]]:
+    """Return (train_ids, heldout_ids), both sorted, disjoint, covering all ids.
+
+    The ids are sorted first so the split does not depend on reading order.
+    At least one client lands on each side.
+    """
+    ids = sorted(set(client_ids))
+    if len(ids) < 2:
+        raise DataError(f"need at least 2 clients to split into train and held-out, got {len(ids)}")
+    n_heldout = min(len(ids) - 1, max(1, int(round(len(ids) * config.heldout_fraction))))
+    order = np.random.RandomState(config.seed).permutation(len(ids))
+    heldout = sorted(ids[i] for i in order[:n_heldout])
+    train = sorted(ids[i] for i in order[n_heldout:])
+    return train, heldout

@@ -1,0 +1,1 @@
+"""The federated layer: the only part of keyboard_lm that imports TFF."""

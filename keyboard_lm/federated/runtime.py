@@ -1,0 +1,81 @@
+"""Importing TFF quietly and cleaning up its local C++ worker.
+
+TFF 0.87 runs computations in a ``worker_binary`` subprocess that it starts on
+first use and only stops from a finalizer that may never run.  Left behind,
+that process keeps the parent's stdout open, so a pipeline such as
+``keyboard-lm train ... | tee log`` never ends.  ``import_tff`` registers an
+exit hook that stops the workers this process started.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+_WORKER_NAME = "worker_binary"
+_registered = False
+
+
+def _child_workers() -> list[int]:
+    """Pids of our own TFF worker processes (Linux /proc; nothing elsewhere)."""
+    me, pids = os.getpid(), []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # /proc/PID/stat: "pid (comm) state ppid ..."; comm may contain spaces.
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
+        if ppid == me and comm.startswith(_WORKER_NAME[:15]):
+            pids.append(int(entry))
+    return pids
+
+
+def stop_workers() -> None:
+    """Stop the TFF worker processes started by this process.
+
+    Dropping the C++ context while the interpreter is still whole lets TFF's
+    own finalizer stop its worker (at interpreter shutdown that finalizer
+    fails noisily); any worker still running after that is killed.
+    """
+    import gc
+    import sys
+
+    if "tensorflow_federated" in sys.modules:
+        from tensorflow_federated.python.core.impl.context_stack import set_default_context
+
+        set_default_context.set_no_default_context()
+        gc.collect()
+    for pid in _child_workers():
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def import_tff():
+    """Import tensorflow_federated with the exit hook in place; returns the module."""
+    global _registered
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+    import tensorflow_federated as tff
+
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    if not _registered:
+        atexit.register(stop_workers)
+        _registered = True
+    return tff

@@ -1,0 +1,16 @@
+"""The text spec: normalization, tokenizer and vocabulary (no TensorFlow)."""
+
+from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION, SpecialTokens
+from keyboard_lm.text.tokenizer import normalize, sentences, tokenize
+from keyboard_lm.text.vocabulary import DEFAULT_VOCAB_SIZE, Vocabulary
+
+__all__ = [
+    "DEFAULT_VOCAB_SIZE",
+    "SPECIAL_TOKENS",
+    "SpecialTokens",
+    "TEXT_SPEC_VERSION",
+    "Vocabulary",
+    "normalize",
+    "sentences",
+    "tokenize",
+]

@@ -1,0 +1,54 @@
+"""Shared fixtures: real text from the embedded corpus and, where present, Tiny Shakespeare."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import warnings
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+warnings.filterwarnings("ignore", message=".*pkg_resources.*")
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SHAKESPEARE = pathlib.Path(os.environ.get(
+    "KEYBOARD_LM_SHAKESPEARE", REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"))
+GOLDEN = REPO / "tests" / "golden" / "text_spec_vectors.json"
+
+
+def pytest_collection_modifyitems(config, items):
+    if SHAKESPEARE.is_file():
+        return
+    skip = pytest.mark.skip(reason=f"Tiny Shakespeare not found at ../shared/data/tinyshakespeare/input.txt "
+                                   f"(present in CI; set KEYBOARD_LM_SHAKESPEARE to run these)")
+    for item in items:
+        if "shakespeare" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shakespeare_path() -> str:
+    return str(SHAKESPEARE)
+
+
+@pytest.fixture(scope="session")
+def shakespeare(shakespeare_path):
+    from keyboard_lm.data.corpora import load_shakespeare
+
+    return load_shakespeare(shakespeare_path)
+
+
+@pytest.fixture(scope="session")
+def default_corpus():
+    from keyboard_lm.data.corpora import load_default
+
+    return load_default()
+
+
+@pytest.fixture(scope="session")
+def golden_cases():
+    import json
+
+    with open(GOLDEN, encoding="utf-8") as f:
+        return json.load(f)["cases"]
