@@ -42,6 +42,14 @@ class Corpus:
     def num_records(self) -> int:
         return sum(len(v) for v in self.clients.values())
 
+    def sentences(self, client_ids=None):
+        """Tokenized sentences of the given clients (all by default), in order."""
+        from keyboard_lm.text.tokenizer import sentences
+
+        for cid in self.client_ids if client_ids is None else client_ids:
+            for text in self.clients[cid]:
+                yield from sentences(text)
+
     def subset(self, client_ids) -> "Corpus":
         missing = [c for c in client_ids if c not in self.clients]
         if missing:

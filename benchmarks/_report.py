@@ -1,0 +1,48 @@
+"""Shared by the benchmarks: machine description and writing JSON + markdown results."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import sys
+
+
+def machine() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            mem_gb = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb, "machine": platform.machine(),
+            "system": platform.system(), "python": platform.python_version()}
+
+
+def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, str]:
+    """Write ``name``.json and ``name``.md (with machine, date and command) into out_dir."""
+    os.makedirs(out_dir, exist_ok=True)
+    meta = {"benchmark": name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(["python"] + sys.argv), "machine": machine()}
+    doc = {**meta, **result}
+    json_path = os.path.join(out_dir, f"{name}.json")
+    md_path = os.path.join(out_dir, f"{name}.md")
+    with open(json_path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=2)
+    m = meta["machine"]
+    header = (f"# {name}\n\n- date: {meta['date']}\n- machine: {m['cpu']}, {m['cores']} cores, "
+              f"{m['memory_gb']} GB, {m['system']} {m['machine']}, Python {m['python']}\n"
+              f"- command: `{meta['command']}`\n\n")
+    with open(md_path, "w", encoding="utf-8") as f:
+        f.write(header + markdown + "\n")
+    return json_path, md_path

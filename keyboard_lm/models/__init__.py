@@ -1,0 +1,1 @@
+"""Next-word models (CIFG, SI-CIFG, LSTM, GRU), their metrics and checkpoints."""

@@ -1,0 +1,124 @@
+"""Recurrent cells written as one explicit step over explicit state.
+
+Each cell's ``step`` uses only matmul, add, mul, split, sigmoid/tanh or
+relu/max/div/select, so a single step exports to builtin TFLite ops with no
+WHILE loop and no Flex ops.  Keras' ``RNN`` layer loops the same ``step`` for
+training.
+
+* CIFG (Hard et al. 2018; Greff et al. 2017): LSTM with coupled input and
+  forget gates, i = 1 - f, no peepholes, recurrent projection m -> h.
+* SI-CIFG (Ro et al.): sigma and tanh replaced by the scale-invariant
+  SI-sigma(x)_i = ReLU(x)_i / max_j ReLU(x)_j and SI-tanh(x)_i = x_i / max_j |x_j|.
+* LSTM with projection (Sak et al. 2014), and GRU (Cho et al. 2014) with an
+  output projection so the output can be tied to the embedding.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+
+def si_sigmoid(x: tf.Tensor) -> tf.Tensor:
+    """SI-sigma over the last axis (Ro et al.): ReLU(x) / max ReLU(x); all-zero stays 0."""
+    r = tf.nn.relu(x)
+    m = tf.reduce_max(r, axis=-1, keepdims=True)
+    return r / tf.where(m > 0.0, m, tf.ones_like(m))
+
+
+def si_tanh(x: tf.Tensor) -> tf.Tensor:
+    """SI-tanh over the last axis (Ro et al.): x / max |x|; all-zero stays 0."""
+    m = tf.reduce_max(tf.abs(x), axis=-1, keepdims=True)
+    return x / tf.where(m > 0.0, m, tf.ones_like(m))
+
+
+class ProjectedCell(tf.keras.layers.Layer):
+    """CIFG, SI-CIFG or LSTM with a recurrent projection; state (h [B,P], c [B,H])."""
+
+    def __init__(self, units: int, projection: int, coupled: bool = True,
+                 scale_invariant: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.projection = projection
+        self.coupled = coupled
+        self.scale_invariant = scale_invariant
+        self.gates = 3 if coupled else 4
+        self.state_size = [projection, units]
+        self.output_size = projection
+
+    def build(self, input_shape):
+        d = int(input_shape[-1])
+        self.kernel = self.add_weight(
+            name="kernel", shape=(d + self.projection, self.gates * self.units),
+            initializer="glorot_uniform")
+        # Forget-gate bias 1 (Jozefowicz et al. 2015); SI gates do not need it.
+        bias_init = [0.0] * (self.gates * self.units)
+        if not self.scale_invariant:
+            bias_init[: self.units] = [1.0] * self.units
+        self.bias = self.add_weight(name="bias", shape=(self.gates * self.units,),
+                                    initializer=tf.constant_initializer(bias_init))
+        self.proj_kernel = self.add_weight(name="projection", shape=(self.units, self.projection),
+                                           initializer="glorot_uniform")
+        super().build(input_shape)
+
+    def step(self, x, h, c):
+        """One step: x [B,D], h [B,P], c [B,H] -> (h' [B,P], c' [B,H])."""
+        sig = si_sigmoid if self.scale_invariant else tf.sigmoid
+        tanh = si_tanh if self.scale_invariant else tf.tanh
+        z = tf.matmul(tf.concat([x, h], axis=-1), self.kernel) + self.bias  # [B, G*H]
+        if self.coupled:
+            zf, zg, zo = tf.split(z, 3, axis=-1)
+            f = sig(zf)
+            i = 1.0 - f
+        else:
+            zf, zi, zg, zo = tf.split(z, 4, axis=-1)
+            f, i = sig(zf), sig(zi)
+        c_new = f * c + i * tanh(zg)
+        m = sig(zo) * tanh(c_new)  # [B, H]
+        h_new = tf.matmul(m, self.proj_kernel)  # [B, P]
+        return h_new, c_new
+
+    def call(self, inputs, states):
+        h, c = self.step(inputs, states[0], states[1])
+        return h, [h, c]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "projection": self.projection,
+                "coupled": self.coupled, "scale_invariant": self.scale_invariant}
+
+
+class ProjectedGRUCell(tf.keras.layers.Layer):
+    """GRU with an output projection to P; state (s [B,H],)."""
+
+    def __init__(self, units: int, projection: int, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+        self.projection = projection
+        self.state_size = [units]
+        self.output_size = projection
+
+    def build(self, input_shape):
+        d = int(input_shape[-1])
+        self.gate_kernel = self.add_weight(name="gate_kernel", shape=(d + self.units, 2 * self.units),
+                                           initializer="glorot_uniform")
+        self.gate_bias = self.add_weight(name="gate_bias", shape=(2 * self.units,), initializer="zeros")
+        self.cand_kernel = self.add_weight(name="candidate_kernel", shape=(d + self.units, self.units),
+                                           initializer="glorot_uniform")
+        self.cand_bias = self.add_weight(name="candidate_bias", shape=(self.units,), initializer="zeros")
+        self.proj_kernel = self.add_weight(name="projection", shape=(self.units, self.projection),
+                                           initializer="glorot_uniform")
+        super().build(input_shape)
+
+    def step(self, x, s):
+        """One step: x [B,D], s [B,H] -> (out [B,P], s' [B,H])."""
+        zr = tf.sigmoid(tf.matmul(tf.concat([x, s], -1), self.gate_kernel) + self.gate_bias)
+        z, r = tf.split(zr, 2, axis=-1)
+        cand = tf.tanh(tf.matmul(tf.concat([x, r * s], -1), self.cand_kernel) + self.cand_bias)
+        s_new = z * s + (1.0 - z) * cand
+        return tf.matmul(s_new, self.proj_kernel), s_new
+
+    def call(self, inputs, states):
+        out, s = self.step(inputs, states[0])
+        return out, [s]
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "projection": self.projection}

@@ -1,0 +1,123 @@
+"""The run directory: everything a run needs, and all that ``eval``/``export`` read.
+
+Layout (written by the centralized and the federated trainer alike)::
+
+    RUN_DIR/
+      run.json       format version, model config, text spec, vocabulary sha256,
+                     data/split/hyper-parameters, final metrics
+      vocab.txt      the vocabulary, one token per line in id order
+      weights.npz    model weights by variable name (float32)
+      metrics.csv    one row per evaluation (epoch or round)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.config import ModelConfig
+from keyboard_lm.text.spec import TEXT_SPEC_VERSION
+from keyboard_lm.text.vocabulary import Vocabulary
+
+RUN_FORMAT = "keyboard_lm.run/1"
+RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE = "run.json", "vocab.txt", "weights.npz", "metrics.csv"
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """A loaded run directory."""
+
+    path: str
+    model_config: ModelConfig
+    vocab: Vocabulary
+    weights: dict[str, np.ndarray]
+    info: dict
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def save_run(run_dir: str, model_config: ModelConfig, vocab: Vocabulary,
+             weights: dict[str, np.ndarray], info: dict) -> None:
+    """Write (or update) the run directory; each file is replaced atomically."""
+    if len(vocab) != model_config.vocab_size:
+        raise ConfigError(f"vocabulary has {len(vocab)} tokens but the model expects {model_config.vocab_size}")
+    os.makedirs(run_dir, exist_ok=True)
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v, np.float32) for k, v in weights.items()})
+    _atomic_write(os.path.join(run_dir, WEIGHTS_FILE), buf.getvalue())
+    _atomic_write(os.path.join(run_dir, VOCAB_FILE), vocab.to_text().encode("utf-8"))
+    doc = {"format": RUN_FORMAT, "model": model_config.to_dict(), "text_spec": TEXT_SPEC_VERSION,
+           "vocab_sha256": vocab.fingerprint(), **info}
+    _atomic_write(os.path.join(run_dir, RUN_FILE), (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
+def load_run(run_dir: str) -> Run:
+    """Load and cross-check a run directory; every inconsistency is a ConfigError."""
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"{run_dir}: not a run directory (no such directory)")
+    run_file = os.path.join(run_dir, RUN_FILE)
+    try:
+        with open(run_file, encoding="utf-8") as f:
+            info = json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir}: not a run directory ({RUN_FILE} is missing)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{run_file}: corrupt ({e})") from None
+    if not isinstance(info, dict) or info.get("format") != RUN_FORMAT:
+        raise ConfigError(f"{run_file}: not a keyboard_lm run (format {info.get('format') if isinstance(info, dict) else None!r}, "
+                          f"expected {RUN_FORMAT!r})")
+    if info.get("text_spec") != TEXT_SPEC_VERSION:
+        raise ConfigError(f"{run_file}: text spec {info.get('text_spec')!r} differs from this version's {TEXT_SPEC_VERSION!r}")
+    model_config = ModelConfig.from_dict(info.get("model") or {})
+    vocab = Vocabulary.load(os.path.join(run_dir, VOCAB_FILE))
+    if vocab.fingerprint() != info.get("vocab_sha256"):
+        raise ConfigError(f"{run_dir}: {VOCAB_FILE} does not match the vocabulary the model was trained with "
+                          f"(sha256 {vocab.fingerprint()[:12]} != {str(info.get('vocab_sha256'))[:12]})")
+    if len(vocab) != model_config.vocab_size:
+        raise ConfigError(f"{run_dir}: vocabulary has {len(vocab)} tokens, model expects {model_config.vocab_size}")
+    weights_file = os.path.join(run_dir, WEIGHTS_FILE)
+    try:
+        with np.load(weights_file) as z:
+            weights = {k: z[k] for k in z.files}
+    except FileNotFoundError:
+        raise ConfigError(f"{run_dir}: {WEIGHTS_FILE} is missing") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ConfigError(f"{weights_file}: corrupt ({type(e).__name__}: {e})") from None
+    return Run(run_dir, model_config, vocab, weights, info)
+
+
+def build_loaded_model(run: Run):
+    """A Keras model of ``run``'s type with its weights (imports TensorFlow)."""
+    from keyboard_lm.models.language_model import assign_weights, build_model
+
+    model = build_model(run.model_config)
+    try:
+        assign_weights(model, run.weights)
+    except ConfigError as e:
+        raise ConfigError(f"{run.path}: {e} (is this a checkpoint of another model type?)") from None
+    return model
+
+
+def append_metrics_row(run_dir: str, row: dict) -> None:
+    """Append one row to metrics.csv (header written on first use)."""
+    import csv
+
+    path = os.path.join(run_dir, METRICS_FILE)
+    new = not os.path.exists(path)
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)

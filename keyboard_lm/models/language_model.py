@@ -1,0 +1,60 @@
+"""Next-word language models: tied embedding -> recurrent cell -> tied softmax."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keyboard_lm.models.cells import ProjectedCell, ProjectedGRUCell
+from keyboard_lm.models.config import ModelConfig
+
+
+class TiedOutput(tf.keras.layers.Layer):
+    """Logits = h E^T with the input embedding E (Press & Wolf 2017; Hard et al.)."""
+
+    def __init__(self, embedding: tf.keras.layers.Embedding, **kwargs):
+        super().__init__(**kwargs)
+        self._embedding = embedding
+
+    def call(self, h):  # h: [batch, time, D] -> [batch, time, V]
+        return tf.matmul(h, self._embedding.embeddings, transpose_b=True)
+
+
+def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
+    """The recurrent cell of ``config.model_type``."""
+    d, h = config.embedding_dim, config.units
+    if config.model_type == "gru":
+        return ProjectedGRUCell(h, d, name="cell")
+    return ProjectedCell(h, d, coupled=config.model_type != "lstm",
+                         scale_invariant=config.model_type == "si-cifg", name="cell")
+
+
+def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Model:
+    """Keras model: token ids [batch, time] -> logits [batch, time, V] (uncompiled).
+
+    Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
+    """
+    tokens = tf.keras.Input(shape=(seq_len,), dtype=tf.int32, name="tokens")
+    embedding = tf.keras.layers.Embedding(config.vocab_size, config.embedding_dim, name="embedding")
+    x = embedding(tokens)  # [batch, time, D]
+    rnn = tf.keras.layers.RNN(build_cell(config), return_sequences=True, name="rnn")
+    h = rnn(x)  # [batch, time, D]
+    logits = TiedOutput(embedding, name="tied_output")(h)  # [batch, time, V]
+    return tf.keras.Model(tokens, logits, name=config.model_type.replace("-", "_"))
+
+
+def weights_dict(model: tf.keras.Model) -> dict[str, "np.ndarray"]:  # noqa: F821
+    """Model weights by variable name, for saving as .npz."""
+    return {w.name: w.numpy() for w in model.weights}
+
+
+def assign_weights(model: tf.keras.Model, weights: dict) -> None:
+    """Load weights saved by ``weights_dict``; names and shapes must match exactly."""
+    from keyboard_lm.errors import ConfigError
+
+    names = [w.name for w in model.weights]
+    if sorted(names) != sorted(weights):
+        raise ConfigError(f"checkpoint weights {sorted(weights)} do not match the model's {sorted(names)}")
+    for w in model.weights:
+        if tuple(w.shape) != tuple(weights[w.name].shape):
+            raise ConfigError(f"weight {w.name}: checkpoint shape {weights[w.name].shape} != model shape {tuple(w.shape)}")
+        w.assign(weights[w.name])

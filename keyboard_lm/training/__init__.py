@@ -1,0 +1,1 @@
+"""Centralized (server) training; federated training lives in keyboard_lm.federated."""
