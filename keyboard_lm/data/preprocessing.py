@@ -107,7 +107,45 @@ def texts_to_examples(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
 def client_dataset(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
                    config: ClientDataConfig) -> tf.data.Dataset:
     """One client's text records -> shuffled, repeated, batched, capped batches."""
-    ds = texts_to_examples(texts, table, config.max_seq_len).repeat(config.epochs)
+    return batch_examples(texts_to_examples(texts, table, config.max_seq_len), config)
+
+
+def encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: int) -> dict:
+    """Every client's text -> (inputs [n, S], targets [n, S]) int32 numpy arrays.
+
+    Runs the tensorflow-text pipeline once over all records (eagerly, in this
+    process).  TFF's C++ runtime has no tensorflow-text kernels, so datasets
+    handed to TFF computations are built from these arrays with core ops only.
+    Clients without any sentence get arrays with zero rows.
+    """
+    import numpy as np
+
+    ids = sorted(clients)
+    owners = [i for i, cid in enumerate(ids) for _ in clients[cid]]
+    texts = [t for cid in ids for t in clients[cid]]
+    table = vocab_table(vocab)
+
+    def encode(owner, text):
+        rows = tf.ragged.map_flat_values(table.lookup, sentences(text))
+        return tf.data.Dataset.from_tensor_slices(rows).flat_map(
+            lambda r: tf.data.Dataset.from_tensor_slices(sentence_chunks(r, seq_len))).map(
+            lambda x, y: (x, y, owner))
+
+    ds = tf.data.Dataset.from_tensor_slices((owners, texts)).flat_map(encode).batch(4096)
+    xs, ys, os_ = [], [], []
+    for x, y, o in ds.as_numpy_iterator():
+        xs.append(x)
+        ys.append(y)
+        os_.append(o)
+    x = np.concatenate(xs) if xs else np.zeros((0, seq_len), np.int32)
+    y = np.concatenate(ys) if ys else np.zeros((0, seq_len), np.int32)
+    owner = np.concatenate(os_) if os_ else np.zeros((0,), np.int32)
+    return {cid: (x[owner == i], y[owner == i]) for i, cid in enumerate(ids)}
+
+
+def batch_examples(examples: tf.data.Dataset, config: ClientDataConfig) -> tf.data.Dataset:
+    """(x, y) examples -> repeated, shuffled, batched, capped; core TF ops only."""
+    ds = examples.repeat(config.epochs)
     if config.shuffle_buffer > 1:
         ds = ds.shuffle(config.shuffle_buffer, seed=config.seed)
     return ds.batch(config.batch_size).take(config.max_batches)

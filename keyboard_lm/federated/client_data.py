@@ -1,13 +1,20 @@
-"""Corpora as ``tff.simulation.datasets.ClientData`` of token-id batches."""
+"""Corpora as ``tff.simulation.datasets.ClientData`` of token-id batches.
+
+Text is encoded once with the tensorflow-text pipeline in this process
+(``encode_clients``); the ClientData then holds int32 examples, so the
+datasets TFF receives use only core TensorFlow ops, which its C++ worker can
+run (it has no tensorflow-text kernels).
+"""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import tensorflow as tf
 
 from keyboard_lm.data.corpora import Corpus
-from keyboard_lm.data.preprocessing import ClientDataConfig, client_dataset, vocab_table
+from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples, encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import DataError
 from keyboard_lm.federated.runtime import import_tff
@@ -16,20 +23,27 @@ from keyboard_lm.text.vocabulary import Vocabulary
 tff = import_tff()
 
 
-def text_client_data(corpus: Corpus, client_ids=None) -> "tff.simulation.datasets.ClientData":
+def text_client_data(corpus: Corpus, client_ids=None):
     """ClientData whose datasets yield the raw text records (tf.string) of each client."""
     ids = corpus.client_ids if client_ids is None else sorted(client_ids)
     sub = corpus.subset(ids)
     return tff.simulation.datasets.TestClientData({c: list(sub.clients[c]) for c in ids})
 
 
-def preprocess(text_data, vocab: Vocabulary, config: ClientDataConfig):
-    """Turn text ClientData into ClientData of (inputs, targets) int32 batches."""
+def example_client_data(encoded: dict):
+    """ClientData of {"x": [S], "y": [S]} int32 examples from ``encode_clients`` output.
 
-    def fn(texts: tf.data.Dataset) -> tf.data.Dataset:
-        return client_dataset(texts, vocab_table(vocab), config)
+    Clients without examples are left out (a dataset needs at least one row).
+    """
+    data = {cid: collections.OrderedDict(x=x, y=y) for cid, (x, y) in encoded.items() if len(x)}
+    if not data:
+        raise DataError("no client has any example")
+    return tff.simulation.datasets.TestClientData(data)
 
-    return text_data.preprocess(fn)
+
+def batched(examples: tf.data.Dataset, config: ClientDataConfig) -> tf.data.Dataset:
+    """{"x", "y"} examples -> (x, y) batches per ``config`` (core ops only)."""
+    return batch_examples(examples.map(lambda e: (e["x"], e["y"])), config)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +60,7 @@ class FederatedData:
 def build_federated_data(corpus: Corpus, vocab: Vocabulary, config: ClientDataConfig,
                          split: SplitConfig = SplitConfig(),
                          eval_config: ClientDataConfig | None = None) -> FederatedData:
-    """Split ``corpus`` by client and build preprocessed ClientData for both sides.
+    """Split ``corpus`` by client and build batched ClientData for both sides.
 
     Held-out clients are evaluated on all their text once, unshuffled, unless
     ``eval_config`` says otherwise.
@@ -54,9 +68,12 @@ def build_federated_data(corpus: Corpus, vocab: Vocabulary, config: ClientDataCo
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if eval_config is None:
         eval_config = dataclasses.replace(config, epochs=1, shuffle_buffer=0, max_batches=10**9)
+    encoded = encode_clients(corpus.clients, vocab, config.max_seq_len)
+    train = example_client_data({c: encoded[c] for c in train_ids})
+    heldout = example_client_data({c: encoded[c] for c in heldout_ids})
     return FederatedData(
-        train=preprocess(text_client_data(corpus, train_ids), vocab, config),
-        heldout=preprocess(text_client_data(corpus, heldout_ids), vocab, eval_config),
+        train=train.preprocess(lambda ds: batched(ds, config)),
+        heldout=heldout.preprocess(lambda ds: batched(ds, eval_config)),
         vocab=vocab, train_ids=tuple(train_ids), heldout_ids=tuple(heldout_ids))
 
 

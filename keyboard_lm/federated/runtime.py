@@ -55,8 +55,15 @@ def stop_workers() -> None:
     if "tensorflow_federated" in sys.modules:
         from tensorflow_federated.python.core.impl.context_stack import set_default_context
 
-        set_default_context.set_no_default_context()
-        gc.collect()
+        # TFF's finalizer signals its worker; if the worker is already gone it
+        # raises ProcessLookupError from __del__, which is only noise here.
+        previous_hook = sys.unraisablehook
+        sys.unraisablehook = lambda u: None if isinstance(u.exc_value, ProcessLookupError) else previous_hook(u)
+        try:
+            set_default_context.set_no_default_context()
+            gc.collect()
+        finally:
+            sys.unraisablehook = previous_hook
     for pid in _child_workers():
         try:
             os.kill(pid, signal.SIGKILL)

@@ -18,13 +18,15 @@ import tensorflow as tf
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 _SP = SPECIAL_TOKENS
-_SPECIAL_IDS = tf.constant(_SP.ids, dtype=tf.int32)
+# Comparisons use tf.equal/tf.not_equal, never == / !=: in TFF's graph-mode
+# serialization Python's operators compare tensor objects, not values.
 
 
 def mask_special_logits(logits: tf.Tensor) -> tf.Tensor:
     """Logits with the special tokens pushed to -inf along the last axis."""
     v = tf.shape(logits)[-1]
-    is_special = tf.reduce_any(tf.equal(tf.range(v)[:, None], _SPECIAL_IDS[None, :]), axis=-1)
+    special_ids = tf.constant(_SP.ids, dtype=tf.int32)  # built per graph, never captured eagerly
+    is_special = tf.reduce_any(tf.equal(tf.range(v)[:, None], special_ids[None, :]), axis=-1)
     return tf.where(is_special, tf.constant(-1e9, logits.dtype), logits)
 
 
@@ -69,7 +71,7 @@ class RecallAtK(_RatioMetric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y, logits = _flatten(y_true, y_pred)
-        event = (y != _SP.pad_id) & (y != _SP.eos_id)
+        event = tf.not_equal(y, _SP.pad_id) & tf.not_equal(y, _SP.eos_id)
         y, logits = tf.boolean_mask(y, event), tf.boolean_mask(logits, event)
         self._add(tf.reduce_sum(tf.cast(_hits(y, logits, self.k), tf.int64)), tf.size(y))
 
@@ -98,7 +100,7 @@ class MaskedCrossEntropy(_RatioMetric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y, logits = _flatten(y_true, y_pred)
-        keep = y != _SP.pad_id
+        keep = tf.not_equal(y, _SP.pad_id)
         y, logits = tf.boolean_mask(y, keep), tf.boolean_mask(logits, keep)
         ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         self._add(tf.reduce_sum(tf.cast(ce, tf.float64)), tf.size(y))
@@ -112,8 +114,8 @@ class OOVRate(_RatioMetric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y, _ = _flatten(y_true, y_pred)
-        event = (y != _SP.pad_id) & (y != _SP.eos_id)
-        self._add(tf.reduce_sum(tf.cast(tf.boolean_mask(y, event) == _SP.oov_id, tf.int64)),
+        event = tf.not_equal(y, _SP.pad_id) & tf.not_equal(y, _SP.eos_id)
+        self._add(tf.reduce_sum(tf.cast(tf.equal(tf.boolean_mask(y, event), _SP.oov_id), tf.int64)),
                   tf.reduce_sum(tf.cast(event, tf.int64)))
 
 
@@ -125,7 +127,7 @@ class TokenCount(_RatioMetric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         y = tf.reshape(tf.cast(y_true, tf.int32), [-1])
-        self._add(tf.reduce_sum(tf.cast((y != _SP.pad_id) & (y != _SP.eos_id), tf.int64)), 0)
+        self._add(tf.reduce_sum(tf.cast(tf.not_equal(y, _SP.pad_id) & tf.not_equal(y, _SP.eos_id), tf.int64)), 0)
 
     def result(self):
         return self.numerator

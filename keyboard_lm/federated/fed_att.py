@@ -1,0 +1,98 @@
+"""FedAtt: layer-wise attentive aggregation (Ji et al. 2019, "Learning private
+neural language modeling with attentive aggregation", eq. 3-5).
+
+For layer l and client k, with server weights w and client weights w_k::
+
+    s_k^l     = || w^l - w_k^l ||_p
+    alpha_k^l = softmax over this round's clients of s^l
+    w^l      <- w^l - eps * sum_k alpha_k^l (w^l - w_k^l)
+
+In TFF, a client's update is Delta_k = w - w_k, so the aggregate is
+``sum_k alpha_k^l Delta_k^l`` and the server applies it with plain SGD of
+learning rate eps.  The softmax is computed stably in three federated steps:
+the per-layer max of the norms (``federated_max``) is broadcast, each client
+returns exp(s_k - max) and exp(s_k - max) * Delta_k, and the server divides
+the two sums.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from keyboard_lm.federated.runtime import import_tff
+
+tff = import_tff()
+
+
+def _flatten(x):
+    return tff.structure.flatten(x) if isinstance(x, tff.structure.Struct) else tf.nest.flatten(x)
+
+
+def _pack_as(like, flat):
+    if isinstance(like, tff.structure.Struct):
+        return tff.structure.pack_sequence_as(like, flat)
+    return tf.nest.pack_sequence_as(like, flat)
+
+
+def layer_norms(update, p: float) -> list[tf.Tensor]:
+    """[||Delta^l||_p for each layer l] as float32 scalars."""
+    return [tf.norm(tf.reshape(tf.cast(t, tf.float32), [-1]), ord=p) for t in _flatten(update)]
+
+
+def fedatt_reference(server: list[np.ndarray], clients: list[list[np.ndarray]], eps: float,
+                     p: float = 2.0) -> list[np.ndarray]:
+    """Plain numpy FedAtt step, the test oracle for the TFF aggregator."""
+    out = []
+    for l, w in enumerate(server):
+        diffs = [w - c[l] for c in clients]
+        s = np.array([np.linalg.norm(d.ravel(), ord=p) for d in diffs], np.float64)
+        alpha = np.exp(s - s.max())
+        alpha /= alpha.sum()
+        out.append(w - eps * sum(a * d for a, d in zip(alpha, diffs)))
+    return out
+
+
+class FedAttFactory(tff.aggregators.UnweightedAggregationFactory):
+    """Aggregates client updates with FedAtt's per-layer attention weights."""
+
+    def __init__(self, p: float = 2.0):
+        if not p > 0:
+            raise ValueError(f"FedAtt norm order p must be > 0, got {p}")
+        self._p = float(p)
+
+    def create(self, value_type):
+        p = self._p
+        n_layers = len(tff.structure.flatten(value_type))
+        norms_type = tff.TensorType(np.float32, [n_layers])
+
+        @tff.tensorflow.computation(value_type)
+        def client_norms(update):
+            return tf.stack(layer_norms(update, p))
+
+        @tff.tensorflow.computation(value_type, norms_type)
+        def client_scores(update, max_norms):
+            flat = _flatten(update)
+            e = tf.exp(tf.stack(layer_norms(update, p)) - max_norms)  # [layers], each in (0, 1]
+            weighted = [tf.cast(e[i], t.dtype) * t for i, t in enumerate(flat)]
+            return _pack_as(update, weighted), e
+
+        @tff.tensorflow.computation(value_type, norms_type)
+        def divide(weighted_sum, e_sum):
+            flat = _flatten(weighted_sum)
+            return _pack_as(weighted_sum, [t / tf.cast(e_sum[i], t.dtype) for i, t in enumerate(flat)])
+
+        @tff.federated_computation()
+        def init_fn():
+            return tff.federated_value((), tff.SERVER)
+
+        @tff.federated_computation(init_fn.type_signature.result, tff.FederatedType(value_type, tff.CLIENTS))
+        def next_fn(state, value):
+            norms = tff.federated_map(client_norms, value)
+            max_norms = tff.federated_broadcast(tff.federated_max(norms))
+            weighted, e = tff.federated_map(client_scores, (value, max_norms))
+            result = tff.federated_map(divide, (tff.federated_sum(weighted), tff.federated_sum(e)))
+            return tff.templates.MeasuredProcessOutput(
+                state=state, result=result, measurements=tff.federated_value((), tff.SERVER))
+
+        return tff.templates.AggregationProcess(init_fn, next_fn)

@@ -1,0 +1,252 @@
+"""The federated training loop: sampling, rounds, evaluation, checkpoints, resume.
+
+One run directory holds everything (see ``keyboard_lm.models.checkpoint``):
+run.json, vocab.txt, weights.npz, metrics.csv, plus ``checkpoints/`` (TFF
+program state every N rounds, for ``--resume``), ``tensorboard/`` and
+``metrics.png``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
+from keyboard_lm.data.split import SplitConfig, split_clients
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.evaluation import evaluate_model, summarize
+from keyboard_lm.federated.client_data import batched, example_client_data
+from keyboard_lm.federated.process import FederatedConfig, build_process, upload_bytes
+from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.models.checkpoint import RUN_FILE, append_metrics_row, load_run, save_run
+from keyboard_lm.models.config import ModelConfig
+from keyboard_lm.models.language_model import build_model, weights_dict
+from keyboard_lm.text.vocabulary import Vocabulary
+
+tff = import_tff()
+
+CHECKPOINT_DIR = "checkpoints"
+EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate")
+
+
+class DivergenceError(ConfigError):
+    """Training loss became NaN/Inf or exploded; the last good checkpoint is kept."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """How often the loop evaluates and saves, and when it calls a run diverged.
+
+    Attributes:
+      eval_every: evaluate held-out clients every N rounds (and at the end).
+      checkpoint_every: save TFF program state every N rounds (and at the end).
+      divergence_factor: a training loss above factor * ln(V) (the loss of a
+        uniform guess) counts as divergence.
+      keep_checkpoints: program states kept on disk.
+    """
+
+    eval_every: int = 1
+    checkpoint_every: int = 1
+    divergence_factor: float = 3.0
+    keep_checkpoints: int = 3
+
+    def __post_init__(self):
+        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+
+
+def sample_clients(client_ids: list[str], k: int, seed: int, round_num: int) -> list[str]:
+    """K clients drawn uniformly without replacement; depends only on (seed, round)."""
+    rng = np.random.RandomState([seed, round_num])
+    picks = rng.choice(len(client_ids), size=min(k, len(client_ids)), replace=False)
+    return [client_ids[i] for i in sorted(picks)]
+
+
+def _dataset_seed(seed: int, round_num: int, index: int) -> int:
+    return int(np.random.RandomState([seed, round_num, index]).randint(2**31 - 1))
+
+
+def _progress(round_num, rounds, loss, recall3, elapsed, done_this_run) -> str:
+    width = 24
+    filled = int(width * round_num / rounds)
+    per_round = elapsed / max(done_this_run, 1)
+    eta = int(per_round * (rounds - round_num))
+    r3 = f"{recall3:.4f}" if recall3 is not None else "  -   "
+    return (f"[{'#' * filled}{'.' * (width - filled)}] round {round_num}/{rounds}  loss {loss:.3f}  "
+            f"recall@3 {r3}  {per_round:.1f}s/round  ETA {eta // 60}:{eta % 60:02d}")
+
+
+def _plot(run_dir: str) -> None:
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("recall_at_3")]
+    if not rows:
+        return
+    rounds = [int(r["round"]) for r in rows]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    a1.plot(rounds, [float(r["recall_at_1"]) for r in rows], label="recall@1")
+    a1.plot(rounds, [float(r["recall_at_3"]) for r in rows], label="recall@3")
+    a1.set_xlabel("round")
+    a1.set_ylabel("held-out recall")
+    a1.legend()
+    a2.plot(rounds, [float(r["train_loss"]) for r in rows], label="train loss")
+    a2.plot(rounds, [float(r["loss"]) for r in rows], label="held-out loss")
+    a2.set_xlabel("round")
+    a2.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(run_dir, "metrics.png"), dpi=100)
+    plt.close(fig)
+
+
+def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | None = None,
+                    config: FederatedConfig = FederatedConfig(), data_config: ClientDataConfig = ClientDataConfig(),
+                    split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
+                    resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
+                    log=print) -> dict:
+    """Run federated training into ``run_dir``; returns the last held-out evaluation.
+
+    With ``resume``, the model, hyper-parameters, vocabulary and split come
+    from ``run_dir`` and training continues after its latest checkpoint up to
+    ``config.rounds`` (the only setting a resume may change).
+    """
+    train_ids, heldout_ids = split_clients(corpus.client_ids, split)
+    if resume:
+        run = load_run(run_dir)
+        if run.info.get("trainer") != "federated":
+            raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
+        vocab, model_config = run.vocab, run.model_config
+        saved = run.info["federated"]
+        if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
+            log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
+        config = FederatedConfig(**{**saved, "rounds": config.rounds})
+        data_config = ClientDataConfig(**run.info["client_data"])
+        if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5]:
+            raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
+    else:
+        if os.path.exists(os.path.join(run_dir, RUN_FILE)):
+            raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it or choose another --out")
+        vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
+        base = model_config or ModelConfig()
+        model_config = dataclasses.replace(base, vocab_size=len(vocab))
+
+    # Clients without a single sentence cannot train; they are left out and counted.
+    encoded = encode_clients({c: corpus.clients[c] for c in train_ids}, vocab, data_config.max_seq_len)
+    trainable = [c for c in train_ids if len(encoded[c][0])]
+    empty_clients = len(train_ids) - len(trainable)
+    if not trainable:
+        raise ConfigError("no training client has any sentence")
+    examples = example_client_data({c: encoded[c] for c in trainable})
+    input_spec = (tf.TensorSpec([None, data_config.max_seq_len], tf.int32),) * 2
+    tf.keras.utils.set_random_seed(config.seed)
+    process = build_process(model_config, config, input_spec)
+    state = process.initialize()
+    keras_model = build_model(model_config)
+    shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
+    sent, raw = upload_bytes(shapes, config.compression)
+
+    manager = tff.program.FileProgramStateManager(os.path.join(run_dir, CHECKPOINT_DIR),
+                                                  keep_total=loop.keep_checkpoints, keep_first=False)
+    start_round = 0
+    if resume:
+        loaded, version = asyncio.run(manager.load_latest(state))
+        if loaded is None:
+            raise ConfigError(f"{run_dir}: no checkpoint to resume from")
+        state, start_round = loaded, version
+        log(f"resuming after round {start_round}")
+    info = {
+        "trainer": "federated",
+        "data": {"corpus": corpus.name, "source": data_source or {}, "train_clients": len(train_ids),
+                 "heldout_clients": len(heldout_ids), "empty_train_clients": empty_clients,
+                 "heldout_ids_head": heldout_ids[:5], "split": dataclasses.asdict(split)},
+        "federated": dataclasses.asdict(config),
+        "client_data": dataclasses.asdict(data_config),
+        "loop": dataclasses.asdict(loop),
+        "hyperparameters": {"seq_len": data_config.max_seq_len},
+        "parameters": keras_model.count_params(),
+        "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
+    }
+    if not resume:
+        os.makedirs(run_dir, exist_ok=True)
+        save_run(run_dir, model_config, vocab, weights_dict(keras_model), {**info, "rounds_done": 0})
+    log(f"federated {config.algorithm} ({config.server_optimizer if config.algorithm != 'fedatt' else 'attentive'}) "
+        f"{model_config.model_type}: {keras_model.count_params():,} parameters, V={len(vocab):,}, "
+        f"{len(trainable)} training clients ({empty_clients} without text), {len(heldout_ids)} held-out, "
+        f"{config.clients_per_round}/round; upload {sent:,} B/client/round vs {raw:,} B float32")
+
+    writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
+    limit = math.log(len(vocab)) * loop.divergence_factor
+    result, started = None, time.time()
+    last_good = start_round
+    for round_num in range(start_round + 1, config.rounds + 1):
+        t0 = time.time()
+        datasets, failed = [], 0
+        for i, cid in enumerate(sample_clients(trainable, config.clients_per_round, config.seed, round_num)):
+            try:
+                cfg = dataclasses.replace(data_config, seed=_dataset_seed(config.seed, round_num, i))
+                datasets.append(batched(examples.create_tf_dataset_for_client(cid), cfg))
+            except (tf.errors.OpError, ValueError, KeyError) as e:
+                failed += 1
+                log(f"round {round_num}: client {cid!r} skipped ({type(e).__name__}: {e})")
+        if not datasets:
+            raise ConfigError(f"round {round_num}: every sampled client failed")
+        output = process.next(state, datasets)
+        train = output.metrics["client_work"]["train"]
+        train_loss = float(train["loss"])
+        zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
+        if not math.isfinite(train_loss) or train_loss > limit:
+            raise DivergenceError(
+                f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
+                f"the last good checkpoint (round {last_good}) is kept in {os.path.join(run_dir, CHECKPOINT_DIR)}")
+        state = output.state
+        row = {"round": round_num, "train_loss": train_loss,
+               "train_recall_at_3": float(train["recall_at_3"]), "clients": len(datasets),
+               "failed_clients": failed, "non_finite_zeroed": zeroed,
+               "upload_bytes_per_client": sent, "seconds": 0.0, **{k: "" for k in EVAL_KEYS}}
+        recall3 = None
+        is_last = round_num == config.rounds
+        if round_num % loop.eval_every == 0 or is_last:
+            process.get_model_weights(state).assign_weights_to(keras_model)
+            result = evaluate_model(keras_model, corpus, heldout_ids, vocab, data_config.max_seq_len)
+            row.update({k: result["pooled"][k] for k in EVAL_KEYS})
+            recall3 = result["pooled"]["recall_at_3"]
+        row["seconds"] = round(time.time() - t0, 2)
+        with writer.as_default(step=round_num):
+            for k, v in row.items():
+                if v != "" and k != "round":
+                    tf.summary.scalar(k, float(v))
+        if round_num % loop.checkpoint_every == 0 or is_last:
+            process.get_model_weights(state).assign_weights_to(keras_model)
+            asyncio.run(manager.save(state, round_num))
+            last_good = round_num
+            save_run(run_dir, model_config, vocab, weights_dict(keras_model),
+                     {**info, "rounds_done": round_num,
+                      "final_metrics": result["pooled"] if result is not None else None})
+        append_metrics_row(run_dir, row)
+        log(_progress(round_num, config.rounds, train_loss, recall3, time.time() - started,
+                      round_num - start_round))
+    writer.flush()
+    _plot(run_dir)
+    if result is not None:
+        log(f"held-out after round {config.rounds}: {summarize(result)}")
+    return result or {}
+
+
+def run_summary(run_dir: str) -> dict:
+    """The run.json of a run directory (for reports)."""
+    with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as f:
+        return json.load(f)
