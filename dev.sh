@@ -40,7 +40,7 @@ job="${1:-}"
 shift || true
 case "$job" in
   env) setup ;;
-  demo) setup; exec .venv/bin/keyboard-lm data stats "$@" ;;
+  demo) setup; exec .venv/bin/keyboard-lm demo "$@" ;;
   test) setup; exec .venv/bin/python -m pytest "$@" ;;
   *) echo "usage: bash dev.sh demo|test|env [args...]" >&2; exit 2 ;;
 esac

@@ -61,18 +61,61 @@ def _split_from_args(args):
 
 
 def cmd_train(args) -> int:
-    if not args.centralized:
-        from keyboard_lm.errors import ConfigError
+    if args.centralized:
+        return _train_centralized(args)
+    return _train_federated(args)
 
-        raise ConfigError("federated training is not available in this version; use --centralized")
+
+def _train_centralized(args) -> int:
     from keyboard_lm.training.centralized import CentralizedConfig, train_centralized
 
+    if args.resume:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
     corpus = load_corpus_from_args(args)
     config = CentralizedConfig(optimizer=args.optimizer, learning_rate=args.lr, epochs=args.epochs,
-                               batch_size=args.batch_size, seq_len=args.seq_len,
+                               batch_size=args.batch_size or 32, seq_len=args.seq_len,
                                clipnorm=args.clipnorm if args.clipnorm > 0 else None, seed=args.seed)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
                       config, _split_from_args(args))
+    print(f"run saved to {args.out}")
+    return 0
+
+
+def _train_federated(args) -> int:
+    from keyboard_lm.data.preprocessing import ClientDataConfig
+    from keyboard_lm.federated.process import FederatedConfig
+    from keyboard_lm.federated.trainer import LoopConfig, run_summary, train_federated
+    from keyboard_lm.models.config import ModelConfig
+
+    split = _split_from_args(args)
+    if args.resume:
+        # The run directory holds the settings; only --rounds (and the data path) may be given again.
+        saved = run_summary(args.out)
+        source = saved.get("data", {}).get("source", {})
+        if args.data is None and args.format == "default" and source:
+            args.data, args.format = source.get("path"), source.get("format", "default")
+        from keyboard_lm.data.split import SplitConfig
+
+        split = SplitConfig(**saved["data"]["split"])
+        fed = FederatedConfig(**{**saved["federated"], "rounds": args.rounds})
+        data_config = ClientDataConfig(**saved["client_data"])
+        loop = LoopConfig(**saved["loop"])
+        model_config = None
+    else:
+        model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units)
+        fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
+                              server_lr=args.server_lr, server_momentum=args.server_momentum,
+                              client_lr=args.client_lr, clients_per_round=args.clients_per_round,
+                              rounds=args.rounds, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
+                              compression=args.compression, seed=args.seed)
+        data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or 10,
+                                       epochs=args.local_epochs, max_batches=args.max_batches)
+        loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+    corpus = load_corpus_from_args(args)
+    train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
+                    vocab_size=args.vocab_size, data_source={"path": args.data, "format": args.format})
     print(f"run saved to {args.out}")
     return 0
 
@@ -120,6 +163,52 @@ def cmd_baseline_ngram(args) -> int:
     return 0
 
 
+def cmd_demo(args) -> int:
+    """The main job: federated training on the embedded corpus, then suggestions."""
+    import shutil
+
+    from keyboard_lm.data.corpora import load_default
+    from keyboard_lm.data.preprocessing import ClientDataConfig
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.federated.process import FederatedConfig
+    from keyboard_lm.federated.trainer import LoopConfig, train_federated
+    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.models.suggest import suggest
+
+    if os.path.exists(args.out):
+        shutil.rmtree(args.out)  # the demo always starts afresh in its own directory
+    corpus = load_default()
+    split = SplitConfig(0.1, seed=args.seed)
+    # A smaller CIFG than Hard et al.'s (D=64, H=256): the embedded corpus has
+    # only ~27k words, and the paper size trains slower and no better on it.
+    fed = FederatedConfig(algorithm="fedavg", server_optimizer="adam", server_lr=0.02, client_lr=1.0,
+                          clients_per_round=20, rounds=args.rounds, seed=args.seed)
+    data_config = ClientDataConfig(max_seq_len=20, batch_size=10, epochs=5, max_batches=120)
+    print(f"keyboard-lm demo: FedAdam over {corpus.name}, {args.rounds} rounds, run directory {args.out}")
+    train_federated(corpus, args.out, ModelConfig("cifg", embedding_dim=64, units=256), fed, data_config, split,
+                    LoopConfig(eval_every=max(1, args.rounds // 10), checkpoint_every=max(1, args.rounds // 10)),
+                    data_source={"path": None, "format": "default"})
+    run = load_run(args.out)
+    model = build_loaded_model(run)
+    heldout = split_clients(corpus.client_ids, split)[1]
+    print("\ntop-3 suggestions for held-out contexts (client: context -> suggestions | actual next word)")
+    shown = 0
+    for cid in heldout:
+        for text in corpus.clients[cid]:
+            from keyboard_lm.text.tokenizer import tokenize
+
+            words = tokenize(text)
+            if len(words) < 4 or shown >= args.contexts:
+                continue
+            context, actual = " ".join(words[:3]), words[3]
+            strip = "  ".join(f"{w} ({p:.2f})" for w, p in suggest(model, run.vocab, context))
+            print(f"  {cid}: \"{context}\" -> {strip} | {actual}")
+            shown += 1
+    print(f"\nrun directory: {args.out} (metrics.csv, metrics.png, weights.npz, vocab.txt, checkpoints/)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="keyboard-lm", description="Federated next-word prediction for mobile keyboards.")
@@ -137,18 +226,37 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_args(train)
     add_split_args(train)
     train.add_argument("--centralized", action="store_true",
-                       help="server-trained baseline: SGD on the pooled training clients")
+                       help="server-trained baseline: SGD on the pooled training clients (default: federated)")
     train.add_argument("--model", default="cifg", help="cifg | si-cifg | lstm | gru (cifg)")
     train.add_argument("--vocab-size", type=int, default=10_000, help="incl. 4 special tokens (10000)")
     train.add_argument("--embedding-dim", type=int, default=96, help="D, tied embedding and projection (96)")
     train.add_argument("--units", type=int, default=670, help="H, cell size (670)")
-    train.add_argument("--epochs", type=int, default=5, help="passes over the pooled data (5)")
-    train.add_argument("--batch-size", type=int, default=32, help="(32)")
     train.add_argument("--seq-len", type=int, default=20, help="tokens per example (20)")
-    train.add_argument("--optimizer", default="sgd", help="sgd | adam (sgd)")
-    train.add_argument("--lr", type=float, default=1.0, help="learning rate (1.0)")
-    train.add_argument("--clipnorm", type=float, default=5.0, help="gradient norm clip, 0 = off (5)")
+    train.add_argument("--batch-size", type=int, default=None,
+                       help="examples per batch (centralized 32, federated client batch 10)")
     train.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to write")
+    cen = train.add_argument_group("centralized training")
+    cen.add_argument("--epochs", type=int, default=5, help="passes over the pooled data (5)")
+    cen.add_argument("--optimizer", default="sgd", help="sgd | adam (sgd)")
+    cen.add_argument("--lr", type=float, default=1.0, help="learning rate (1.0)")
+    cen.add_argument("--clipnorm", type=float, default=5.0, help="gradient norm clip, 0 = off (5)")
+    fed = train.add_argument_group("federated training (TFF)")
+    fed.add_argument("--algorithm", default="fedavg", help="fedavg | fedsgd | fedatt (fedavg)")
+    fed.add_argument("--server-optimizer", default="sgd",
+                     help="sgd | nesterov (FedAvgM) | adam (FedAdam) (sgd)")
+    fed.add_argument("--server-lr", type=float, default=1.0, help="server learning rate (1.0)")
+    fed.add_argument("--server-momentum", type=float, default=0.9, help="Nesterov momentum (0.9)")
+    fed.add_argument("--client-lr", type=float, default=0.5, help="client SGD learning rate (0.5)")
+    fed.add_argument("--clients-per-round", type=int, default=10, help="K, sampled uniformly (10)")
+    fed.add_argument("--rounds", type=int, default=10, help="rounds to run, or to reach with --resume (10)")
+    fed.add_argument("--local-epochs", type=int, default=1, help="client epochs per round (1)")
+    fed.add_argument("--max-batches", type=int, default=120, help="cap on batches per client and round (120)")
+    fed.add_argument("--fedatt-p", type=float, default=2.0, help="FedAtt norm order p (2)")
+    fed.add_argument("--fedatt-eps", type=float, default=1.0, help="FedAtt step size eps (1.0)")
+    fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
+    fed.add_argument("--eval-every", type=int, default=1, help="evaluate held-out clients every N rounds (1)")
+    fed.add_argument("--checkpoint-every", type=int, default=1, help="save program state every N rounds (1)")
+    fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
     train.set_defaults(func=cmd_train)
 
     ev = sub.add_parser("eval", help="recall@1/@3, in-vocabulary accuracy, perplexity on held-out clients")
@@ -159,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--per-client", action="store_true", help="also print per-client metrics")
     ev.add_argument("--json", action="store_true", help="print JSON (pooled and per client)")
     ev.set_defaults(func=cmd_eval)
+
+    demo = sub.add_parser("demo", help="federated training on the embedded corpus, then suggestions")
+    demo.add_argument("--rounds", type=int, default=100, help="(100, about 10 minutes on 2 cores)")
+    demo.add_argument("--out", default=os.path.join("runs", "demo"), help="run directory (runs/demo)")
+    demo.add_argument("--contexts", type=int, default=8, help="held-out contexts to show (8)")
+    demo.add_argument("--seed", type=int, default=0)
+    demo.set_defaults(func=cmd_demo)
 
     base = sub.add_parser("baseline", help="non-neural baselines").add_subparsers(dest="baseline", required=True)
     ng = base.add_parser("ngram", help="interpolated Kneser-Ney n-gram, same vocabulary, split and metrics")

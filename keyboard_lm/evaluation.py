@@ -46,13 +46,19 @@ def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndar
             "ce": np.where(token, ce, 0.0), "tokens": token, "oov": event & (targets == _SP.oov_id)}
 
 
+def _perplexity(loss: float) -> float:
+    if loss != loss:
+        return float("nan")
+    return math.exp(loss) if loss < 700 else float("inf")
+
+
 def _metrics(s: dict[str, float]) -> dict:
     div = lambda a, b: a / b if b else float("nan")  # noqa: E731
     loss = div(s["ce"], s["tokens"])
     return {"recall_at_1": div(s["hit1"], s["events"]), "recall_at_3": div(s["hit3"], s["events"]),
             "iv_accuracy_at_1": div(s["iv_hit1"], s["iv_events"]),
             "iv_accuracy_at_3": div(s["iv_hit3"], s["iv_events"]),
-            "loss": loss, "perplexity": math.exp(loss) if loss == loss else float("nan"),
+            "loss": loss, "perplexity": _perplexity(loss),
             "oov_rate": div(s["oov"], s["events"]), "num_events": int(s["events"])}
 
 

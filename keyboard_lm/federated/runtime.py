@@ -1,10 +1,11 @@
 """Importing TFF quietly and cleaning up its local C++ worker.
 
 TFF 0.87 runs computations in a ``worker_binary`` subprocess that it starts on
-first use and only stops from a finalizer that may never run.  Left behind,
-that process keeps the parent's stdout open, so a pipeline such as
-``keyboard-lm train ... | tee log`` never ends.  ``import_tff`` registers an
-exit hook that stops the workers this process started.
+first use, wired to the parent's stdout, and only stops from a finalizer that
+may never run.  Left behind, that process keeps the parent's stdout open, so a
+pipeline such as ``keyboard-lm train ... | tee log`` never ends.
+``import_tff`` starts the worker with its output sent to /dev/null and
+registers an exit hook that stops the workers this process started.
 """
 
 from __future__ import annotations
@@ -84,5 +85,26 @@ def import_tff():
     logging.getLogger("absl").setLevel(logging.ERROR)
     if not _registered:
         atexit.register(stop_workers)
+        _start_worker_quietly(tff)
         _registered = True
     return tff
+
+
+def _start_worker_quietly(tff) -> None:
+    """Start TFF's worker now, with its output sent to /dev/null.
+
+    TFF hands the worker whatever ``sys.stdout``/``sys.stderr`` are when the
+    first computation runs; that may be a pipe the caller waits on, or (under
+    pytest's capture) an object without a file descriptor, on which starting
+    the worker fails.  The worker only prints C++ logs.
+    """
+    import sys
+
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - the worker keeps its own copy of the fd
+    saved = sys.stdout, sys.stderr
+    sys.stdout = sys.stderr = devnull
+    try:
+        tff.federated_computation(lambda: 0)()
+    finally:
+        sys.stdout, sys.stderr = saved
+        devnull.close()

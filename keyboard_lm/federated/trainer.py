@@ -222,6 +222,12 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         if round_num % loop.eval_every == 0 or is_last:
             process.get_model_weights(state).assign_weights_to(keras_model)
             result = evaluate_model(keras_model, corpus, heldout_ids, vocab, data_config.max_seq_len)
+            heldout_loss = result["pooled"]["loss"]
+            if not math.isfinite(heldout_loss) or heldout_loss > limit:
+                raise DivergenceError(
+                    f"training diverged at round {round_num} (held-out loss {heldout_loss:.1f}, limit {limit:.1f}); "
+                    f"the last good checkpoint (round {last_good}) is kept in "
+                    f"{os.path.join(run_dir, CHECKPOINT_DIR)}")
             row.update({k: result["pooled"][k] for k in EVAL_KEYS})
             recall3 = result["pooled"]["recall_at_3"]
         row["seconds"] = round(time.time() - t0, 2)

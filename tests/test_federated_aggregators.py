@@ -1,0 +1,64 @@
+"""FedAtt against its numpy reference, and the non-finite zeroing wrapper."""
+
+import numpy as np
+import pytest
+
+from keyboard_lm.federated.fed_att import FedAttFactory, fedatt_reference
+from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
+from keyboard_lm.federated.runtime import import_tff
+
+tff = import_tff()
+
+
+def _layers_type():
+    return tff.to_type([(np.float32, [3]), (np.float32, [2, 2])])
+
+
+@pytest.mark.parametrize("p,scales", [(2.0, (1.0, 50.0, 300.0)), (1.0, (0.1, 0.2, 0.3)), (2.0, (1e3, 2e3, 5e3))])
+def test_fedatt_matches_numpy_reference(p, scales):
+    rng = np.random.RandomState(0)
+    server = [rng.randn(3).astype(np.float32) * 10, rng.randn(2, 2).astype(np.float32)]
+    clients = [[w + rng.randn(*w.shape).astype(np.float32) * s for w in server] for s in scales]
+    process = FedAttFactory(p).create(_layers_type())
+    deltas = [[server[0] - c[0], server[1] - c[1]] for c in clients]
+    out = process.next(process.initialize(), deltas).result
+    eps = 0.7
+    got = [server[0] - eps * out[0], server[1] - eps * out[1]]
+    want = fedatt_reference(server, clients, eps, p)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-4)
+        assert np.isfinite(g).all()  # norms of 5e3 would overflow a naive softmax
+
+
+def test_fedatt_attention_is_per_layer():
+    # Client 2 is far in layer 0 only: it dominates layer 0, while layer 1 is a plain mean.
+    server = [np.zeros(3, np.float32), np.zeros((2, 2), np.float32)]
+    clients = [[np.full(3, 1.0, np.float32), np.full((2, 2), 1.0, np.float32)],
+               [np.full(3, 9.0, np.float32), np.full((2, 2), 3.0, np.float32)]]
+    process = FedAttFactory(2.0).create(_layers_type())
+    out = process.next(process.initialize(), [[-c[0], -c[1]] for c in clients]).result
+    assert out[0][0] < -8.9  # softmax of norms (1.7, 15.6) puts ~all weight on client 2
+    # Layer 1 norms are 2 and 6: weights softmax(2, 6) = (0.018, 0.982).
+    a = np.exp([2.0, 6.0]) / np.exp([2.0, 6.0]).sum()
+    np.testing.assert_allclose(out[1], -(a[0] * 1.0 + a[1] * 3.0) * np.ones((2, 2)), rtol=1e-5)
+
+
+def test_non_finite_update_is_zeroed_weight_dropped_and_counted():
+    value_type = tff.to_type([np.float32, (np.float32, [2])])
+    process = NonFiniteZeroingFactory(tff.aggregators.MeanFactory()).create(value_type, tff.TensorType(np.float32))
+    values = [[np.float32(1), np.array([1, 1], np.float32)],
+              [np.float32(np.nan), np.array([5, 5], np.float32)],
+              [np.float32(3), np.array([np.inf, 3], np.float32)],
+              [np.float32(5), np.array([5, 5], np.float32)]]
+    out = process.next(process.initialize(), values, [1.0, 1.0, 1.0, 1.0])
+    assert out.result[0] == pytest.approx(3.0)  # mean of clients 1 and 4 only
+    np.testing.assert_allclose(out.result[1], [3.0, 3.0])
+    assert out.measurements["non_finite_zeroed"] == 2
+
+
+def test_unweighted_zeroing_counts():
+    value_type = tff.to_type([(np.float32, [2])])
+    process = UnweightedNonFiniteZeroingFactory(tff.aggregators.SumFactory()).create(value_type)
+    out = process.next(process.initialize(), [[np.array([1, np.nan], np.float32)], [np.array([2, 2], np.float32)]])
+    np.testing.assert_allclose(out.result[0], [2.0, 2.0])
+    assert out.measurements["non_finite_zeroed"] == 1

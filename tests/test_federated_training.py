@@ -1,0 +1,133 @@
+"""Federated training end to end through the real CLI entry point and TFF."""
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keyboard_lm.cli import main
+from keyboard_lm.federated.process import FederatedConfig, upload_bytes
+from keyboard_lm.federated.trainer import sample_clients
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.checkpoint import load_run
+
+SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
+         "--max-batches", "3", "--seed", "3"]
+
+
+def _rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_round_smoke_run_writes_a_complete_run_directory(tmp_path):
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, "--rounds", "2", *SMALL]) == 0
+    for name in ("run.json", "vocab.txt", "weights.npz", "metrics.csv", "metrics.png"):
+        assert os.path.isfile(os.path.join(out, name)), name
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["program_state_1", "program_state_2"]
+    assert os.listdir(os.path.join(out, "tensorboard"))
+    rows = _rows(out)
+    assert [r["round"] for r in rows] == ["1", "2"]
+    assert all(r["clients"] == "4" and r["non_finite_zeroed"] == "0" for r in rows)
+    run = load_run(out)
+    assert run.info["trainer"] == "federated" and run.info["rounds_done"] == 2
+    assert np.isfinite(run.info["final_metrics"]["perplexity"])
+
+
+def test_eval_accepts_a_federated_run(tmp_path, capsys):
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, "--rounds", "1", *SMALL]) == 0
+    capsys.readouterr()
+    assert main(["eval", out, "--json"]) == 0
+    pooled = json.loads(capsys.readouterr().out)["pooled"]
+    assert np.isclose(pooled["perplexity"], load_run(out).info["final_metrics"]["perplexity"])
+
+
+def test_resumed_run_ends_like_an_uninterrupted_run(tmp_path):
+    full, part = str(tmp_path / "full"), str(tmp_path / "part")
+    args = [*SMALL, "--server-optimizer", "adam", "--server-lr", "0.01"]
+    assert main(["train", "--out", full, "--rounds", "4", *args]) == 0
+    assert main(["train", "--out", part, "--rounds", "2", *args]) == 0  # stopped after round 2
+    assert main(["train", "--out", part, "--resume", "--rounds", "4"]) == 0
+    a, b = _rows(full), _rows(part)
+    assert [r["round"] for r in b] == ["1", "2", "3", "4"]
+    for key in ("train_loss", "loss", "recall_at_3"):
+        assert float(a[-1][key]) == pytest.approx(float(b[-1][key]), rel=1e-4, abs=1e-6), key
+    wa, wb = load_run(full).weights, load_run(part).weights
+    for name in wa:
+        np.testing.assert_allclose(wa[name], wb[name], rtol=1e-4, atol=1e-6)
+
+
+def test_existing_run_is_not_overwritten_without_resume(tmp_path, capsys):
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, "--rounds", "1", *SMALL]) == 0
+    assert main(["train", "--out", out, "--rounds", "1", *SMALL]) == 2
+    assert "already holds a run" in capsys.readouterr().err
+
+
+def test_divergence_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
+    out = str(tmp_path / "fed")
+    # A client learning rate of 1e4 blows the loss up within a few rounds.
+    code = main(["train", "--out", out, "--rounds", "6", *SMALL, "--client-lr", "10000"])
+    err = capsys.readouterr().err
+    assert code == 2 and "training diverged at round" in err
+    last_good = int(err.split("last good checkpoint (round ")[1].split(")")[0])
+    versions = sorted(int(n.rsplit("_", 1)[1]) for n in os.listdir(os.path.join(out, "checkpoints")))
+    assert (versions[-1] if versions else 0) == last_good
+    run = load_run(out)
+    assert run.info["rounds_done"] == last_good
+    assert all(np.isfinite(w).all() for w in run.weights.values())
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("fedsgd", []),
+    ("fedatt", ["--fedatt-eps", "1.0", "--fedatt-p", "2"]),
+    ("fedavg", ["--server-optimizer", "nesterov"]),
+    ("fedavg", ["--compression"]),
+])
+def test_each_algorithm_runs_a_round(tmp_path, algorithm, extra):
+    out = str(tmp_path / algorithm)
+    assert main(["train", "--out", out, "--rounds", "1", "--algorithm", algorithm, *SMALL, *extra]) == 0
+    run = load_run(out)
+    assert run.info["federated"]["algorithm"] == algorithm
+    if "--compression" in extra:
+        assert run.info["upload_bytes_per_client"] < run.info["upload_bytes_float32"] / 3
+
+
+def test_client_sampling_is_uniform_seeded_and_per_round():
+    ids = [f"c{i}" for i in range(50)]
+    assert sample_clients(ids, 10, 1, 5) == sample_clients(ids, 10, 1, 5)
+    assert sample_clients(ids, 10, 1, 5) != sample_clients(ids, 10, 1, 6)
+    assert len(set(sample_clients(ids, 10, 1, 5))) == 10
+    assert sample_clients(ids[:3], 10, 1, 1) == ids[:3]
+
+
+def test_upload_bytes_of_the_paper_cifg():
+    shapes = [(10000, 96), (96 + 96, 3 * 670), (3 * 670,), (670, 96)]
+    sent, raw = upload_bytes(shapes, compression=True)
+    assert raw == 1_412_250 * 4
+    # The three large tensors go as 8-bit codes plus min/max; the bias stays float32.
+    assert sent == (960_000 + 8) + (385_920 + 8) + 2010 * 4 + (64_320 + 8)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"algorithm": "fedprox"}, "unknown algorithm"),
+    ({"server_optimizer": "rmsprop"}, "unknown server optimizer"),
+    ({"client_lr": 0}, "client_lr"),
+    ({"clients_per_round": 0}, "clients_per_round"),
+    ({"algorithm": "fedatt", "compression": True}, "not combined with FedAtt"),
+])
+def test_federated_config_rejects_bad_settings(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        FederatedConfig(**kwargs)
+
+
+@pytest.mark.shakespeare
+def test_federated_round_on_shakespeare_roles(shakespeare_path, tmp_path):
+    out = str(tmp_path / "sh")
+    assert main(["train", "--out", out, "--data", shakespeare_path, "--format", "shakespeare",
+                 "--rounds", "1", *SMALL]) == 0
+    assert load_run(out).info["data"]["train_clients"] == 269
