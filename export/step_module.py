@@ -1,0 +1,72 @@
+"""The exported computation: one recurrent step as a tf.Module with fixed shapes.
+
+Signatures (batch 1; the state is one float32 vector so every cell type has
+the same interface: [h, c] for CIFG/SI-CIFG/LSTM, [s] for GRU):
+
+* ``step(token int32[1], state float32[1, S]) -> top_ids int32[1, K],
+  top_log_probs float32[1, K], state float32[1, S]``: the K most likely next
+  words, special tokens excluded.
+* ``step_full(token, state) -> log_probs float32[1, V], state``: the full
+  next-word distribution, for prefix completion.
+
+Only GATHER, FULLY_CONNECTED/BATCH_MATMUL, ADD, MUL, SUB, LOGISTIC, TANH,
+RELU, MAX, DIV, SELECT, SPLIT, CONCATENATION, STRIDED_SLICE, LOG_SOFTMAX and TOPK_V2 are
+used: builtin ops, no loop.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keyboard_lm.models.cells import ProjectedGRUCell
+from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+
+class StepModule(tf.Module):
+    """Wraps a trained Keras model's embedding and cell as single-step functions."""
+
+    def __init__(self, keras_model: tf.keras.Model, k: int = 3):
+        super().__init__()
+        self.embedding = keras_model.get_layer("embedding").embeddings  # [V, D]
+        self.cell = keras_model.get_layer("rnn").cell
+        self.vocab_size = int(self.embedding.shape[0])
+        self.k = k
+        if isinstance(self.cell, ProjectedGRUCell):
+            self.state_sizes = [self.cell.units]
+        else:
+            self.state_sizes = [self.cell.projection, self.cell.units]
+        self.state_size = sum(self.state_sizes)
+        # Special tokens are ids 0..3; top-k runs over the slice after them.
+        self.first_word_id = len(SPECIAL_TOKENS.ids)
+        assert tuple(SPECIAL_TOKENS.ids) == tuple(range(self.first_word_id))
+        spec = [tf.TensorSpec([1], tf.int32, name="token"), tf.TensorSpec([1, self.state_size], tf.float32, name="state")]
+        # The TFLite signature keys are the Python function names.
+        def step(token, state):
+            return self._step(token, state)
+
+        def step_full(token, state):
+            return self._step_full(token, state)
+
+        self.step = tf.function(step, input_signature=spec)
+        self.step_full = tf.function(step_full, input_signature=spec)
+
+    def _advance(self, token, state):
+        x = tf.gather(self.embedding, token)  # [1, D]
+        if isinstance(self.cell, ProjectedGRUCell):
+            out, s = self.cell.step(x, state)
+            new_state = s
+        else:
+            h, c = tf.split(state, self.state_sizes, axis=-1)
+            out, c_new = self.cell.step(x, h, c)
+            new_state = tf.concat([out, c_new], axis=-1)
+        logits = tf.matmul(out, self.embedding, transpose_b=True)  # [1, V], tied output
+        return tf.nn.log_softmax(logits), new_state
+
+    def _step(self, token, state):
+        log_probs, new_state = self._advance(token, state)
+        top_log_probs, top_ids = tf.math.top_k(log_probs[:, self.first_word_id:], k=self.k)
+        return {"top_ids": top_ids + self.first_word_id, "top_log_probs": top_log_probs, "state": new_state}
+
+    def _step_full(self, token, state):
+        log_probs, new_state = self._advance(token, state)
+        return {"log_probs": log_probs, "state": new_state}
