@@ -122,24 +122,54 @@ def _train_federated(args) -> int:
 
 def cmd_eval(args) -> int:
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.evaluation import evaluate_model, per_client_table, summarize
-    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+    from keyboard_lm.evaluation import evaluate_predict_fn, per_client_table, summarize
 
-    run = load_run(args.run_dir)
+    if os.path.isfile(args.run_dir):  # an exported .tflite file
+        from keyboard_lm.inference.model_file import ModelFile
+
+        model = ModelFile.load(args.run_dir)
+        vocab, split_info, seq_len = model.vocab, model.meta.get("split") or {}, model.meta.get("seq_len", 20)
+        predict, kind = model.predict_log_probs, f"{model.meta['model']['model_type']} (TFLite)"
+    else:
+        from keyboard_lm.evaluation import evaluate_model
+        from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+
+        run = load_run(args.run_dir)
+        vocab, split_info = run.vocab, run.info.get("data", {}).get("split", {})
+        seq_len = run.info.get("hyperparameters", {}).get("seq_len", 20)
+        keras_model = build_loaded_model(run)
+        predict, kind = None, run.model_config.model_type
     corpus = load_corpus_from_args(args)
-    split = SplitConfig(**run.info.get("data", {}).get("split", {})) if args.clients == "heldout" else None
+    split = SplitConfig(**split_info) if args.clients == "heldout" else None
     client_ids = corpus.client_ids if split is None else split_clients(corpus.client_ids, split)[1]
-    seq_len = run.info.get("hyperparameters", {}).get("seq_len", 20)
-    result = evaluate_model(build_loaded_model(run), corpus, client_ids, run.vocab, seq_len)
-    result["model"] = run.path
+    if predict is None:
+        result = evaluate_model(keras_model, corpus, client_ids, vocab, seq_len)
+    else:
+        result = evaluate_predict_fn(predict, corpus, client_ids, vocab, seq_len, batch_size=32)
+    result["model"] = args.run_dir
     result["clients_evaluated"] = args.clients
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{run.model_config.model_type} from {run.path} on {len(client_ids)} {args.clients} clients of {corpus.name}")
+        print(f"{kind} from {args.run_dir} on {len(client_ids)} {args.clients} clients of {corpus.name}")
         print(summarize(result))
         if args.per_client:
             print(per_client_table(result))
+    return 0
+
+
+def cmd_export(args) -> int:
+    from export.tflite_export import export_run
+
+    budget = None if args.budget_bytes == 0 else args.budget_bytes
+    card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k)
+    b = card["size_breakdown"]
+    print(f"wrote {args.out}: {b['total']:,} bytes (budget {budget:,} bytes)" if budget else
+          f"wrote {args.out}: {b['total']:,} bytes (no budget)")
+    for name, value in b.items():
+        if name != "total":
+            print(f"  {name:24s} {value:>10,} B")
+    print(f"sha256 {card['sha256']}\nmodel card: {args.out}.card.json")
     return 0
 
 
@@ -209,6 +239,48 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_predict(args) -> int:
+    from keyboard_lm.inference import Predictor
+
+    predictor = Predictor.load(args.model, blocklist=args.blocklist or ())
+    if args.interactive:
+        from keyboard_lm.inference.interactive import run_interactive
+
+        return run_interactive(predictor, args.k)
+    if args.context is None:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError("give a CONTEXT to predict after, or --interactive")
+    if args.complete is not None:
+        pairs = predictor.complete(args.context, args.complete, args.k)
+    else:
+        pairs = predictor.suggest(args.context, args.k)
+    if args.json:
+        print(json.dumps([{"word": w, "probability": p} for w, p in pairs]))
+    else:
+        for w, p in pairs:
+            print(f"{w}\t{p:.4f}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from keyboard_lm.inference import Predictor
+    from keyboard_lm.inference.bench import format_report, run
+
+    predictor = Predictor.load(args.model)
+    if args.text_file:
+        with open(args.text_file, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        from keyboard_lm.data.corpora import load_default
+
+        corpus = load_default()
+        text = " ".join(t for c in corpus.client_ids[:200] for t in corpus.clients[c])
+    result = run(predictor, " ".join(text.split()[:400]), repeats=args.repeats)
+    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="keyboard-lm", description="Federated next-word prediction for mobile keyboards.")
@@ -260,13 +332,38 @@ def build_parser() -> argparse.ArgumentParser:
     train.set_defaults(func=cmd_train)
 
     ev = sub.add_parser("eval", help="recall@1/@3, in-vocabulary accuracy, perplexity on held-out clients")
-    ev.add_argument("run_dir", metavar="RUN_DIR")
+    ev.add_argument("run_dir", metavar="RUN_DIR|MODEL.tflite", help="a run directory or an exported .tflite file")
     add_data_args(ev)
     ev.add_argument("--clients", choices=("heldout", "all"), default="heldout",
                     help="held-out clients of the run's split (default) or every client of --data")
     ev.add_argument("--per-client", action="store_true", help="also print per-client metrics")
     ev.add_argument("--json", action="store_true", help="print JSON (pooled and per client)")
     ev.set_defaults(func=cmd_eval)
+
+    ex = sub.add_parser("export", help="run directory -> self-contained int8 .tflite (+ model card JSON)")
+    ex.add_argument("run_dir", metavar="RUN_DIR")
+    ex.add_argument("--out", required=True, metavar="MODEL.tflite")
+    ex.add_argument("--budget-bytes", type=int, default=1_468_006,
+                    help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
+    ex.add_argument("--top-k", type=int, default=3, help="candidates returned by the step signature (3)")
+    ex.set_defaults(func=cmd_export)
+
+    pr = sub.add_parser("predict", help="top-k next words (or completions) from an exported .tflite")
+    pr.add_argument("model", metavar="MODEL.tflite")
+    pr.add_argument("context", nargs="?", help="text typed so far")
+    pr.add_argument("-k", type=int, default=3, help="suggestions (3)")
+    pr.add_argument("--complete", metavar="PREFIX", help="complete the word being typed")
+    pr.add_argument("--blocklist", nargs="*", metavar="WORD", help="words never to suggest")
+    pr.add_argument("--interactive", action="store_true", help="suggestions update as you type")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_predict)
+
+    be = sub.add_parser("bench", help="p50/p99 latency per suggestion and completion, peak memory")
+    be.add_argument("model", metavar="MODEL.tflite")
+    be.add_argument("--text-file", help="UTF-8 text to stream (default: the embedded corpus)")
+    be.add_argument("--repeats", type=int, default=3)
+    be.add_argument("--json", action="store_true")
+    be.set_defaults(func=cmd_bench)
 
     demo = sub.add_parser("demo", help="federated training on the embedded corpus, then suggestions")
     demo.add_argument("--rounds", type=int, default=100, help="(100, about 10 minutes on 2 cores)")

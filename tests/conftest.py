@@ -52,3 +52,25 @@ def golden_cases():
 
     with open(GOLDEN, encoding="utf-8") as f:
         return json.load(f)["cases"]
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory):
+    """A small CIFG trained centrally on the embedded corpus (a real run directory)."""
+    from keyboard_lm.cli import main
+
+    out = str(tmp_path_factory.mktemp("small_run") / "run")
+    args = ["train", "--centralized", "--out", out, "--units", "48", "--embedding-dim", "24",
+            "--vocab-size", "1000", "--epochs", "3", "--lr", "1.0", "--seed", "1"]
+    assert main(args) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
+def small_tflite(small_run, tmp_path_factory):
+    """``small_run`` exported with the real exporter."""
+    from export.tflite_export import export_run
+
+    out = str(tmp_path_factory.mktemp("export") / "model.tflite")
+    export_run(small_run, out)
+    return out

@@ -111,10 +111,13 @@ def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec
         return tff.learning.algorithms.build_unweighted_fed_avg(
             model_fn, client_opt, _server_optimizer(config),
             model_aggregator=UnweightedNonFiniteZeroingFactory(FedAttFactory(config.fedatt_p)))
+    # TFF's defaults for FedAvg: adaptive zeroing of outsized updates and
+    # adaptive L2 clipping (Andrew et al. 2021), with or without 8-bit
+    # compression; our guard in front also catches NaN updates.
     if config.compression:
-        inner = tff.learning.compression_aggregator(zeroing=False, clipping=False, weighted=True)
+        inner = tff.learning.compression_aggregator(zeroing=True, clipping=True, weighted=True)
     else:
-        inner = tff.aggregators.MeanFactory()
+        inner = tff.learning.robust_aggregator(zeroing=True, clipping=True, weighted=True)
     if config.algorithm == "fedsgd":
         return tff.learning.algorithms.build_fed_sgd(
             model_fn, server_optimizer_fn=_server_optimizer(config),

@@ -96,6 +96,11 @@ def _match_emoji(s: str, i: int) -> int:
     return j
 
 
+def scan(text: str):
+    """Yield (kind, token) over ``text`` in order: kind "token", or "end" for a terminator run."""
+    return _scan(normalize(text))
+
+
 def _scan(normalized: str):
     """Yield (kind, token) with kind 'token' or 'end' (a terminator)."""
     s, i, n = normalized, 0, len(normalized)

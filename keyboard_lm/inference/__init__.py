@@ -1,0 +1,6 @@
+"""On-device inference over an exported .tflite file: numpy + a TFLite runtime, no TensorFlow."""
+
+from keyboard_lm.inference.model_file import ModelFile, ModelFileError
+from keyboard_lm.inference.predictor import Predictor, Session
+
+__all__ = ["ModelFile", "ModelFileError", "Predictor", "Session"]

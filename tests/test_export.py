@@ -1,0 +1,168 @@
+"""The exporter: builtin ops only, self-contained file, budget, fidelity, bad input."""
+
+import json
+import os
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+
+from export.budget import DEFAULT_BUDGET_BYTES
+from export.tflite_export import convert, export_run
+from keyboard_lm.cli import main
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn
+from keyboard_lm.inference.model_file import ModelFile
+from keyboard_lm.models.checkpoint import build_loaded_model, load_run, save_run
+from keyboard_lm.models.config import ModelConfig
+from keyboard_lm.models.language_model import build_model, weights_dict
+from keyboard_lm.text import Vocabulary
+
+BUILTIN_OK = {"GATHER", "DEQUANTIZE", "CONCATENATION", "FULLY_CONNECTED", "SPLIT", "SPLIT_V", "LOGISTIC", "MUL",
+              "SUB", "ADD", "TANH", "LOG_SOFTMAX", "TOPK_V2", "STRIDED_SLICE", "RELU", "REDUCE_MAX", "ABS",
+              "GREATER", "SELECT_V2", "SELECT", "DIV", "ONES_LIKE", "FILL", "SHAPE", "BATCH_MATMUL", "MAXIMUM"}
+
+
+def _realistic_words(n):
+    """n distinct English-like words: the embedded corpus' words and their inflections."""
+    from keyboard_lm.data.corpora import load_default
+
+    base = sorted({w for s in load_default().sentences() for w in s})
+    words, seen = [], set()
+    for affix in ("{}", "{}s", "{}ed", "{}ing", "un{}", "{}ly", "re{}", "{}er", "{}est"):
+        for w in base:
+            cand = affix.format(w)
+            if cand not in seen:
+                seen.add(cand)
+                words.append(cand)
+            if len(words) == n:
+                return words
+    raise AssertionError("not enough words")
+
+
+def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996):
+    """A paper-size model (untrained weights) with a 10k vocabulary of real-looking words."""
+    words = _realistic_words(vocab_words)
+    vocab = Vocabulary.build({w: len(words) - i for i, w in enumerate(words)}, vocab_words + 4)
+    config = ModelConfig(model_type, len(vocab))
+    run_dir = str(tmp_path / model_type)
+    save_run(run_dir, config, vocab, weights_dict(build_model(config)),
+             {"trainer": "centralized", "hyperparameters": {"seq_len": 20}})
+    return run_dir
+
+
+def _ops(flatbuffer):
+    import tensorflow as tf
+    import io
+    import contextlib
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        tf.lite.experimental.Analyzer.analyze(model_content=flatbuffer)
+    return {line.split()[1].split("(")[0] for line in buf.getvalue().splitlines() if line.strip().startswith("Op#")}
+
+
+@pytest.mark.parametrize("model_type", ["cifg", "si-cifg", "gru"])
+def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type):
+    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200))
+    flatbuffer, _ = convert(run)
+    ops = _ops(flatbuffer)
+    assert "WHILE" not in ops and not any(op.startswith("FLEX") or op == "CUSTOM" for op in ops)
+    assert ops <= BUILTIN_OK, ops - BUILTIN_OK
+
+
+def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
+    run_dir = _paper_size_run(tmp_path)
+    out = str(tmp_path / "cifg.tflite")
+    card = export_run(run_dir, out)
+    size = os.path.getsize(out)
+    assert size == card["size_bytes"] <= DEFAULT_BUDGET_BYTES
+    assert 1_400_000 < size  # 1.41M int8 weights plus vocabulary: not float32 (5.6 MB)
+    b = card["size_breakdown"]
+    assert b["embedding"] == 960_000 and b["recurrent_cell"] == 387_930 and b["projection"] == 64_320
+    with open(out + ".card.json", encoding="utf-8") as f:
+        assert json.load(f)["sha256"] == card["sha256"]
+
+
+def test_over_budget_fails_with_breakdown_and_writes_nothing(tmp_path, capsys):
+    run_dir = _paper_size_run(tmp_path, vocab_words=300)
+    out = str(tmp_path / "small.tflite")
+    assert main(["export", run_dir, "--out", out, "--budget-bytes", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert "over the budget of 100,000 bytes" in err and "embedding" in err and "recurrent_cell" in err
+    assert not os.path.exists(out) and not os.path.exists(out + ".card.json")
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".tmp")] == []
+
+
+def test_file_is_self_contained(small_run, small_tflite):
+    run = load_run(small_run)
+    with zipfile.ZipFile(small_tflite) as z:
+        meta = json.loads(z.read("keyboard_lm.json"))
+        assert z.read("vocab.txt").decode() == run.vocab.to_text()
+    assert meta["model"] == run.model_config.to_dict()
+    assert meta["special_tokens"]["oov"] == ["<oov>", 3] and meta["text_spec"] == "kblm-text-1"
+    model = ModelFile.load(small_tflite)
+    assert model.vocab.tokens == run.vocab.tokens
+
+
+@pytest.mark.parametrize("runtime", ["tflite-runtime", "ai-edge-litert"])
+def test_exported_step_matches_float_model(small_run, small_tflite, runtime):
+    run = load_run(small_run)
+    keras_model = build_loaded_model(run)
+    model = ModelFile.load(small_tflite, runtime=runtime)
+    x = np.array([[1, 10, 25, 7, 99, 3, 40]], np.int32)
+    float_logp = np.asarray(keras_model(x))[0]
+    float_logp = float_logp - np.log(np.exp(float_logp - float_logp.max(-1, keepdims=True)).sum(-1, keepdims=True)) - float_logp.max(-1, keepdims=True)
+    tfl = model.predict_log_probs(x)[0]
+    assert np.abs(np.exp(tfl) - np.exp(float_logp)).max() < 0.02
+    state = model.initial_state()
+    for t in range(x.shape[1]):
+        ids, logps, state = model.step(int(x[0, t]), state)
+        assert set(ids.tolist()).isdisjoint({0, 1, 2, 3})
+        np.testing.assert_allclose(logps, np.sort(tfl[t][4:])[::-1][:3], rtol=1e-4, atol=1e-5)
+
+
+def test_exported_model_keeps_recall_within_half_a_point(small_run, small_tflite, default_corpus):
+    from keyboard_lm.data.split import SplitConfig, split_clients
+
+    run = load_run(small_run)
+    heldout = split_clients(default_corpus.client_ids, SplitConfig(**run.info["data"]["split"]))[1]
+    float_r = evaluate_model(build_loaded_model(run), default_corpus, heldout, run.vocab)["pooled"]
+    model = ModelFile.load(small_tflite)
+    tfl_r = evaluate_predict_fn(model.predict_log_probs, default_corpus, heldout, model.vocab, batch_size=32)["pooled"]
+    assert abs(float_r["recall_at_3"] - tfl_r["recall_at_3"]) <= 0.005 + 1e-9
+    assert abs(float_r["perplexity"] - tfl_r["perplexity"]) / float_r["perplexity"] < 0.02
+
+
+def test_eval_cli_accepts_a_tflite_file(small_tflite, capsys):
+    assert main(["eval", small_tflite, "--json"]) == 0
+    pooled = json.loads(capsys.readouterr().out)["pooled"]
+    assert 0 < pooled["recall_at_3"] < 1
+
+
+@pytest.mark.parametrize("damage,match", [
+    ("missing", "not a run directory"),
+    ("weights", "corrupt"),
+    ("model_type", "unknown model type"),
+    ("vocab", "does not match the vocabulary"),
+])
+def test_bad_checkpoint_leaves_no_partial_file(small_run, tmp_path, damage, match):
+    bad = str(tmp_path / "bad")
+    out = str(tmp_path / "out.tflite")
+    if damage != "missing":
+        shutil.copytree(small_run, bad)
+    if damage == "weights":
+        with open(os.path.join(bad, "weights.npz"), "wb") as f:
+            f.write(b"\x00" * 100)
+    elif damage == "model_type":
+        path = os.path.join(bad, "run.json")
+        doc = json.load(open(path, encoding="utf-8"))
+        doc["model"]["model_type"] = "transformer"
+        json.dump(doc, open(path, "w", encoding="utf-8"))
+    elif damage == "vocab":
+        with open(os.path.join(bad, "vocab.txt"), "a", encoding="utf-8") as f:
+            f.write("zzz\n")
+    with pytest.raises(ConfigError, match=match):
+        export_run(bad, out)
+    assert not os.path.exists(out)
