@@ -61,7 +61,7 @@ def small_run(tmp_path_factory):
 
     out = str(tmp_path_factory.mktemp("small_run") / "run")
     args = ["train", "--centralized", "--out", out, "--units", "48", "--embedding-dim", "24",
-            "--vocab-size", "1000", "--epochs", "3", "--lr", "1.0", "--seed", "1"]
+            "--vocab-size", "1000", "--epochs", "6", "--optimizer", "adam", "--lr", "0.01", "--seed", "1"]
     assert main(args) == 0
     return out
 
