@@ -29,6 +29,17 @@ def machine() -> dict:
             "system": platform.system(), "python": platform.python_version()}
 
 
+def _clean(x):
+    """NaN/Inf -> None, so the JSON is standard."""
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
 def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, str]:
     """Write ``name``.json and ``name``.md (with machine, date and command) into out_dir."""
     os.makedirs(out_dir, exist_ok=True)
@@ -38,7 +49,7 @@ def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, st
     json_path = os.path.join(out_dir, f"{name}.json")
     md_path = os.path.join(out_dir, f"{name}.md")
     with open(json_path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=2)
+        json.dump(_clean(doc), f, indent=2, allow_nan=False)
     m = meta["machine"]
     header = (f"# {name}\n\n- date: {meta['date']}\n- machine: {m['cpu']}, {m['cores']} cores, "
               f"{m['memory_gb']} GB, {m['system']} {m['machine']}, Python {m['python']}\n"

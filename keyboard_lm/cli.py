@@ -202,9 +202,7 @@ def cmd_demo(args) -> int:
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.federated.process import FederatedConfig
     from keyboard_lm.federated.trainer import LoopConfig, train_federated
-    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
     from keyboard_lm.models.config import ModelConfig
-    from keyboard_lm.models.suggest import suggest
 
     if os.path.exists(args.out):
         shutil.rmtree(args.out)  # the demo always starts afresh in its own directory
@@ -219,23 +217,31 @@ def cmd_demo(args) -> int:
     train_federated(corpus, args.out, ModelConfig("cifg", embedding_dim=64, units=256), fed, data_config, split,
                     LoopConfig(eval_every=max(1, args.rounds // 10), checkpoint_every=max(1, args.rounds // 10)),
                     data_source={"path": None, "format": "default"})
-    run = load_run(args.out)
-    model = build_loaded_model(run)
-    heldout = split_clients(corpus.client_ids, split)[1]
-    print("\ntop-3 suggestions for held-out contexts (client: context -> suggestions | actual next word)")
-    shown = 0
-    for cid in heldout:
-        for text in corpus.clients[cid]:
-            from keyboard_lm.text.tokenizer import tokenize
+    from export.tflite_export import export_run
+    from keyboard_lm.inference import Predictor
+    from keyboard_lm.text.tokenizer import tokenize
 
-            words = tokenize(text)
-            if len(words) < 4 or shown >= args.contexts:
-                continue
-            context, actual = " ".join(words[:3]), words[3]
-            strip = "  ".join(f"{w} ({p:.2f})" for w, p in suggest(model, run.vocab, context))
-            print(f"  {cid}: \"{context}\" -> {strip} | {actual}")
-            shown += 1
-    print(f"\nrun directory: {args.out} (metrics.csv, metrics.png, weights.npz, vocab.txt, checkpoints/)")
+    model_path = os.path.join(args.out, "model.tflite")
+    card = export_run(args.out, model_path)
+    print(f"\nexported {model_path}: {card['size_bytes']:,} bytes, int8 weights, vocabulary inside")
+    predictor = Predictor.load(model_path)
+    heldout = split_clients(corpus.client_ids, split)[1]
+    print("top-3 suggestions from the TFLite predictor for held-out contexts "
+          "(client: context -> strip | actual next word)")
+    shown = 0
+    for cid in heldout:  # one context per held-out conversation
+        words = next((tokenize(t) for t in corpus.clients[cid] if len(tokenize(t)) >= 4), None)
+        if words is None or shown >= args.contexts:
+            continue
+        context, actual = " ".join(words[:3]), words[3]
+        strip = "  ".join(f"{w} ({p:.2f})" for w, p in predictor.suggest(context))
+        print(f"  {cid}: \"{context}\" -> {strip} | {actual}")
+        shown += 1
+    example = "what is your"
+    completions = ", ".join(w for w, _ in predictor.complete(example, "f"))
+    print(f"completing \"{example} f\" -> {completions}")
+    print(f"\nrun directory: {args.out} (metrics.csv, metrics.png, weights.npz, vocab.txt, checkpoints/, "
+          f"model.tflite)")
     return 0
 
 

@@ -20,8 +20,8 @@ GOLDEN = REPO / "tests" / "golden" / "text_spec_vectors.json"
 def pytest_collection_modifyitems(config, items):
     if SHAKESPEARE.is_file():
         return
-    skip = pytest.mark.skip(reason=f"Tiny Shakespeare not found at ../shared/data/tinyshakespeare/input.txt "
-                                   f"(present in CI; set KEYBOARD_LM_SHAKESPEARE to run these)")
+    skip = pytest.mark.skip(reason="Tiny Shakespeare not found at ../shared/data/tinyshakespeare/input.txt "
+                                   "(present in CI; set KEYBOARD_LM_SHAKESPEARE to run these)")
     for item in items:
         if "shakespeare" in item.keywords:
             item.add_marker(skip)

@@ -32,7 +32,6 @@ def test_fedatt_matches_numpy_reference(p, scales):
 
 def test_fedatt_attention_is_per_layer():
     # Client 2 is far in layer 0 only: it dominates layer 0, while layer 1 is a plain mean.
-    server = [np.zeros(3, np.float32), np.zeros((2, 2), np.float32)]
     clients = [[np.full(3, 1.0, np.float32), np.full((2, 2), 1.0, np.float32)],
                [np.full(3, 9.0, np.float32), np.full((2, 2), 3.0, np.float32)]]
     process = FedAttFactory(2.0).create(_layers_type())

@@ -42,7 +42,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Mod
     return tf.keras.Model(tokens, logits, name=config.model_type.replace("-", "_"))
 
 
-def weights_dict(model: tf.keras.Model) -> dict[str, "np.ndarray"]:  # noqa: F821
+def weights_dict(model: tf.keras.Model) -> dict:
     """Model weights by variable name, for saving as .npz."""
     return {w.name: w.numpy() for w in model.weights}
 
