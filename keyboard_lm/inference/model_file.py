@@ -84,7 +84,8 @@ class ModelFile:
         runners = getattr(self._local, "runners", None)
         if runners is None:
             try:
-                interpreter = interpreter_class(self._runtime)(model_content=self._data)
+                # One thread per interpreter: a keyboard serves one suggestion at a time.
+                interpreter = interpreter_class(self._runtime)(model_content=self._data, num_threads=1)
                 runners = (interpreter.get_signature_runner("step"), interpreter.get_signature_runner("step_full"))
             except (ValueError, RuntimeError) as e:
                 raise ModelFileError(f"{self.path}: the TFLite interpreter cannot load the model: {e}") from None

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up (idempotently) an emulated aarch64 Python 3.11 with tflite-runtime and numpy:
+#   Debian bookworm arm64 python3.11 via `debootstrap --arch=arm64 --foreign` (packages unpacked,
+#   never configured), run by qemu-aarch64-static (user-mode emulation), and the aarch64 wheels
+#   of tflite-runtime 2.14.0 and numpy 1.25.2 unpacked onto PYTHONPATH.
+# Prints the directory; benchmarks/latency_benchmark.py uses it. Needs root for apt-get.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+env_dir="${ARM64_ENV_DIR:-$here/.arm64}"
+root="$env_dir/root"
+site="$env_dir/site"
+if ! command -v qemu-aarch64-static >/dev/null || ! command -v debootstrap >/dev/null; then
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap >&2
+fi
+if [ ! -x "$root/usr/bin/python3.11" ]; then
+  rm -rf "$root"
+  debootstrap --arch=arm64 --foreign --variant=minbase \
+    --include=python3.11-minimal,libpython3.11-stdlib bookworm "$root" http://deb.debian.org/debian >&2
+  # --foreign unpacks only the base system; unpack the downloaded python packages too.
+  for deb in "$root"/var/cache/apt/archives/*.deb; do dpkg-deb -x "$deb" "$root"; done
+fi
+if [ ! -d "$site/tflite_runtime" ] || [ ! -d "$site/numpy" ]; then
+  rm -rf "$site" "$env_dir/wheels"
+  mkdir -p "$site" "$env_dir/wheels"
+  python3 -m pip download --quiet --only-binary=:all: --no-deps --python-version 3.11 \
+    --platform manylinux_2_34_aarch64 --platform manylinux_2_17_aarch64 --platform manylinux2014_aarch64 \
+    tflite-runtime==2.14.0 numpy==1.25.2 -d "$env_dir/wheels" >&2
+  for whl in "$env_dir"/wheels/*.whl; do python3 -m zipfile -e "$whl" "$site"; done
+fi
+QEMU_LD_PREFIX="$root" qemu-aarch64-static "$root/usr/bin/python3.11" -c \
+  "import platform, sys; assert platform.machine() == 'aarch64', platform.machine()" >&2
+echo "$env_dir"
