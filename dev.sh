@@ -33,7 +33,7 @@ setup() {
     fi
   fi
   # --frozen: exactly the versions in uv.lock, the ones the tests ran with.
-  "$UV" sync --frozen --extra test --python "$PY" --quiet
+  "$UV" sync --frozen --extra train --extra test --python "$PY" --quiet
 }
 
 job="${1:-}"

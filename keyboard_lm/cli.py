@@ -401,6 +401,13 @@ def main(argv=None) -> int:
     except KeyboardLMError as e:
         print(f"keyboard-lm: error: {e}", file=sys.stderr)
         return 2
+    except ModuleNotFoundError as e:
+        if e.name and e.name.split(".")[0] in ("tensorflow", "tensorflow_federated", "tensorflow_text",
+                                               "yaml", "chatterbot_corpus", "matplotlib"):
+            print(f"keyboard-lm: error: '{args.command}' needs the training stack ({e.name} is not installed); "
+                  f"install it with: pip install 'keyboard-lm[train]'", file=sys.stderr)
+            return 2
+        raise
     except KeyboardInterrupt:
         print("keyboard-lm: interrupted", file=sys.stderr)
         return 130

@@ -61,3 +61,23 @@ def test_unweighted_zeroing_counts():
     out = process.next(process.initialize(), [[np.array([1, np.nan], np.float32)], [np.array([2, 2], np.float32)]])
     np.testing.assert_allclose(out.result[0], [2.0, 2.0])
     assert out.measurements["non_finite_zeroed"] == 1
+
+
+def test_nesterov_matches_keras_sgd_nesterov():
+    import tensorflow as tf
+
+    from keyboard_lm.federated.nesterov import NesterovSGD
+
+    rng = np.random.RandomState(1)
+    w0 = [rng.randn(3, 2).astype(np.float32), rng.randn(4).astype(np.float32)]
+    grads = [[rng.randn(*w.shape).astype(np.float32) for w in w0] for _ in range(4)]
+    opt = NesterovSGD(0.3, 0.9)
+    state = opt.initialize([tf.TensorSpec(w.shape, tf.float32) for w in w0])
+    weights = [tf.constant(w) for w in w0]
+    keras_vars = [tf.Variable(w) for w in w0]
+    keras_opt = tf.keras.optimizers.SGD(0.3, momentum=0.9, nesterov=True)
+    for g in grads:
+        state, weights = opt.next(state, weights, [tf.constant(x) for x in g])
+        keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
+    for ours, theirs in zip(weights, keras_vars):
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)

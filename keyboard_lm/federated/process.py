@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.fed_att import FedAttFactory
+from keyboard_lm.federated.nesterov import NesterovSGD
 from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.config import ModelConfig
@@ -87,9 +87,7 @@ def _server_optimizer(config: FederatedConfig):
     if config.server_optimizer == "sgd":
         return tff.learning.optimizers.build_sgdm(learning_rate=config.server_lr)
     if config.server_optimizer == "nesterov":
-        # Nesterov momentum is not among tff.learning.optimizers in TFF 0.87;
-        # TFF accepts a Keras optimizer constructor for the server instead.
-        return lambda: tf.keras.optimizers.SGD(config.server_lr, momentum=config.server_momentum, nesterov=True)
+        return NesterovSGD(config.server_lr, config.server_momentum)
     return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
 
 

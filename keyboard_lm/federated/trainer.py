@@ -75,6 +75,41 @@ def _dataset_seed(seed: int, round_num: int, index: int) -> int:
     return int(np.random.RandomState([seed, round_num, index]).randint(2**31 - 1))
 
 
+def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: int, round_num: int, log=print):
+    """Batched datasets of the sampled clients; a client whose data fails is skipped and counted.
+
+    Returns (datasets, number of failed clients).
+    """
+    datasets, failed = [], 0
+    for i, cid in enumerate(client_ids):
+        try:
+            cfg = dataclasses.replace(data_config, seed=_dataset_seed(seed, round_num, i))
+            datasets.append(batched(examples.create_tf_dataset_for_client(cid), cfg))
+        except (tf.errors.OpError, ValueError, KeyError) as e:
+            failed += 1
+            log(f"round {round_num}: client {cid!r} skipped ({type(e).__name__}: {e})")
+    return datasets, failed
+
+
+def _drop_metrics_after(run_dir: str, round_num: int) -> None:
+    """Remove metrics.csv rows of rounds after ``round_num`` (written after the last checkpoint)."""
+    import csv
+
+    path = os.path.join(run_dir, "metrics.csv")
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    keep = [r for r in rows if int(r["round"]) <= round_num]
+    if len(keep) != len(rows):
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(keep)
+
+
 def _progress(round_num, rounds, loss, recall3, elapsed, done_this_run) -> str:
     width = 24
     filled = int(width * round_num / rounds)
@@ -167,6 +202,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         if loaded is None:
             raise ConfigError(f"{run_dir}: no checkpoint to resume from")
         state, start_round = loaded, version
+        _drop_metrics_after(run_dir, start_round)
         log(f"resuming after round {start_round}")
     info = {
         "trainer": "federated",
@@ -194,14 +230,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     last_good = start_round
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
-        datasets, failed = [], 0
-        for i, cid in enumerate(sample_clients(trainable, config.clients_per_round, config.seed, round_num)):
-            try:
-                cfg = dataclasses.replace(data_config, seed=_dataset_seed(config.seed, round_num, i))
-                datasets.append(batched(examples.create_tf_dataset_for_client(cid), cfg))
-            except (tf.errors.OpError, ValueError, KeyError) as e:
-                failed += 1
-                log(f"round {round_num}: client {cid!r} skipped ({type(e).__name__}: {e})")
+        sampled = sample_clients(trainable, config.clients_per_round, config.seed, round_num)
+        datasets, failed = round_datasets(examples, sampled, data_config, config.seed, round_num, log)
         if not datasets:
             raise ConfigError(f"round {round_num}: every sampled client failed")
         output = process.next(state, datasets)
@@ -235,14 +265,16 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             for k, v in row.items():
                 if v != "" and k != "round":
                     tf.summary.scalar(k, float(v))
+        # Row, run files, then program state: a checkpoint of round r always has
+        # its metrics row (rows after the checkpoint are dropped on resume).
+        append_metrics_row(run_dir, row)
         if round_num % loop.checkpoint_every == 0 or is_last:
             process.get_model_weights(state).assign_weights_to(keras_model)
-            asyncio.run(manager.save(state, round_num))
-            last_good = round_num
             save_run(run_dir, model_config, vocab, weights_dict(keras_model),
                      {**info, "rounds_done": round_num,
                       "final_metrics": result["pooled"] if result is not None else None})
-        append_metrics_row(run_dir, row)
+            asyncio.run(manager.save(state, round_num))
+            last_good = round_num
         log(_progress(round_num, config.rounds, train_loss, recall3, time.time() - started,
                       round_num - start_round))
     writer.flush()
