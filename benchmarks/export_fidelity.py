@@ -59,7 +59,7 @@ def main():
         q = evaluate_predict_fn(model.predict_log_probs, corpus, heldout, run.vocab, seq_len, batch_size=32)["pooled"]
         # Top-3 agreement over every real step (non-pad inputs) of the held-out text.
         xs = np.array([x for x, _ in corpus_examples(corpus.sentences(heldout), run.vocab, seq_len)], np.int32)
-        same_ordered = same_set = steps = 0
+        same_ordered = same_set = same_top1 = steps = 0
         for start in range(0, len(xs), 64):
             x = xs[start:start + 64]
             a, b = float_log_probs(x), model.predict_log_probs(x)
@@ -70,9 +70,11 @@ def main():
             steps += int(real.sum())
             same_ordered += int(((ta == tb).all(-1) & real).sum())
             same_set += int(((np.sort(ta, -1) == np.sort(tb, -1)).all(-1) & real).sum())
+            same_top1 += int(((ta[..., 0] == tb[..., 0]) & real).sum())
     result = {"float": {k: fl[k] for k in KEYS}, "tflite": {k: q[k] for k in KEYS},
               "recall_at_3_gap_points": 100 * abs(fl["recall_at_3"] - q["recall_at_3"]),
-              "top3_equal_ordered": same_ordered / steps, "top3_equal_as_set": same_set / steps, "steps": steps,
+              "top3_equal_ordered": same_ordered / steps, "top3_equal_as_set": same_set / steps,
+              "top1_equal": same_top1 / steps, "steps": steps,
               "size_bytes": card["size_bytes"], "budget_bytes": DEFAULT_BUDGET_BYTES,
               "size_breakdown": card["size_breakdown"], "model": run.model_config.to_dict(), "run": args.run_dir}
     md = "\n".join([
@@ -82,7 +84,7 @@ def main():
         "",
         f"- recall@3 gap: {result['recall_at_3_gap_points']:.3f} points (target <= 0.5)",
         f"- top-3 identical, same order: {result['top3_equal_ordered']:.2%}; as a set: {result['top3_equal_as_set']:.2%} "
-        f"of {steps:,} steps (target >= 99%)",
+        f"of {steps:,} steps (target >= 99%); top-1 identical: {result['top1_equal']:.2%}",
         f"- file: {card['size_bytes']:,} bytes, budget {DEFAULT_BUDGET_BYTES:,} ({card['size_bytes'] / DEFAULT_BUDGET_BYTES:.3f} of it)",
     ])
     _report.write(args.name, result, md, args.out)

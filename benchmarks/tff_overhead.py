@@ -35,29 +35,35 @@ from keyboard_lm.models.metrics import loss_fn  # noqa: E402
 from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
 
 
-def plain_round(model, server_weights, datasets, lr):
-    """FedAvg's client work and mean in plain TF: same steps, same batches."""
-    opt = tf.keras.optimizers.SGD(lr)
-    loss = loss_fn()
+class PlainFedAvg:
+    """FedAvg's client work and mean in plain TF: same steps, same batches, one process."""
 
-    @tf.function(reduce_retracing=True)
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            value = loss(y, model(x, training=True))
-        opt.apply_gradients(zip(tape.gradient(value, model.trainable_weights), model.trainable_weights))
+    def __init__(self, model, lr):
+        self.model = model
+        self.opt = tf.keras.optimizers.SGD(lr)
+        loss = loss_fn()
 
-    total = [np.zeros_like(w) for w in server_weights]
-    n_total = 0
-    for ds in datasets:
-        model.set_weights(server_weights)
-        n = 0
-        for x, y in ds:
-            step(x, y)
-            n += int(x.shape[0])
-        for t, w0, w in zip(total, server_weights, model.get_weights()):
-            t += n * (w - w0)
-        n_total += n
-    return [w0 + t / max(n_total, 1) for w0, t in zip(server_weights, total)]
+        @tf.function(reduce_retracing=True)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                value = loss(y, model(x, training=True))
+            self.opt.apply_gradients(zip(tape.gradient(value, model.trainable_weights), model.trainable_weights))
+
+        self.step = step
+
+    def round(self, server_weights, datasets):
+        total = [np.zeros_like(w) for w in server_weights]
+        n_total = 0
+        for ds in datasets:
+            self.model.set_weights(server_weights)
+            n = 0
+            for x, y in ds:
+                self.step(x, y)
+                n += int(x.shape[0])
+            for t, w0, w in zip(total, server_weights, self.model.get_weights()):
+                t += n * (w - w0)
+            n_total += n
+        return [w0 + t / max(n_total, 1) for w0, t in zip(server_weights, total)]
 
 
 def main():
@@ -66,7 +72,7 @@ def main():
     p.add_argument("--clients", default="1,5,10,20")
     p.add_argument("--local-epochs", type=int, default=1)
     p.add_argument("--max-batches", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=3, help="timed rounds per setting (after one warm-up)")
+    p.add_argument("--rounds", type=int, default=5, help="timed rounds per setting (after one warm-up)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args()
 
@@ -84,7 +90,7 @@ def main():
         config = FederatedConfig(clients_per_round=k, client_lr=0.5, server_lr=1.0)
         process = build_process(model_config, config, spec)
         state = process.initialize()
-        model = build_model(model_config)
+        plain = PlainFedAvg(build_model(model_config), 0.5)
         tff_times, plain_times, steps = [], [], []
         for r in range(args.rounds + 1):
             ids = sample_clients(trainable, k, 0, r)
@@ -94,7 +100,7 @@ def main():
             out = process.next(state, datasets)
             t1 = time.perf_counter()
             weights = [np.array(w) for w in process.get_model_weights(state).trainable]
-            plain_round(model, weights, materialized, 0.5)
+            plain.round(weights, materialized)
             t2 = time.perf_counter()
             state = out.state
             if r > 0:  # round 0 warms up both (tracing, worker start)
