@@ -46,18 +46,24 @@ def _child_workers() -> list[int]:
 def stop_workers() -> None:
     """Stop the TFF worker processes started by this process.
 
-    Dropping the C++ context while the interpreter is still whole lets TFF's
-    own finalizer stop its worker (at interpreter shutdown that finalizer
-    fails noisily); any worker still running after that is killed.
+    The workers are killed and reaped first: TFF's own finalizer sends SIGINT
+    and waits, and a busy worker can ignore that and hang the exit.  Then the
+    C++ context is dropped while the interpreter is still whole, so that
+    finalizer runs now; it finds its worker gone and raises
+    ProcessLookupError, which is only noise here.
     """
     import gc
     import sys
 
+    for pid in _child_workers():
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
     if "tensorflow_federated" in sys.modules:
         from tensorflow_federated.python.core.impl.context_stack import set_default_context
 
-        # TFF's finalizer signals its worker; if the worker is already gone it
-        # raises ProcessLookupError from __del__, which is only noise here.
         previous_hook = sys.unraisablehook
         sys.unraisablehook = lambda u: None if isinstance(u.exc_value, ProcessLookupError) else previous_hook(u)
         try:
@@ -65,12 +71,6 @@ def stop_workers() -> None:
             gc.collect()
         finally:
             sys.unraisablehook = previous_hook
-    for pid in _child_workers():
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
 
 
 def import_tff():
