@@ -28,7 +28,8 @@ from keyboard_lm.data.corpora import load_shakespeare  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.evaluation import evaluate_predict_fn  # noqa: E402
 from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
-from keyboard_lm.training.centralized import CentralizedConfig, DivergenceError, train_centralized  # noqa: E402
+from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
+from keyboard_lm.training.centralized import CentralizedConfig, train_centralized  # noqa: E402
 
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "perplexity")
 
@@ -65,7 +66,7 @@ def main():
                     r = train_centralized(corpus, run_dir, model_type, 10_000, 96, args.units, config, split,
                                           log=lambda s: print(s, flush=True))["pooled"]
                     metrics = {k: r[k] for k in KEYS}
-                except DivergenceError as e:
+                except TrainingDivergedError as e:
                     metrics = {k: float("nan") for k in KEYS}
                     print(e, flush=True)
             rows.append({"model": f"centralized {model_type}", "optimizer": "sgd", "lr": lr, **metrics,

@@ -16,3 +16,7 @@ class DataError(KeyboardLMError, ValueError):
 
 class ConfigError(KeyboardLMError, ValueError):
     """A setting, checkpoint or model description is invalid or inconsistent."""
+
+
+class TrainingDivergedError(ConfigError):
+    """The training loss became NaN/Inf or exploded; the last good state is kept."""

@@ -9,7 +9,6 @@ many were zeroed as ``non_finite_zeroed``.
 
 from __future__ import annotations
 
-import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.federated.runtime import import_tff
@@ -78,5 +77,3 @@ class UnweightedNonFiniteZeroingFactory(tff.aggregators.UnweightedAggregationFac
 
         return tff.templates.AggregationProcess(inner.initialize, next_fn)
 
-
-__all__ = ["NonFiniteZeroingFactory", "UnweightedNonFiniteZeroingFactory", "np"]

@@ -21,7 +21,7 @@ import tensorflow as tf
 from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients
-from keyboard_lm.errors import ConfigError
+from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
 from keyboard_lm.federated.client_data import batched, example_client_data
 from keyboard_lm.federated.process import FederatedConfig, build_process, upload_bytes
@@ -35,10 +35,6 @@ tff = import_tff()
 
 CHECKPOINT_DIR = "checkpoints"
 EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate")
-
-
-class DivergenceError(ConfigError):
-    """Training loss became NaN/Inf or exploded; the last good checkpoint is kept."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +235,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         train_loss = float(train["loss"])
         zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
         if not math.isfinite(train_loss) or train_loss > limit:
-            raise DivergenceError(
+            raise TrainingDivergedError(
                 f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
                 f"the last good checkpoint (round {last_good}) is kept in {os.path.join(run_dir, CHECKPOINT_DIR)}")
         state = output.state
@@ -254,7 +250,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             result = evaluate_model(keras_model, corpus, heldout_ids, vocab, data_config.max_seq_len)
             heldout_loss = result["pooled"]["loss"]
             if not math.isfinite(heldout_loss) or heldout_loss > limit:
-                raise DivergenceError(
+                raise TrainingDivergedError(
                     f"training diverged at round {round_num} (held-out loss {heldout_loss:.1f}, limit {limit:.1f}); "
                     f"the last good checkpoint (round {last_good}) is kept in "
                     f"{os.path.join(run_dir, CHECKPOINT_DIR)}")

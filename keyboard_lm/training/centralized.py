@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import time
 
-import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients
-from keyboard_lm.errors import ConfigError
+from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
-from keyboard_lm.models.checkpoint import append_metrics_row, save_run
+from keyboard_lm.models.checkpoint import METRICS_FILE, append_metrics_row, save_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn
@@ -58,10 +58,6 @@ class CentralizedConfig:
         return cls(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
 
 
-class DivergenceError(ConfigError):
-    """Training loss became NaN/Inf."""
-
-
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
                       embedding_dim: int = 96, units: int = 670,
                       config: CentralizedConfig = CentralizedConfig(),
@@ -92,37 +88,26 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     }
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, "
         f"{n_examples:,} examples from {len(train_ids)} training clients")
+    os.makedirs(run_dir, exist_ok=True)
+    if os.path.exists(os.path.join(run_dir, METRICS_FILE)):
+        os.remove(os.path.join(run_dir, METRICS_FILE))  # a centralized run restarts from scratch
     result = None
     for epoch in range(1, config.epochs + 1):
         start = time.time()
         history = model.fit(data, epochs=1, verbose=0)
         train_loss = float(history.history["loss"][-1])
         if not math.isfinite(train_loss):
-            raise DivergenceError(f"training diverged at epoch {epoch} (loss {train_loss}); "
+            raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
                                   f"the last good weights are in {run_dir}")
         result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
         pooled = result["pooled"]
         row = {"epoch": epoch, "train_loss": train_loss, "seconds": round(time.time() - start, 2),
                **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
                                          "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events")}}
-        append_metrics_row(run_dir, row) if epoch > 1 else _fresh_metrics(run_dir, row)
+        append_metrics_row(run_dir, row)
         save_run(run_dir, model_config, vocab, weights_dict(model),
                  {**info, "epochs_done": epoch, "final_metrics": pooled})
         log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}  held-out: {summarize(result)}"
             f"  ({row['seconds']:.0f}s)")
     return result
 
-
-def _fresh_metrics(run_dir: str, row: dict) -> None:
-    import os
-
-    from keyboard_lm.models.checkpoint import METRICS_FILE
-
-    os.makedirs(run_dir, exist_ok=True)
-    path = os.path.join(run_dir, METRICS_FILE)
-    if os.path.exists(path):
-        os.remove(path)
-    append_metrics_row(run_dir, row)
-
-
-__all__ = ["CentralizedConfig", "DivergenceError", "train_centralized", "np"]
