@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export UV_PYTHON_DOWNLOADS=never TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-3}"
+# Use the system certificate store (as pip does), so TLS-inspecting proxies with a
+# system-installed CA work.
+export UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}"
 UV_VERSION=0.13.9
 
 find_python() {
