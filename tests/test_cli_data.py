@@ -50,3 +50,12 @@ def test_skip_bad_reports_skipped_records(tmp_path):
     result = run_cli("data", "stats", "--data", str(path), "--format", "jsonl", "--skip-bad", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["skipped_by_reason"] == {"not valid JSON": 1}
+
+
+def test_stackoverflow_that_cannot_load_is_a_clear_error(tmp_path):
+    # A corrupt cached database exercises the failure path without any download.
+    (tmp_path / "stackoverflow.sqlite").write_bytes(b"this is not a sqlite database" * 100)
+    result = run_cli("data", "stats", "--format", "stackoverflow", "--data", str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "could not load the Stack Overflow dataset" in result.stderr
+    assert "Traceback" not in result.stderr
