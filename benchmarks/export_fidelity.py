@@ -28,8 +28,34 @@ from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.evaluation import evaluate_predict_fn  # noqa: E402
 from keyboard_lm.inference.model_file import ModelFile  # noqa: E402
 from keyboard_lm.models.checkpoint import build_loaded_model, load_run  # noqa: E402
+from keyboard_lm.models.language_model import assign_weights  # noqa: E402
 
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_3", "perplexity")
+
+
+def fake_quantized(run, per_channel: bool):
+    """The float model with its matrices rounded to int8 (symmetric), per tensor or per output channel.
+
+    A what-if: TF 2.14's converter quantizes FULLY_CONNECTED weights per tensor;
+    this shows what per-channel scales would buy.
+    """
+    def q(name, w):
+        if w.ndim != 2:
+            return w
+        axis = None if not per_channel else (1 if "embedding" in name else 0)
+        s = np.abs(w).max(axis=axis, keepdims=axis is not None) / 127.0
+        s = np.where(s == 0, 1.0, s)
+        return (np.clip(np.round(w / s), -127, 127) * s).astype(np.float32)
+
+    model = build_loaded_model(run)
+    assign_weights(model, {k: q(k, w) for k, w in run.weights.items()})
+    return model
+
+
+def top3_agreement(ref_top, other_top, real):
+    ordered = ((ref_top == other_top).all(-1) & real).sum() / real.sum()
+    as_set = ((np.sort(ref_top, -1) == np.sort(other_top, -1)).all(-1) & real).sum() / real.sum()
+    return float(ordered), float(as_set)
 
 
 def main():
@@ -71,10 +97,28 @@ def main():
             same_ordered += int(((ta == tb).all(-1) & real).sum())
             same_set += int(((np.sort(ta, -1) == np.sort(tb, -1)).all(-1) & real).sum())
             same_top1 += int(((ta[..., 0] == tb[..., 0]) & real).sum())
+    # What-if: simulated int8 rounding per tensor (as the converter does) vs per channel.
+    what_if = {}
+    for label, per_channel in (("simulated int8 per-tensor", False), ("simulated int8 per-channel", True)):
+        sim = fake_quantized(run, per_channel)
+        agree = [0.0, 0.0]
+        total = 0
+        for start in range(0, len(xs), 256):
+            x = xs[start:start + 256]
+            a = float_log_probs(x)
+            b = np.array(sim(x), np.float64)
+            a[..., :4] = -np.inf
+            b[..., :4] = -np.inf
+            real = x != 0
+            o, s = top3_agreement(np.argsort(-a, -1)[..., :3], np.argsort(-b, -1)[..., :3], real)
+            n = int(real.sum())
+            agree = [agree[0] + o * n, agree[1] + s * n]
+            total += n
+        what_if[label] = {"top3_equal_ordered": agree[0] / total, "top3_equal_as_set": agree[1] / total}
     result = {"float": {k: fl[k] for k in KEYS}, "tflite": {k: q[k] for k in KEYS},
               "recall_at_3_gap_points": 100 * abs(fl["recall_at_3"] - q["recall_at_3"]),
               "top3_equal_ordered": same_ordered / steps, "top3_equal_as_set": same_set / steps,
-              "top1_equal": same_top1 / steps, "steps": steps,
+              "top1_equal": same_top1 / steps, "steps": steps, "what_if": what_if,
               "size_bytes": card["size_bytes"], "budget_bytes": DEFAULT_BUDGET_BYTES,
               "size_breakdown": card["size_breakdown"], "model": run.model_config.to_dict(), "run": args.run_dir}
     md = "\n".join([
@@ -85,6 +129,8 @@ def main():
         f"- recall@3 gap: {result['recall_at_3_gap_points']:.3f} points (target <= 0.5)",
         f"- top-3 identical, same order: {result['top3_equal_ordered']:.2%}; as a set: {result['top3_equal_as_set']:.2%} "
         f"of {steps:,} steps (target >= 99%); top-1 identical: {result['top1_equal']:.2%}",
+        *(f"- what-if, {k}: top-3 identical {v['top3_equal_ordered']:.2%} (same order), "
+          f"{v['top3_equal_as_set']:.2%} (as a set)" for k, v in what_if.items()),
         f"- file: {card['size_bytes']:,} bytes, budget {DEFAULT_BUDGET_BYTES:,} ({card['size_bytes'] / DEFAULT_BUDGET_BYTES:.3f} of it)",
     ])
     _report.write(args.name, result, md, args.out)
