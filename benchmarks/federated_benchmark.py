@@ -44,6 +44,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--models", default="cifg,si-cifg")
     p.add_argument("--algorithms", default=",".join(SETTINGS))
+    p.add_argument("--name", default="federated_benchmark", help="results file name")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args()
     corpus = load_shakespeare(args.data)
@@ -69,15 +70,15 @@ def main():
             last = curves[key][-1] if curves[key] else {"round": 0, "recall_at_3": float("nan"), "perplexity": float("nan")}
             rows.append({"run": key, "status": status, **last, "seconds": round(time.time() - start)})
             print(rows[-1], flush=True)
-    _plot(curves, os.path.join(args.out, "federated_benchmark.png"))
+    _plot(curves, os.path.join(args.out, f"{args.name}.png"))
     lines = ["| algorithm, model | last eval round | held-out recall@3 | perplexity | status | seconds |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['run']} | {r['round']} | {r['recall_at_3']:.4f} | {r['perplexity']:.1f} | {r['status']} | "
               f"{r['seconds']} |" for r in rows]
     note = ("\nTiny Shakespeare by role (269 training roles, 30 held-out), paper-size models (V=10k, D=96, H=670), "
             f"10 clients per round, client SGD lr 0.5, batch 10, up to 120 batches per client, {args.rounds} rounds. "
-            "Curves: federated_benchmark.png.\n")
-    _report.write("federated_benchmark", {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out)
+            f"Curves: {args.name}.png.\n")
+    _report.write(args.name, {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))
 
 
