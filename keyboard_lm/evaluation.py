@@ -95,8 +95,12 @@ def evaluate_model(model, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len
     """``evaluate_predict_fn`` for a Keras model (imports TensorFlow lazily)."""
     import tensorflow as tf
 
-    fn = tf.function(lambda x: model(x, training=False),
-                     input_signature=[tf.TensorSpec([None, seq_len], tf.int32)])
+    # One traced function per model and sequence length (trainers evaluate the same model every round).
+    cache = model.__dict__.setdefault("_kblm_eval_fns", {})
+    if seq_len not in cache:
+        cache[seq_len] = tf.function(lambda x: model(x, training=False),
+                                     input_signature=[tf.TensorSpec([None, seq_len], tf.int32)])
+    fn = cache[seq_len]
     return evaluate_predict_fn(lambda x: fn(x).numpy(), corpus, client_ids, vocab, seq_len)
 
 
