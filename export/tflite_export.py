@@ -23,12 +23,10 @@ import tensorflow as tf
 from export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
 from export.step_module import StepModule
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
 from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
 
-METADATA_FILE = "keyboard_lm.json"
-VOCAB_FILE = "vocab.txt"
-FILE_FORMAT = "keyboard_lm.tflite/1"
 
 
 def convert(run: Run, k: int = 3, quantize: bool = True) -> tuple[bytes, StepModule]:

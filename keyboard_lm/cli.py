@@ -86,13 +86,15 @@ def _train_centralized(args) -> int:
 def _train_federated(args) -> int:
     from keyboard_lm.data.preprocessing import ClientDataConfig
     from keyboard_lm.federated.process import FederatedConfig
-    from keyboard_lm.federated.trainer import LoopConfig, run_summary, train_federated
+    from keyboard_lm.federated.trainer import LoopConfig, train_federated
     from keyboard_lm.models.config import ModelConfig
 
     split = _split_from_args(args)
     if args.resume:
         # The run directory holds the settings; only --rounds (and the data path) may be given again.
-        saved = run_summary(args.out)
+        from keyboard_lm.models.checkpoint import load_run
+
+        saved = load_run(args.out).info
         source = saved.get("data", {}).get("source", {})
         if args.data is None and args.format == "default" and source:
             args.data, args.format = source.get("path"), source.get("format", "default")

@@ -93,15 +93,14 @@ def sentence_chunks(ids: tf.Tensor, seq_len: int) -> tuple[tf.Tensor, tf.Tensor]
 def texts_to_examples(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
                       seq_len: int) -> tf.data.Dataset:
     """A dataset of text records -> a dataset of (inputs[S], targets[S]) int32 pairs."""
+    return texts.flat_map(lambda text: text_examples(text, table, seq_len))
 
-    def encode(text):
-        return tf.ragged.map_flat_values(table.lookup, sentences(text))
 
-    def chunks(ids):
-        return tf.data.Dataset.from_tensor_slices(sentence_chunks(ids, seq_len))
-
-    return texts.map(encode).flat_map(
-        lambda rows: tf.data.Dataset.from_tensor_slices(rows)).flat_map(chunks)
+def text_examples(text: tf.Tensor, table: tf.lookup.StaticHashTable, seq_len: int) -> tf.data.Dataset:
+    """One text record (scalar string) -> its (inputs[S], targets[S]) examples."""
+    rows = tf.ragged.map_flat_values(table.lookup, sentences(text))  # [sentences, (ids)]
+    return tf.data.Dataset.from_tensor_slices(rows).flat_map(
+        lambda ids: tf.data.Dataset.from_tensor_slices(sentence_chunks(ids, seq_len)))
 
 
 def client_dataset(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
@@ -126,10 +125,7 @@ def encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: in
     table = vocab_table(vocab)
 
     def encode(owner, text):
-        rows = tf.ragged.map_flat_values(table.lookup, sentences(text))
-        return tf.data.Dataset.from_tensor_slices(rows).flat_map(
-            lambda r: tf.data.Dataset.from_tensor_slices(sentence_chunks(r, seq_len))).map(
-            lambda x, y: (x, y, owner))
+        return text_examples(text, table, seq_len).map(lambda x, y: (x, y, owner))
 
     ds = tf.data.Dataset.from_tensor_slices((owners, texts)).flat_map(encode).batch(4096)
     xs, ys, os_ = [], [], []

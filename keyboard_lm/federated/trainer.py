@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import math
 import os
 import time
@@ -279,8 +278,3 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         log(f"held-out after round {config.rounds}: {summarize(result)}")
     return result or {}
 
-
-def run_summary(run_dir: str) -> dict:
-    """The run.json of a run directory (for reports)."""
-    with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as f:
-        return json.load(f)

@@ -20,6 +20,8 @@ from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
 from keyboard_lm.text.vocabulary import Vocabulary
 
 FILE_FORMAT = "keyboard_lm.tflite/1"
+METADATA_FILE = "keyboard_lm.json"
+VOCAB_FILE = "vocab.txt"
 
 
 class ModelFileError(ConfigError):
@@ -57,11 +59,11 @@ class ModelFile:
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as z:
                 names = set(z.namelist())
-                if "keyboard_lm.json" not in names or "vocab.txt" not in names:
+                if METADATA_FILE not in names or VOCAB_FILE not in names:
                     raise ModelFileError(f"{path}: the model has no embedded vocabulary/metadata "
                                          f"(not exported by keyboard-lm export)")
-                meta = json.loads(z.read("keyboard_lm.json").decode("utf-8"))
-                vocab_text = z.read("vocab.txt").decode("utf-8")
+                meta = json.loads(z.read(METADATA_FILE).decode("utf-8"))
+                vocab_text = z.read(VOCAB_FILE).decode("utf-8")
         except (zipfile.BadZipFile, KeyError, ValueError, EOFError) as e:
             raise ModelFileError(f"{path}: the model has no readable embedded vocabulary/metadata ({e}); "
                                  f"the file is truncated or was not exported by keyboard-lm export") from None
