@@ -28,13 +28,13 @@ class SizeBreakdown:
         return "\n".join(f"  {name:24s} {value:>10,} B" for name, value in self.as_dict().items())
 
 
-def size_breakdown(run, flatbuffer_bytes: int, associated_bytes: int) -> SizeBreakdown:
-    """Split the file size into the parts a reader cares about (estimates at int8)."""
+def size_breakdown(run, flatbuffer_bytes: int, associated_bytes: int, bytes_per_weight: int = 1) -> SizeBreakdown:
+    """Split the file size into the parts a reader cares about (estimates: biases counted like weights)."""
     c = run.model_config
     v, d, h = c.vocab_size, c.embedding_dim, c.units
-    embedding = v * d
-    projection = h * d
-    recurrent = c.num_parameters() - embedding - projection
+    embedding = v * d * bytes_per_weight
+    projection = h * d * bytes_per_weight
+    recurrent = c.num_parameters() * bytes_per_weight - embedding - projection
     overhead = flatbuffer_bytes - embedding - recurrent - projection
     return SizeBreakdown(embedding, recurrent, projection, associated_bytes, overhead,
                          flatbuffer_bytes + associated_bytes)

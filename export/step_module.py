@@ -27,9 +27,9 @@ class StepModule(tf.Module):
 
     def __init__(self, keras_model: tf.keras.Model, k: int = 3):
         super().__init__()
-        self.embedding = keras_model.get_layer("embedding").embeddings  # [V, D]
+        self.embedding_layer = keras_model.get_layer("embedding")  # table() applies int8 rounding when trained so
         self.cell = keras_model.get_layer("rnn").cell
-        self.vocab_size = int(self.embedding.shape[0])
+        self.vocab_size = int(self.embedding_layer.embeddings.shape[0])
         self.k = k
         if isinstance(self.cell, ProjectedGRUCell):
             self.state_sizes = [self.cell.units]
@@ -51,7 +51,8 @@ class StepModule(tf.Module):
         self.step_full = tf.function(step_full, input_signature=spec)
 
     def _advance(self, token, state):
-        x = tf.gather(self.embedding, token)  # [1, D]
+        table = self.embedding_layer.table()  # [V, D]; constant-folded by the converter
+        x = tf.gather(table, token)  # [1, D]
         if isinstance(self.cell, ProjectedGRUCell):
             out, s = self.cell.step(x, state)
             new_state = s
@@ -59,7 +60,7 @@ class StepModule(tf.Module):
             h, c = tf.split(state, self.state_sizes, axis=-1)
             out, c_new = self.cell.step(x, h, c)
             new_state = tf.concat([out, c_new], axis=-1)
-        logits = tf.matmul(out, self.embedding, transpose_b=True)  # [1, V], tied output
+        logits = tf.matmul(out, table, transpose_b=True)  # [1, V], tied output
         return tf.nn.log_softmax(logits), new_state
 
     def _step(self, token, state):

@@ -60,6 +60,10 @@ def _split_from_args(args):
     return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.seed)
 
 
+def _weight_quantization(args) -> str:
+    return "int8" if args.quantization_aware else "none"
+
+
 def cmd_train(args) -> int:
     if args.centralized:
         return _train_centralized(args)
@@ -78,7 +82,7 @@ def _train_centralized(args) -> int:
                                batch_size=args.batch_size or 32, seq_len=args.seq_len,
                                clipnorm=args.clipnorm if args.clipnorm > 0 else None, seed=args.seed)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
-                      config, _split_from_args(args))
+                      config, _split_from_args(args), weight_quantization=_weight_quantization(args))
     print(f"run saved to {args.out}")
     return 0
 
@@ -106,7 +110,8 @@ def _train_federated(args) -> int:
         loop = LoopConfig(**saved["loop"])
         model_config = None
     else:
-        model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units)
+        model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units,
+                                   _weight_quantization(args))
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
                               client_lr=args.client_lr, clients_per_round=args.clients_per_round,
@@ -164,13 +169,21 @@ def cmd_export(args) -> int:
     from export.tflite_export import export_run
 
     budget = None if args.budget_bytes == 0 else args.budget_bytes
-    card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k)
+    card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k, quantization=args.quantization)
     b = card["size_breakdown"]
     print(f"wrote {args.out}: {b['total']:,} bytes (budget {budget:,} bytes)" if budget else
           f"wrote {args.out}: {b['total']:,} bytes (no budget)")
     for name, value in b.items():
         if name != "total":
             print(f"  {name:24s} {value:>10,} B")
+    q = card["quantization"]
+    if "weights_unchanged" in q:
+        print("weights: int8, per tensor; " + (
+            "on the int8 grid already (quantization-aware training): exported exactly" if q["weights_unchanged"]
+            else f"rounded, up to {q['max_rounding_error_steps']:.2f} steps (train with --quantization-aware "
+                 "to export exactly what was evaluated)"))
+    else:
+        print(f"weights: {q['scheme']}")
     print(f"sha256 {card['sha256']}\nmodel card: {args.out}.card.json")
     return 0
 
@@ -311,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--vocab-size", type=int, default=10_000, help="incl. 4 special tokens (10000)")
     train.add_argument("--embedding-dim", type=int, default=96, help="D, tied embedding and projection (96)")
     train.add_argument("--units", type=int, default=670, help="H, cell size (670)")
+    train.add_argument("--quantization-aware", action="store_true",
+                       help="train with int8-rounded weights (straight-through), so the exported int8 "
+                            "model computes exactly what was trained and evaluated")
     train.add_argument("--seq-len", type=int, default=20, help="tokens per example (20)")
     train.add_argument("--batch-size", type=int, default=None,
                        help="examples per batch (centralized 32, federated client batch 10)")
@@ -354,6 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--budget-bytes", type=int, default=1_468_006,
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
     ex.add_argument("--top-k", type=int, default=3, help="candidates returned by the step signature (3)")
+    ex.add_argument("--quantization", choices=("weight-only", "dynamic-range", "none"), default="weight-only",
+                    help="weight-only: int8 weights, float32 arithmetic (default); dynamic-range: int8 "
+                         "weights and run-time int8 activations, less RAM, lower fidelity; none: float32")
     ex.set_defaults(func=cmd_export)
 
     pr = sub.add_parser("predict", help="top-k next words (or completions) from an exported .tflite")

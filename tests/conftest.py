@@ -67,6 +67,18 @@ def small_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def small_qat_run(tmp_path_factory):
+    """As ``small_run``, trained quantization-aware (int8-rounded weights)."""
+    from keyboard_lm.cli import main
+
+    out = str(tmp_path_factory.mktemp("small_qat_run") / "run")
+    args = ["train", "--centralized", "--out", out, "--units", "48", "--embedding-dim", "24", "--quantization-aware",
+            "--vocab-size", "1000", "--epochs", "6", "--optimizer", "adam", "--lr", "0.01", "--seed", "1"]
+    assert main(args) == 0
+    return out
+
+
+@pytest.fixture(scope="session")
 def small_tflite(small_run, tmp_path_factory):
     """``small_run`` exported with the real exporter."""
     from export.tflite_export import export_run

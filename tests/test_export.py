@@ -41,12 +41,12 @@ def _realistic_words(n):
     raise AssertionError("not enough words")
 
 
-def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996):
+def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996, weight_quantization="none"):
     """A paper-size model (untrained weights) with a 10k vocabulary of real-looking words."""
     words = _realistic_words(vocab_words)
     vocab = Vocabulary.build({w: len(words) - i for i, w in enumerate(words)}, vocab_words + 4)
-    config = ModelConfig(model_type, len(vocab))
-    run_dir = str(tmp_path / model_type)
+    config = ModelConfig(model_type, len(vocab), weight_quantization=weight_quantization)
+    run_dir = str(tmp_path / f"{model_type}-{weight_quantization}")
     save_run(run_dir, config, vocab, weights_dict(build_model(config)),
              {"trainer": "centralized", "hyperparameters": {"seq_len": 20}})
     return run_dir
@@ -63,13 +63,21 @@ def _ops(flatbuffer):
     return {line.split()[1].split("(")[0] for line in buf.getvalue().splitlines() if line.strip().startswith("Op#")}
 
 
-@pytest.mark.parametrize("model_type", ["cifg", "si-cifg", "gru"])
-def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type):
-    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200))
-    flatbuffer, _ = convert(run)
+@pytest.mark.parametrize("model_type,weight_quantization", [
+    ("cifg", "none"), ("si-cifg", "none"), ("gru", "none"), ("cifg", "int8"), ("si-cifg", "int8"), ("gru", "int8")])
+def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, weight_quantization):
+    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200, weight_quantization=weight_quantization))
+    flatbuffer, _, quant = convert(run)
     ops = _ops(flatbuffer)
     assert "WHILE" not in ops and not any(op.startswith("FLEX") or op == "CUSTOM" for op in ops)
     assert ops <= BUILTIN_OK, ops - BUILTIN_OK
+    # Every weight matrix is stored as int8 and expanded by DEQUANTIZE; the training-time
+    # rounding of a quantization-aware model is folded away by the converter (no ROUND op).
+    assert "DEQUANTIZE" in ops and "ROUND" not in ops
+    expected = {"cifg": 3, "si-cifg": 3, "gru": 4}[model_type]
+    assert len(quant["tensors"]) == expected
+    assert quant["weights_unchanged"] == (weight_quantization == "int8")
+    assert 0 <= quant["max_rounding_error_steps"] <= 0.5 + 1e-6
 
 
 def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
@@ -81,6 +89,7 @@ def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
     assert 1_400_000 < size  # 1.41M int8 weights plus vocabulary: not float32 (5.6 MB)
     b = card["size_breakdown"]
     assert b["embedding"] == 960_000 and b["recurrent_cell"] == 387_930 and b["projection"] == 64_320
+    assert card["quantization"]["scheme"].startswith("int8 weights, per-tensor")
     with open(out + ".card.json", encoding="utf-8") as f:
         assert json.load(f)["sha256"] == card["sha256"]
 
@@ -133,6 +142,58 @@ def test_exported_model_keeps_recall_within_half_a_point(small_run, small_tflite
     tfl_r = evaluate_predict_fn(model.predict_log_probs, default_corpus, heldout, model.vocab, batch_size=32)["pooled"]
     assert abs(float_r["recall_at_3"] - tfl_r["recall_at_3"]) <= 0.005 + 1e-9
     assert abs(float_r["perplexity"] - tfl_r["perplexity"]) / float_r["perplexity"] < 0.02
+
+
+def _top3_agreement(run_dir, model_file, corpus):
+    """Share of held-out steps whose top-3 words (in order) are the same in Keras and TFLite."""
+    from keyboard_lm.data.examples import corpus_examples
+    from keyboard_lm.data.split import SplitConfig, split_clients
+
+    run = load_run(run_dir)
+    heldout = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))[1]
+    xs = np.array([x for x, _ in corpus_examples(corpus.sentences(heldout), run.vocab, 20)], np.int32)
+    keras_logits = np.asarray(build_loaded_model(run)(xs))
+    tfl = model_file.predict_log_probs(xs)
+    top = [np.argsort(-a[..., 4:], -1, kind="stable")[..., :3] for a in (keras_logits, tfl)]
+    real = xs != 0
+    return float(((top[0] == top[1]).all(-1) & real).sum() / real.sum()), int(real.sum())
+
+
+def test_quantization_aware_run_exports_exactly(small_qat_run, tmp_path, default_corpus, capsys):
+    out = str(tmp_path / "qat.tflite")
+    assert main(["export", small_qat_run, "--out", out]) == 0
+    assert "on the int8 grid already" in capsys.readouterr().out
+    card = json.load(open(out + ".card.json", encoding="utf-8"))
+    assert card["quantization"]["weights_unchanged"] and card["model"]["weight_quantization"] == "int8"
+    model = ModelFile.load(out)
+    x = np.array([[1, 10, 25, 7, 99, 3, 40]], np.int32)
+    keras_model = build_loaded_model(load_run(small_qat_run))
+    logits = np.asarray(keras_model(x))[0].astype(np.float64)
+    logp = logits - logits.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    np.testing.assert_allclose(model.predict_log_probs(x)[0], logp, atol=1e-4)
+    agreement, steps = _top3_agreement(small_qat_run, model, default_corpus)
+    assert steps > 2000 and agreement >= 0.99, agreement
+
+
+def test_dynamic_range_export_runs_with_int8_weights_and_activations(small_run, tmp_path):
+    out = str(tmp_path / "dr.tflite")
+    card = export_run(small_run, out, budget_bytes=None, quantization="dynamic-range")
+    assert card["quantization"]["scheme"].startswith("int8 weights, dynamic-range")
+    weight_only = export_run(small_run, str(tmp_path / "wo.tflite"), budget_bytes=None)
+    assert abs(card["size_bytes"] - weight_only["size_bytes"]) < 2_000  # both one byte per weight
+    float32 = export_run(small_run, str(tmp_path / "f32.tflite"), budget_bytes=None, quantization="none")
+    assert float32["size_bytes"] > 3 * weight_only["size_bytes"] - 20_000
+    assert float32["size_breakdown"]["embedding"] == 4 * weight_only["size_breakdown"]["embedding"]
+    x = np.array([[1, 10, 25, 7]], np.int32)
+    a, b = ModelFile.load(out).predict_log_probs(x), ModelFile.load(str(tmp_path / "f32.tflite")).predict_log_probs(x)
+    assert np.abs(np.exp(a) - np.exp(b)).max() < 0.05
+
+
+def test_unknown_quantization_is_rejected(small_run, tmp_path):
+    with pytest.raises(ConfigError, match="unknown quantization 'int4'"):
+        export_run(small_run, str(tmp_path / "x.tflite"), quantization="int4")
+    assert not os.path.exists(tmp_path / "x.tflite")
 
 
 def test_eval_cli_accepts_a_tflite_file(small_tflite, capsys):

@@ -177,3 +177,22 @@ def test_a_failing_client_is_skipped_and_counted(default_corpus):
                                       ClientDataConfig(max_seq_len=10), 0, 1, messages.append)
     assert len(datasets) == 2 and failed == 1
     assert "client-that-left" in messages[0]
+
+
+def test_quantization_aware_federated_run_exports_exactly(tmp_path):
+    from export.tflite_export import export_run
+    from keyboard_lm.inference.model_file import ModelFile
+    from keyboard_lm.models.checkpoint import build_loaded_model
+
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, "--rounds", "2", "--quantization-aware", *SMALL]) == 0
+    run = load_run(out)
+    assert run.model_config.weight_quantization == "int8"
+    card = export_run(out, str(tmp_path / "fed.tflite"), budget_bytes=None)
+    # The server model of a quantization-aware run is exported without changing a weight.
+    assert card["quantization"]["weights_unchanged"]
+    x = np.array([[1, 8, 30, 5, 12]], np.int32)
+    logits = np.asarray(build_loaded_model(run)(x), np.float64)[0]
+    logp = logits - logits.max(-1, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    np.testing.assert_allclose(ModelFile.load(str(tmp_path / "fed.tflite")).predict_log_probs(x)[0], logp, atol=1e-4)

@@ -1,4 +1,4 @@
-"""Model architecture: parameter counts at the paper defaults, shapes, SI invariance."""
+"""Model architecture: parameter counts at the paper defaults, shapes, SI invariance, int8 weights."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.cells import ProjectedCell, si_sigmoid, si_tanh
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
+from keyboard_lm.models.quantization import fake_quant_int8, quantize_int8_np
 
 
 def test_cifg_has_hard_et_al_parameter_count():
@@ -84,3 +85,48 @@ def test_step_matches_keras_rnn_loop():
 def test_model_config_rejects_bad_settings(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         ModelConfig(**kwargs)
+
+
+def test_int8_rounding_is_the_same_in_numpy_and_in_the_training_graph():
+    rng = np.random.RandomState(0)
+    for w in (rng.randn(37, 19).astype(np.float32) * 0.07, np.zeros((4, 4), np.float32),
+              np.array([[0.5, -1.0, 0.25, 0.0078740157]], np.float32)):
+        q, s = quantize_int8_np(w)
+        assert q.dtype == np.int8 and np.abs(q).max() <= 127
+        np.testing.assert_array_equal(fake_quant_int8(tf.constant(w)).numpy(), q.astype(np.float32) * s)
+        assert np.abs(w - q * s).max() <= s / 2 + 1e-9
+
+
+@pytest.mark.parametrize("model_type", ["cifg", "si-cifg", "gru"])
+def test_quantization_aware_model_computes_with_int8_rounded_weights(model_type):
+    config = ModelConfig(model_type, vocab_size=60, embedding_dim=8, units=16, weight_quantization="int8")
+    plain_config = ModelConfig(model_type, vocab_size=60, embedding_dim=8, units=16)
+    qat, rounded, raw = build_model(config), build_model(plain_config), build_model(plain_config)
+    x = np.array([[1, 5, 7, 9], [1, 2, 44, 0]], np.int32)
+    qat(x), rounded(x), raw(x)
+    rng = np.random.RandomState(1)
+    for w_qat, w_rounded, w_raw in zip(qat.weights, rounded.weights, raw.weights):
+        value = (rng.randn(*w_qat.shape) * 0.5).astype(np.float32)
+        w_qat.assign(value)
+        w_raw.assign(value)
+        if value.ndim == 2:  # matrices are used as their int8 rounding, biases as they are
+            q, s = quantize_int8_np(value)
+            value = q.astype(np.float32) * s
+        w_rounded.assign(value)
+    np.testing.assert_allclose(qat(x).numpy(), rounded(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert np.abs(qat(x).numpy() - raw(x).numpy()).max() > 1e-3  # the same raw weights, unrounded, differ
+
+
+def test_quantization_aware_training_gets_straight_through_gradients():
+    model = build_model(ModelConfig("cifg", vocab_size=40, embedding_dim=8, units=12, weight_quantization="int8"))
+    x = np.array([[1, 5, 7, 9, 11]], np.int32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(x[:, 1:], model(x[:, :-1])))
+    grads = tape.gradient(loss, model.trainable_weights)
+    # round() has zero gradient almost everywhere; straight-through passes it as identity.
+    assert all(g is not None and np.abs(tf.convert_to_tensor(g).numpy()).max() > 0 for g in grads)
+
+
+def test_model_config_rejects_unknown_weight_quantization():
+    with pytest.raises(ConfigError, match="unknown weight_quantization 'int4'"):
+        ModelConfig(weight_quantization="int4")

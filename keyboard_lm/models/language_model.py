@@ -6,26 +6,46 @@ import tensorflow as tf
 
 from keyboard_lm.models.cells import ProjectedCell, ProjectedGRUCell
 from keyboard_lm.models.config import ModelConfig
+from keyboard_lm.models.quantization import fake_quant_int8
+
+
+class TiedEmbedding(tf.keras.layers.Embedding):
+    """Embedding whose table may be used as its int8 rounding (quantization-aware training)."""
+
+    def __init__(self, *args, int8_weights: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.int8_weights = int8_weights
+
+    def table(self) -> tf.Tensor:
+        """The [V, D] table as the model computes with it."""
+        return fake_quant_int8(self.embeddings) if self.int8_weights else self.embeddings
+
+    def call(self, inputs):
+        return tf.gather(self.table(), tf.cast(inputs, tf.int32))
+
+    def get_config(self):
+        return {**super().get_config(), "int8_weights": self.int8_weights}
 
 
 class TiedOutput(tf.keras.layers.Layer):
     """Logits = h E^T with the input embedding E (Press & Wolf 2017; Hard et al.)."""
 
-    def __init__(self, embedding: tf.keras.layers.Embedding, **kwargs):
+    def __init__(self, embedding: TiedEmbedding, **kwargs):
         super().__init__(**kwargs)
         self._embedding = embedding
 
     def call(self, h):  # h: [batch, time, D] -> [batch, time, V]
-        return tf.matmul(h, self._embedding.embeddings, transpose_b=True)
+        return tf.matmul(h, self._embedding.table(), transpose_b=True)
 
 
 def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
     """The recurrent cell of ``config.model_type``."""
     d, h = config.embedding_dim, config.units
+    int8 = config.weight_quantization == "int8"
     if config.model_type == "gru":
-        return ProjectedGRUCell(h, d, name="cell")
+        return ProjectedGRUCell(h, d, int8_weights=int8, name="cell")
     return ProjectedCell(h, d, coupled=config.model_type != "lstm",
-                         scale_invariant=config.model_type == "si-cifg", name="cell")
+                         scale_invariant=config.model_type == "si-cifg", int8_weights=int8, name="cell")
 
 
 def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Model:
@@ -34,7 +54,8 @@ def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Mod
     Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
     """
     tokens = tf.keras.Input(shape=(seq_len,), dtype=tf.int32, name="tokens")
-    embedding = tf.keras.layers.Embedding(config.vocab_size, config.embedding_dim, name="embedding")
+    embedding = TiedEmbedding(config.vocab_size, config.embedding_dim, name="embedding",
+                              int8_weights=config.weight_quantization == "int8")
     x = embedding(tokens)  # [batch, time, D]
     rnn = tf.keras.layers.RNN(build_cell(config), return_sequences=True, name="rnn")
     h = rnn(x)  # [batch, time, D]
