@@ -11,7 +11,9 @@ the same interface: [h, c] for CIFG/SI-CIFG/LSTM, [s] for GRU):
 
 Only GATHER, FULLY_CONNECTED/BATCH_MATMUL, ADD, MUL, SUB, LOGISTIC, TANH,
 RELU, MAX, DIV, SELECT, SPLIT, CONCATENATION, STRIDED_SLICE, LOG_SOFTMAX and TOPK_V2 are
-used: builtin ops, no loop.
+used (plus DEQUANTIZE after int8 quantization): builtin ops, no loop.  A
+quantization-aware model's int8 weight rounding is folded into constants by
+the converter; its activation rounding is left out (hybrid kernels do it).
 """
 
 from __future__ import annotations

@@ -8,20 +8,22 @@ archive from the end of the file.  The archive holds ``vocab.txt`` and
 sizes, state size, signature names), so a predictor needs nothing but the
 file.  Only builtin ops are allowed.
 
-Quantization (``quantization=``):
+Quantization (``quantization=``; keyboard_lm.models.quantization):
 
-* ``weight-only`` (default): int8 weight tensors expanded by DEQUANTIZE,
-  float32 arithmetic (export.weight_quantization).  Exactly the model that was
-  evaluated when it was trained quantization-aware
-  (``weight_quantization="int8"``); otherwise each weight moves by at most half
-  a quantization step.
-* ``dynamic-range``: TF's converter option; hybrid kernels keep weights int8
-  in memory (about 4x less RAM) but also round activations to int8 at run
-  time, which changes the top-3 more often.
+* ``dynamic-range``: TF's converter option; hybrid kernels keep the weights
+  int8 in memory and round each matrix input to int8 at run time.
+* ``weight-only``: int8 weight tensors expanded once by DEQUANTIZE, float32
+  arithmetic (export.weight_quantization); 4x the weight memory at run time.
+* ``none``: float32.
+* ``auto`` (default): the mode the run was trained quantization-aware for,
+  else dynamic-range.  Exported in its own mode, a quantization-aware run
+  computes exactly what was evaluated; any other run's weights move by up to
+  half a quantization step and its near-tied candidates may reorder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -33,43 +35,64 @@ import tensorflow as tf
 
 from export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
 from export.step_module import StepModule
-from export.weight_quantization import quantize_weights, summary
+from export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
 from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
+from keyboard_lm.models.quantization import rounding_error_steps
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
 
 
 
-QUANTIZATION_MODES = ("weight-only", "dynamic-range", "none")
+QUANTIZATION_MODES = ("auto", "dynamic-range", "weight-only", "none")
+SCHEMES = {"dynamic-range": "int8 weights (per-tensor symmetric), int8 matrix inputs at run time (hybrid kernels)",
+           "weight-only": "int8 weights (per-tensor symmetric), DEQUANTIZE to float32 arithmetic",
+           "none": "float32"}
 
 
-def convert(run: Run, k: int = 3, quantization: str = "weight-only") -> tuple[bytes, StepModule, dict]:
-    """``run``'s step module as TFLite (builtin ops only): (flatbuffer, module, quantization summary)."""
+def resolve_quantization(run: Run, quantization: str) -> str:
     if quantization not in QUANTIZATION_MODES:
         raise ConfigError(f"unknown quantization {quantization!r}; choose one of {', '.join(QUANTIZATION_MODES)}")
-    module = StepModule(build_loaded_model(run), k=k)
+    if quantization == "auto":
+        trained = run.model_config.quantization
+        return trained if trained != "none" else "dynamic-range"
+    return quantization
+
+
+def convert(run: Run, k: int = 3, quantization: str = "auto") -> tuple[bytes, StepModule, dict]:
+    """``run``'s step module as TFLite (builtin ops only): (flatbuffer, module, quantization summary)."""
+    mode = resolve_quantization(run, quantization)
+    trained = run.model_config.quantization
+    # The exported graph carries the int8-rounded weights (constant-folded by the converter)
+    # but no activation rounding: the hybrid kernels do that at run time.
+    export_config = dataclasses.replace(run.model_config, quantization="weight-only" if trained != "none" else "none")
+    module = StepModule(build_loaded_model(run, export_config), k=k)
     functions = [module.step.get_concrete_function(), module.step_full.get_concrete_function()]
     converter = tf.lite.TFLiteConverter.from_concrete_functions(functions, module)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
-    if quantization == "dynamic-range":
+    if mode == "dynamic-range":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
     try:
         flatbuffer = converter.convert()
     except Exception as e:  # the converter raises ConverterError and friends
         raise ConfigError(f"TFLite conversion of {run.path} failed: {e}") from None
-    if quantization == "weight-only":
-        flatbuffer, report = quantize_weights(flatbuffer)
-        return flatbuffer, module, summary(report)
-    scheme = {"dynamic-range": "int8 weights, dynamic-range (hybrid kernels, int8 activations at run time)",
-              "none": "float32"}[quantization]
-    return flatbuffer, module, {"scheme": scheme}
+    if mode == "weight-only":
+        flatbuffer = quantize_weights(flatbuffer)
+    # How far the file's weights are from those the run was evaluated with, in quantization steps
+    # (a quantization-aware run was evaluated with the int8 roundings themselves).
+    steps = 0.0 if mode == "none" or trained != "none" else max(
+        rounding_error_steps(w) for w in run.weights.values() if w.ndim == 2)
+    return flatbuffer, module, {
+        "mode": mode, "scheme": SCHEMES[mode], "trained_for": trained, "max_rounding_error_steps": steps,
+        "exact": mode == trained or (mode == "none" and trained == "none"),  # computes what was evaluated
+    }
 
 
-def metadata(run: Run, module: StepModule) -> dict:
+def metadata(run: Run, module: StepModule, quantization: str) -> dict:
     sp = SPECIAL_TOKENS
     return {
         "format": FILE_FORMAT, "text_spec": TEXT_SPEC_VERSION, "model": run.model_config.to_dict(),
+        "quantization": quantization,
         "special_tokens": {"pad": [sp.pad, sp.pad_id], "bos": [sp.bos, sp.bos_id], "eos": [sp.eos, sp.eos_id],
                            "oov": [sp.oov, sp.oov_id]},
         "vocab_size": len(run.vocab), "vocab_sha256": run.vocab.fingerprint(), "state_size": module.state_size,
@@ -106,16 +129,16 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
 
 
 def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_BUDGET_BYTES, k: int = 3,
-               quantization: str = "weight-only") -> dict:
+               quantization: str = "auto") -> dict:
     """Export ``run_dir`` to ``out_path`` (+ ``<out>.card.json``); returns the model card.
 
     Nothing is written unless conversion succeeds and the file fits the budget.
     """
     run = load_run(run_dir)
     flatbuffer, module, quant = convert(run, k=k, quantization=quantization)
-    extra = associated_files(metadata(run, module), run.vocab.to_text())
+    extra = associated_files(metadata(run, module, quant["mode"]), run.vocab.to_text())
     data = flatbuffer + extra
-    breakdown = size_breakdown(run, len(flatbuffer), len(extra), bytes_per_weight=4 if quantization == "none" else 1)
+    breakdown = size_breakdown(run, len(flatbuffer), len(extra), bytes_per_weight=4 if quant["mode"] == "none" else 1)
     check_budget(breakdown, budget_bytes)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)

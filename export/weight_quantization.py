@@ -1,20 +1,16 @@
 """Weight-only int8 quantization of a float TFLite flatbuffer.
 
-TF 2.14's converter offers int8 weights only as "dynamic range" quantization,
-whose hybrid kernels also round every activation to int8 at run time.  On a
-next-word model whose top candidates are close that second rounding changes
-the top-3 on about a fifth of the steps.  Here each float weight matrix of a
-converted float model is replaced by an int8 tensor (per-tensor symmetric
-scale, keyboard_lm.models.quantization) feeding a builtin DEQUANTIZE op:
-the file stores one byte per weight, the runtime expands the constants once
+TF 2.14's converter offers int8 weights only as "dynamic range"
+quantization, whose hybrid kernels also round every matrix input to int8 at
+run time.  This is the other option: each float weight matrix of a converted
+float model is replaced by an int8 tensor (per-tensor symmetric scale,
+keyboard_lm.models.quantization) feeding a builtin DEQUANTIZE op.  The file
+stores one byte per weight; the runtime expands the constants once
 (DEQUANTIZE of a constant input is computed at the first invocation and
-kept) and computes in float32.  For a model trained quantization-aware the
-weights already lie on the int8 grid, so the rewrite is lossless.
+kept, 4 bytes per weight in memory) and computes in float32.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 from tensorflow.lite.python import schema_py_generated as schema
@@ -24,16 +20,6 @@ from keyboard_lm.models.quantization import quantize_int8_np
 
 #: Float constants with fewer elements (biases, small vectors) stay float32.
 MIN_ELEMENTS = 1024
-#: A tensor whose values are within this many quantization steps of the grid is "on the grid".
-ON_GRID_TOLERANCE = 1e-3
-
-
-@dataclasses.dataclass
-class QuantizedTensor:
-    name: str
-    shape: tuple
-    scale: float
-    max_rounding_steps: float  # max |w / scale - q|: 0 on the grid, up to 0.5 otherwise
 
 
 def _dequantize_opcode(model) -> int:
@@ -47,15 +33,14 @@ def _dequantize_opcode(model) -> int:
     return len(model.operatorCodes) - 1
 
 
-def quantize_weights(flatbuffer: bytes) -> tuple[bytes, list[QuantizedTensor]]:
-    """Float flatbuffer -> (flatbuffer with int8 weights + DEQUANTIZE ops, what was quantized).
+def quantize_weights(flatbuffer: bytes) -> bytes:
+    """Float flatbuffer -> flatbuffer with int8 weights + DEQUANTIZE ops.
 
     Buffers shared by several subgraphs (one per signature) stay shared.
     """
     model = flatbuffer_utils.convert_bytearray_to_object(bytearray(flatbuffer))
     deq = _dequantize_opcode(model)
     replaced: dict[int, tuple[int, float]] = {}  # float buffer -> (int8 buffer, scale)
-    report: list[QuantizedTensor] = []
     for sg in model.subgraphs:
         prologue = []
         for ti, t in enumerate(list(sg.tensors)):
@@ -70,8 +55,6 @@ def quantize_weights(flatbuffer: bytes) -> tuple[bytes, list[QuantizedTensor]]:
                 new.data = np.frombuffer(q.tobytes(), np.uint8)
                 model.buffers.append(new)
                 replaced[t.buffer] = (len(model.buffers) - 1, float(scale))
-                steps = float(np.abs(w / scale - q.astype(np.float32)).max())
-                report.append(QuantizedTensor(t.name.decode(), tuple(int(n) for n in t.shape), float(scale), steps))
             int8_buffer, scale = replaced[t.buffer]
             qt = schema.TensorT()
             qt.shape, qt.type, qt.buffer = t.shape, schema.TensorType.INT8, int8_buffer
@@ -88,15 +71,4 @@ def quantize_weights(flatbuffer: bytes) -> tuple[bytes, list[QuantizedTensor]]:
         sg.operators = prologue + (sg.operators or [])
     for old in replaced:
         model.buffers[old].data = None
-    return bytes(flatbuffer_utils.convert_object_to_bytearray(model)), report
-
-
-def summary(report: list[QuantizedTensor]) -> dict:
-    """For the model card."""
-    worst = max((r.max_rounding_steps for r in report), default=0.0)
-    return {
-        "scheme": "int8 weights, per-tensor symmetric scale, DEQUANTIZE to float32 (weight-only)",
-        "tensors": [{"name": r.name, "shape": list(r.shape), "scale": r.scale} for r in report],
-        "max_rounding_error_steps": worst,
-        "weights_unchanged": worst <= ON_GRID_TOLERANCE,
-    }
+    return bytes(flatbuffer_utils.convert_object_to_bytearray(model))

@@ -60,8 +60,8 @@ def _split_from_args(args):
     return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.seed)
 
 
-def _weight_quantization(args) -> str:
-    return "int8" if args.quantization_aware else "none"
+def _quantization(args) -> str:
+    return args.quantization_aware or "none"
 
 
 def cmd_train(args) -> int:
@@ -82,7 +82,7 @@ def _train_centralized(args) -> int:
                                batch_size=args.batch_size or 32, seq_len=args.seq_len,
                                clipnorm=args.clipnorm if args.clipnorm > 0 else None, seed=args.seed)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
-                      config, _split_from_args(args), weight_quantization=_weight_quantization(args))
+                      config, _split_from_args(args), quantization=_quantization(args))
     print(f"run saved to {args.out}")
     return 0
 
@@ -111,7 +111,7 @@ def _train_federated(args) -> int:
         model_config = None
     else:
         model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units,
-                                   _weight_quantization(args))
+                                   _quantization(args))
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
                               client_lr=args.client_lr, clients_per_round=args.clients_per_round,
@@ -177,13 +177,16 @@ def cmd_export(args) -> int:
         if name != "total":
             print(f"  {name:24s} {value:>10,} B")
     q = card["quantization"]
-    if "weights_unchanged" in q:
-        print("weights: int8, per tensor; " + (
-            "on the int8 grid already (quantization-aware training): exported exactly" if q["weights_unchanged"]
-            else f"rounded, up to {q['max_rounding_error_steps']:.2f} steps (train with --quantization-aware "
-                 "to export exactly what was evaluated)"))
+    print(f"quantization: {q['mode']} ({q['scheme']})")
+    if q["exact"]:
+        if q["trained_for"] != "none":
+            print("  the run was trained for this mode: the file computes exactly what was evaluated")
     else:
-        print(f"weights: {q['scheme']}")
+        why = (f"weights moved by up to {q['max_rounding_error_steps']:.2f} quantization steps" if
+               q["trained_for"] == "none" else f"the run was trained for {q['trained_for']!r}, which rounds "
+               "matrix inputs differently")
+        print(f"  {why}: near-tied suggestions may reorder (train with --quantization-aware {q['mode']} "
+              "to export exactly what was evaluated)")
     print(f"sha256 {card['sha256']}\nmodel card: {args.out}.card.json")
     return 0
 
@@ -225,11 +228,13 @@ def cmd_demo(args) -> int:
     split = SplitConfig(0.1, seed=args.seed)
     # A smaller CIFG than Hard et al.'s (D=64, H=256): the embedded corpus has
     # only ~27k words, and the paper size trains slower and no better on it.
+    # Quantization-aware, so the int8 file computes exactly what was evaluated.
+    model_config = ModelConfig("cifg", embedding_dim=64, units=256, quantization="dynamic-range")
     fed = FederatedConfig(algorithm="fedavg", server_optimizer="adam", server_lr=0.02, client_lr=1.0,
                           clients_per_round=20, rounds=args.rounds, seed=args.seed)
     data_config = ClientDataConfig(max_seq_len=20, batch_size=10, epochs=5, max_batches=120)
     print(f"keyboard-lm demo: FedAdam over {corpus.name}, {args.rounds} rounds, run directory {args.out}")
-    train_federated(corpus, args.out, ModelConfig("cifg", embedding_dim=64, units=256), fed, data_config, split,
+    train_federated(corpus, args.out, model_config, fed, data_config, split,
                     LoopConfig(eval_every=max(1, args.rounds // 10), checkpoint_every=max(1, args.rounds // 10)),
                     data_source={"path": None, "format": "default"})
     from export.tflite_export import export_run
@@ -238,7 +243,9 @@ def cmd_demo(args) -> int:
 
     model_path = os.path.join(args.out, "model.tflite")
     card = export_run(args.out, model_path)
-    print(f"\nexported {model_path}: {card['size_bytes']:,} bytes, int8 weights, vocabulary inside")
+    exact = ", computing exactly what was evaluated" if card["quantization"]["exact"] else ""
+    print(f"\nexported {model_path}: {card['size_bytes']:,} bytes, int8 ({card['quantization']['mode']}){exact}, "
+          "vocabulary inside")
     predictor = Predictor.load(model_path)
     heldout = split_clients(corpus.client_ids, split)[1]
     print("top-3 suggestions from the TFLite predictor for held-out contexts "
@@ -324,9 +331,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--vocab-size", type=int, default=10_000, help="incl. 4 special tokens (10000)")
     train.add_argument("--embedding-dim", type=int, default=96, help="D, tied embedding and projection (96)")
     train.add_argument("--units", type=int, default=670, help="H, cell size (670)")
-    train.add_argument("--quantization-aware", action="store_true",
-                       help="train with int8-rounded weights (straight-through), so the exported int8 "
-                            "model computes exactly what was trained and evaluated")
+    train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
+                       choices=("dynamic-range", "weight-only"), metavar="MODE",
+                       help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "
+                            "default, or weight-only), so the exported model computes exactly what was "
+                            "trained and evaluated")
     train.add_argument("--seq-len", type=int, default=20, help="tokens per example (20)")
     train.add_argument("--batch-size", type=int, default=None,
                        help="examples per batch (centralized 32, federated client batch 10)")
@@ -370,9 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--budget-bytes", type=int, default=1_468_006,
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
     ex.add_argument("--top-k", type=int, default=3, help="candidates returned by the step signature (3)")
-    ex.add_argument("--quantization", choices=("weight-only", "dynamic-range", "none"), default="weight-only",
-                    help="weight-only: int8 weights, float32 arithmetic (default); dynamic-range: int8 "
-                         "weights and run-time int8 activations, less RAM, lower fidelity; none: float32")
+    ex.add_argument("--quantization", choices=("auto", "dynamic-range", "weight-only", "none"), default="auto",
+                    help="dynamic-range: int8 weights, int8-rounded matrix inputs at run time (hybrid kernels); "
+                         "weight-only: int8 weights, float32 arithmetic, 4x the weight memory; none: float32; "
+                         "auto (default): the mode the run was trained for, else dynamic-range")
     ex.set_defaults(func=cmd_export)
 
     pr = sub.add_parser("predict", help="top-k next words (or completions) from an exported .tflite")

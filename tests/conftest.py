@@ -68,14 +68,22 @@ def small_run(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def small_qat_run(tmp_path_factory):
-    """As ``small_run``, trained quantization-aware (int8-rounded weights)."""
+    """``small_qat_run(mode)``: as ``small_run``, trained quantization-aware for export mode ``mode``."""
     from keyboard_lm.cli import main
 
-    out = str(tmp_path_factory.mktemp("small_qat_run") / "run")
-    args = ["train", "--centralized", "--out", out, "--units", "48", "--embedding-dim", "24", "--quantization-aware",
-            "--vocab-size", "1000", "--epochs", "6", "--optimizer", "adam", "--lr", "0.01", "--seed", "1"]
-    assert main(args) == 0
-    return out
+    runs = {}
+
+    def get(mode: str) -> str:
+        if mode not in runs:
+            out = str(tmp_path_factory.mktemp(f"small_qat_{mode}") / "run")
+            args = ["train", "--centralized", "--out", out, "--units", "48", "--embedding-dim", "24",
+                    "--quantization-aware", mode, "--vocab-size", "1000", "--epochs", "6", "--optimizer", "adam",
+                    "--lr", "0.01", "--seed", "1"]
+            assert main(args) == 0
+            runs[mode] = out
+        return runs[mode]
+
+    return get
 
 
 @pytest.fixture(scope="session")

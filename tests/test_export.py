@@ -41,12 +41,12 @@ def _realistic_words(n):
     raise AssertionError("not enough words")
 
 
-def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996, weight_quantization="none"):
+def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996, quantization="none"):
     """A paper-size model (untrained weights) with a 10k vocabulary of real-looking words."""
     words = _realistic_words(vocab_words)
     vocab = Vocabulary.build({w: len(words) - i for i, w in enumerate(words)}, vocab_words + 4)
-    config = ModelConfig(model_type, len(vocab), weight_quantization=weight_quantization)
-    run_dir = str(tmp_path / f"{model_type}-{weight_quantization}")
+    config = ModelConfig(model_type, len(vocab), quantization=quantization)
+    run_dir = str(tmp_path / f"{model_type}-{quantization}")
     save_run(run_dir, config, vocab, weights_dict(build_model(config)),
              {"trainer": "centralized", "hyperparameters": {"seq_len": 20}})
     return run_dir
@@ -63,21 +63,40 @@ def _ops(flatbuffer):
     return {line.split()[1].split("(")[0] for line in buf.getvalue().splitlines() if line.strip().startswith("Op#")}
 
 
-@pytest.mark.parametrize("model_type,weight_quantization", [
-    ("cifg", "none"), ("si-cifg", "none"), ("gru", "none"), ("cifg", "int8"), ("si-cifg", "int8"), ("gru", "int8")])
-def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, weight_quantization):
-    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200, weight_quantization=weight_quantization))
-    flatbuffer, _, quant = convert(run)
+def _weight_types(flatbuffer):
+    """dtype of every constant weight matrix (>= 1024 elements) in the file."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(flatbuffer))
+    names = {v: k for k, v in vars(schema.TensorType).items() if not k.startswith("_")}
+    return {names[t.type] for sg in model.subgraphs for t in sg.tensors
+            if t.buffer and model.buffers[t.buffer].data is not None and len(t.shape) == 2
+            and t.shape[0] * t.shape[1] >= 1024}
+
+
+@pytest.mark.parametrize("model_type,trained,mode", [
+    ("cifg", "none", "dynamic-range"), ("si-cifg", "none", "dynamic-range"), ("gru", "none", "dynamic-range"),
+    ("cifg", "none", "weight-only"), ("gru", "none", "weight-only"),
+    ("cifg", "dynamic-range", "dynamic-range"), ("si-cifg", "dynamic-range", "dynamic-range"),
+    ("gru", "dynamic-range", "dynamic-range"), ("cifg", "weight-only", "weight-only"),
+    ("cifg", "dynamic-range", "weight-only")])
+def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, trained, mode):
+    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200, quantization=trained))
+    flatbuffer, _, quant = convert(run, quantization=mode)
     ops = _ops(flatbuffer)
     assert "WHILE" not in ops and not any(op.startswith("FLEX") or op == "CUSTOM" for op in ops)
     assert ops <= BUILTIN_OK, ops - BUILTIN_OK
-    # Every weight matrix is stored as int8 and expanded by DEQUANTIZE; the training-time
-    # rounding of a quantization-aware model is folded away by the converter (no ROUND op).
-    assert "DEQUANTIZE" in ops and "ROUND" not in ops
-    expected = {"cifg": 3, "si-cifg": 3, "gru": 4}[model_type]
-    assert len(quant["tensors"]) == expected
-    assert quant["weights_unchanged"] == (weight_quantization == "int8")
+    # Training-time roundings are not in the file: weight rounding is constant-folded, input
+    # rounding is what the hybrid kernels do themselves.
+    assert not ops & {"ROUND", "FLOOR", "SIGN", "CAST", "MINIMUM", "REDUCE_MIN"}
+    assert _weight_types(flatbuffer) == {"INT8"}  # every weight matrix is stored as int8
+    if mode == "weight-only":
+        assert "DEQUANTIZE" in ops
+    assert quant["mode"] == mode and quant["trained_for"] == trained
+    assert quant["exact"] == (trained == mode)
     assert 0 <= quant["max_rounding_error_steps"] <= 0.5 + 1e-6
+    assert (quant["max_rounding_error_steps"] == 0) == (trained != "none")
 
 
 def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
@@ -89,7 +108,7 @@ def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
     assert 1_400_000 < size  # 1.41M int8 weights plus vocabulary: not float32 (5.6 MB)
     b = card["size_breakdown"]
     assert b["embedding"] == 960_000 and b["recurrent_cell"] == 387_930 and b["projection"] == 64_320
-    assert card["quantization"]["scheme"].startswith("int8 weights, per-tensor")
+    assert card["quantization"]["mode"] == "dynamic-range" and not card["quantization"]["exact"]
     with open(out + ".card.json", encoding="utf-8") as f:
         assert json.load(f)["sha256"] == card["sha256"]
 
@@ -159,35 +178,41 @@ def _top3_agreement(run_dir, model_file, corpus):
     return float(((top[0] == top[1]).all(-1) & real).sum() / real.sum()), int(real.sum())
 
 
-def test_quantization_aware_run_exports_exactly(small_qat_run, tmp_path, default_corpus, capsys):
+@pytest.mark.parametrize("mode", ["dynamic-range", "weight-only"])
+def test_quantization_aware_run_exports_exactly(small_qat_run, mode, tmp_path, default_corpus, capsys):
+    run_dir = small_qat_run(mode)
     out = str(tmp_path / "qat.tflite")
-    assert main(["export", small_qat_run, "--out", out]) == 0
-    assert "on the int8 grid already" in capsys.readouterr().out
+    assert main(["export", run_dir, "--out", out]) == 0  # auto: the mode the run was trained for
+    assert "computes exactly what was evaluated" in capsys.readouterr().out
     card = json.load(open(out + ".card.json", encoding="utf-8"))
-    assert card["quantization"]["weights_unchanged"] and card["model"]["weight_quantization"] == "int8"
+    assert card["quantization"]["mode"] == mode and card["quantization"]["exact"]
     model = ModelFile.load(out)
     x = np.array([[1, 10, 25, 7, 99, 3, 40]], np.int32)
-    keras_model = build_loaded_model(load_run(small_qat_run))
-    logits = np.asarray(keras_model(x))[0].astype(np.float64)
+    logits = np.asarray(build_loaded_model(load_run(run_dir))(x))[0].astype(np.float64)
     logp = logits - logits.max(-1, keepdims=True)
     logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
     np.testing.assert_allclose(model.predict_log_probs(x)[0], logp, atol=1e-4)
-    agreement, steps = _top3_agreement(small_qat_run, model, default_corpus)
+    agreement, steps = _top3_agreement(run_dir, model, default_corpus)
     assert steps > 2000 and agreement >= 0.99, agreement
 
 
-def test_dynamic_range_export_runs_with_int8_weights_and_activations(small_run, tmp_path):
-    out = str(tmp_path / "dr.tflite")
-    card = export_run(small_run, out, budget_bytes=None, quantization="dynamic-range")
-    assert card["quantization"]["scheme"].startswith("int8 weights, dynamic-range")
-    weight_only = export_run(small_run, str(tmp_path / "wo.tflite"), budget_bytes=None)
-    assert abs(card["size_bytes"] - weight_only["size_bytes"]) < 2_000  # both one byte per weight
-    float32 = export_run(small_run, str(tmp_path / "f32.tflite"), budget_bytes=None, quantization="none")
-    assert float32["size_bytes"] > 3 * weight_only["size_bytes"] - 20_000
-    assert float32["size_breakdown"]["embedding"] == 4 * weight_only["size_breakdown"]["embedding"]
+def test_exporting_in_another_mode_than_trained_is_flagged(small_qat_run, tmp_path, capsys):
+    out = str(tmp_path / "other.tflite")
+    assert main(["export", small_qat_run("dynamic-range"), "--out", out, "--quantization", "weight-only"]) == 0
+    assert "trained for 'dynamic-range'" in capsys.readouterr().out
+    assert not json.load(open(out + ".card.json", encoding="utf-8"))["quantization"]["exact"]
+
+
+def test_export_modes_store_one_byte_per_weight_or_four_for_float(small_run, tmp_path):
+    cards = {mode: export_run(small_run, str(tmp_path / f"{mode}.tflite"), budget_bytes=None, quantization=mode)
+             for mode in ("dynamic-range", "weight-only", "none")}
+    assert abs(cards["dynamic-range"]["size_bytes"] - cards["weight-only"]["size_bytes"]) < 2_000
+    assert cards["none"]["size_bytes"] > 3 * cards["weight-only"]["size_bytes"] - 20_000
+    assert cards["none"]["size_breakdown"]["embedding"] == 4 * cards["weight-only"]["size_breakdown"]["embedding"]
     x = np.array([[1, 10, 25, 7]], np.int32)
-    a, b = ModelFile.load(out).predict_log_probs(x), ModelFile.load(str(tmp_path / "f32.tflite")).predict_log_probs(x)
-    assert np.abs(np.exp(a) - np.exp(b)).max() < 0.05
+    ref = ModelFile.load(str(tmp_path / "none.tflite")).predict_log_probs(x)
+    for mode in ("dynamic-range", "weight-only"):
+        assert np.abs(np.exp(ModelFile.load(str(tmp_path / f"{mode}.tflite")).predict_log_probs(x)) - np.exp(ref)).max() < 0.05
 
 
 def test_unknown_quantization_is_rejected(small_run, tmp_path):

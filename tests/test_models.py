@@ -8,7 +8,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.cells import ProjectedCell, si_sigmoid, si_tanh
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
-from keyboard_lm.models.quantization import fake_quant_int8, quantize_int8_np
+from keyboard_lm.models.quantization import fake_quant_activations, fake_quant_weights, quantize_int8_np
 
 
 def test_cifg_has_hard_et_al_parameter_count():
@@ -93,13 +93,30 @@ def test_int8_rounding_is_the_same_in_numpy_and_in_the_training_graph():
               np.array([[0.5, -1.0, 0.25, 0.0078740157]], np.float32)):
         q, s = quantize_int8_np(w)
         assert q.dtype == np.int8 and np.abs(q).max() <= 127
-        np.testing.assert_array_equal(fake_quant_int8(tf.constant(w)).numpy(), q.astype(np.float32) * s)
+        np.testing.assert_array_equal(fake_quant_weights(tf.constant(w)).numpy(), q.astype(np.float32) * s)
         assert np.abs(w - q * s).max() <= s / 2 + 1e-9
 
 
-@pytest.mark.parametrize("model_type", ["cifg", "si-cifg", "gru"])
-def test_quantization_aware_model_computes_with_int8_rounded_weights(model_type):
-    config = ModelConfig(model_type, vocab_size=60, embedding_dim=8, units=16, weight_quantization="int8")
+def test_activation_rounding_is_per_row_int8_and_keeps_zero():
+    rng = np.random.RandomState(2)
+    rows = np.stack([rng.randn(50) * 3, np.abs(rng.randn(50)), -np.abs(rng.randn(50)) * 1e-3, np.zeros(50),
+                     np.r_[rng.randn(49), 0.0]]).astype(np.float32)
+    out = fake_quant_activations(tf.constant(rows)).numpy()
+    for x, y in zip(rows, out):
+        levels = np.unique(y)
+        assert len(levels) <= 256
+        span = max(x.max(), 0) - min(x.min(), 0)
+        step = span / 255 if span else 1.0
+        assert np.abs(x - y).max() <= step / 2 * (1 + 1e-5) + 1e-12  # rounded to the nearest level
+        np.testing.assert_array_equal(y[x == 0], 0.0)  # zero is a level (asymmetric, zero point in range)
+        if span:
+            np.testing.assert_allclose(np.diff(levels) / step, np.round(np.diff(levels) / step), atol=1e-3)
+
+
+@pytest.mark.parametrize("model_type,mode", [("cifg", "weight-only"), ("si-cifg", "weight-only"), ("gru", "weight-only"),
+                                             ("cifg", "dynamic-range")])
+def test_quantization_aware_model_computes_with_int8_rounded_weights(model_type, mode):
+    config = ModelConfig(model_type, vocab_size=60, embedding_dim=8, units=16, quantization=mode)
     plain_config = ModelConfig(model_type, vocab_size=60, embedding_dim=8, units=16)
     qat, rounded, raw = build_model(config), build_model(plain_config), build_model(plain_config)
     x = np.array([[1, 5, 7, 9], [1, 2, 44, 0]], np.int32)
@@ -113,12 +130,16 @@ def test_quantization_aware_model_computes_with_int8_rounded_weights(model_type)
             q, s = quantize_int8_np(value)
             value = q.astype(np.float32) * s
         w_rounded.assign(value)
-    np.testing.assert_allclose(qat(x).numpy(), rounded(x).numpy(), rtol=1e-5, atol=1e-6)
+    if mode == "weight-only":
+        np.testing.assert_allclose(qat(x).numpy(), rounded(x).numpy(), rtol=1e-5, atol=1e-6)
+    else:  # dynamic-range also rounds matrix inputs: close to, not equal to, weight rounding alone
+        assert 1e-6 < np.abs(qat(x).numpy() - rounded(x).numpy()).max() < 0.2
     assert np.abs(qat(x).numpy() - raw(x).numpy()).max() > 1e-3  # the same raw weights, unrounded, differ
 
 
-def test_quantization_aware_training_gets_straight_through_gradients():
-    model = build_model(ModelConfig("cifg", vocab_size=40, embedding_dim=8, units=12, weight_quantization="int8"))
+@pytest.mark.parametrize("mode", ["weight-only", "dynamic-range"])
+def test_quantization_aware_training_gets_straight_through_gradients(mode):
+    model = build_model(ModelConfig("cifg", vocab_size=40, embedding_dim=8, units=12, quantization=mode))
     x = np.array([[1, 5, 7, 9, 11]], np.int32)
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(x[:, 1:], model(x[:, :-1])))
@@ -127,6 +148,6 @@ def test_quantization_aware_training_gets_straight_through_gradients():
     assert all(g is not None and np.abs(tf.convert_to_tensor(g).numpy()).max() > 0 for g in grads)
 
 
-def test_model_config_rejects_unknown_weight_quantization():
-    with pytest.raises(ConfigError, match="unknown weight_quantization 'int4'"):
-        ModelConfig(weight_quantization="int4")
+def test_model_config_rejects_unknown_quantization():
+    with pytest.raises(ConfigError, match="unknown quantization 'int4'"):
+        ModelConfig(quantization="int4")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keyboard_lm.models.quantization import fake_quant_int8
+from keyboard_lm.models.quantization import Quantizer
 
 
 def si_sigmoid(x: tf.Tensor) -> tf.Tensor:
@@ -34,21 +34,27 @@ def si_tanh(x: tf.Tensor) -> tf.Tensor:
 
 
 class _Cell(tf.keras.layers.Layer):
-    """Base: ``_w`` gives a kernel as the step computes with it (int8 rounding when quantization-aware)."""
+    """Base: ``_w(kernel)`` and ``_x(input)`` give a matrix product's operands as the step computes
+    with them (int8 roundings when quantization-aware, keyboard_lm.models.quantization)."""
 
-    int8_weights = False
+    def __init__(self, quantization: str = "none", **kwargs):
+        super().__init__(**kwargs)
+        self.quantization = quantization
+        self._quantizer = Quantizer(quantization)
 
     def _w(self, kernel):
-        return fake_quant_int8(kernel) if self.int8_weights else kernel
+        return self._quantizer.weights(kernel)
+
+    def _x(self, x):
+        return self._quantizer.inputs(x)
 
 
 class ProjectedCell(_Cell):
     """CIFG, SI-CIFG or LSTM with a recurrent projection; state (h [B,P], c [B,H])."""
 
     def __init__(self, units: int, projection: int, coupled: bool = True,
-                 scale_invariant: bool = False, int8_weights: bool = False, **kwargs):
-        super().__init__(**kwargs)
-        self.int8_weights = int8_weights
+                 scale_invariant: bool = False, quantization: str = "none", **kwargs):
+        super().__init__(quantization, **kwargs)
         self.units = units
         self.projection = projection
         self.coupled = coupled
@@ -76,7 +82,7 @@ class ProjectedCell(_Cell):
         """One step: x [B,D], h [B,P], c [B,H] -> (h' [B,P], c' [B,H])."""
         sig = si_sigmoid if self.scale_invariant else tf.sigmoid
         tanh = si_tanh if self.scale_invariant else tf.tanh
-        z = tf.matmul(tf.concat([x, h], axis=-1), self._w(self.kernel)) + self.bias  # [B, G*H]
+        z = tf.matmul(self._x(tf.concat([x, h], axis=-1)), self._w(self.kernel)) + self.bias  # [B, G*H]
         if self.coupled:
             zf, zg, zo = tf.split(z, 3, axis=-1)
             f = sig(zf)
@@ -86,7 +92,7 @@ class ProjectedCell(_Cell):
             f, i = sig(zf), sig(zi)
         c_new = f * c + i * tanh(zg)
         m = sig(zo) * tanh(c_new)  # [B, H]
-        h_new = tf.matmul(m, self._w(self.proj_kernel))  # [B, P]
+        h_new = tf.matmul(self._x(m), self._w(self.proj_kernel))  # [B, P]
         return h_new, c_new
 
     def call(self, inputs, states):
@@ -96,15 +102,14 @@ class ProjectedCell(_Cell):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "projection": self.projection,
                 "coupled": self.coupled, "scale_invariant": self.scale_invariant,
-                "int8_weights": self.int8_weights}
+                "quantization": self.quantization}
 
 
 class ProjectedGRUCell(_Cell):
     """GRU with an output projection to P; state (s [B,H],)."""
 
-    def __init__(self, units: int, projection: int, int8_weights: bool = False, **kwargs):
-        super().__init__(**kwargs)
-        self.int8_weights = int8_weights
+    def __init__(self, units: int, projection: int, quantization: str = "none", **kwargs):
+        super().__init__(quantization, **kwargs)
         self.units = units
         self.projection = projection
         self.state_size = [units]
@@ -124,11 +129,11 @@ class ProjectedGRUCell(_Cell):
 
     def step(self, x, s):
         """One step: x [B,D], s [B,H] -> (out [B,P], s' [B,H])."""
-        zr = tf.sigmoid(tf.matmul(tf.concat([x, s], -1), self._w(self.gate_kernel)) + self.gate_bias)
+        zr = tf.sigmoid(tf.matmul(self._x(tf.concat([x, s], -1)), self._w(self.gate_kernel)) + self.gate_bias)
         z, r = tf.split(zr, 2, axis=-1)
-        cand = tf.tanh(tf.matmul(tf.concat([x, r * s], -1), self._w(self.cand_kernel)) + self.cand_bias)
+        cand = tf.tanh(tf.matmul(self._x(tf.concat([x, r * s], -1)), self._w(self.cand_kernel)) + self.cand_bias)
         s_new = z * s + (1.0 - z) * cand
-        return tf.matmul(s_new, self._w(self.proj_kernel)), s_new
+        return tf.matmul(self._x(s_new), self._w(self.proj_kernel)), s_new
 
     def call(self, inputs, states):
         out, s = self.step(inputs, states[0])
@@ -136,4 +141,4 @@ class ProjectedGRUCell(_Cell):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "projection": self.projection,
-                "int8_weights": self.int8_weights}
+                "quantization": self.quantization}

@@ -98,11 +98,14 @@ def load_run(run_dir: str) -> Run:
     return Run(run_dir, model_config, vocab, weights, info)
 
 
-def build_loaded_model(run: Run):
-    """A Keras model of ``run``'s type with its weights (imports TensorFlow)."""
+def build_loaded_model(run: Run, config=None):
+    """A Keras model of ``run``'s type with its weights (imports TensorFlow).
+
+    ``config`` overrides the run's model config (same sizes; e.g. another quantization).
+    """
     from keyboard_lm.models.language_model import assign_weights, build_model
 
-    model = build_model(run.model_config)
+    model = build_model(config or run.model_config)
     try:
         assign_weights(model, run.weights)
     except ConfigError as e:

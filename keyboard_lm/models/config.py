@@ -7,7 +7,7 @@ import dataclasses
 from keyboard_lm.errors import ConfigError
 
 MODEL_TYPES = ("cifg", "si-cifg", "lstm", "gru")
-WEIGHT_QUANTIZATION = ("none", "int8")  # keyboard_lm.models.quantization
+QUANTIZATION = ("none", "weight-only", "dynamic-range")  # keyboard_lm.models.quantization
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,24 +21,25 @@ class ModelConfig:
       embedding_dim: D, also the recurrent projection size; input embedding
         and output projection are tied, so both are D (96).
       units: H, the cell size (670).
-      weight_quantization: ``none``, or ``int8`` for quantization-aware
-        training: every weight matrix is used as its int8 rounding
-        (keyboard_lm.models.quantization), so the exported int8 file computes
-        exactly what was trained and evaluated.
+      quantization: ``none``, or the export mode the model is trained for
+        (quantization-aware training, keyboard_lm.models.quantization):
+        ``dynamic-range`` (int8 weights and int8-rounded matrix inputs, as
+        TFLite's hybrid kernels compute) or ``weight-only`` (int8 weights,
+        float arithmetic).  Exported in that mode, the file computes exactly
+        what was trained and evaluated.
     """
 
     model_type: str = "cifg"
     vocab_size: int = 10_000
     embedding_dim: int = 96
     units: int = 670
-    weight_quantization: str = "none"
+    quantization: str = "none"
 
     def __post_init__(self):
         if self.model_type not in MODEL_TYPES:
             raise ConfigError(f"unknown model type {self.model_type!r}; choose one of {', '.join(MODEL_TYPES)}")
-        if self.weight_quantization not in WEIGHT_QUANTIZATION:
-            raise ConfigError(f"unknown weight_quantization {self.weight_quantization!r}; "
-                              f"choose one of {', '.join(WEIGHT_QUANTIZATION)}")
+        if self.quantization not in QUANTIZATION:
+            raise ConfigError(f"unknown quantization {self.quantization!r}; choose one of {', '.join(QUANTIZATION)}")
         for name in ("vocab_size", "embedding_dim", "units"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -6,25 +6,26 @@ import tensorflow as tf
 
 from keyboard_lm.models.cells import ProjectedCell, ProjectedGRUCell
 from keyboard_lm.models.config import ModelConfig
-from keyboard_lm.models.quantization import fake_quant_int8
+from keyboard_lm.models.quantization import Quantizer
 
 
 class TiedEmbedding(tf.keras.layers.Embedding):
     """Embedding whose table may be used as its int8 rounding (quantization-aware training)."""
 
-    def __init__(self, *args, int8_weights: bool = False, **kwargs):
+    def __init__(self, *args, quantization: str = "none", **kwargs):
         super().__init__(*args, **kwargs)
-        self.int8_weights = int8_weights
+        self.quantization = quantization
+        self.quantizer = Quantizer(quantization)
 
     def table(self) -> tf.Tensor:
         """The [V, D] table as the model computes with it."""
-        return fake_quant_int8(self.embeddings) if self.int8_weights else self.embeddings
+        return self.quantizer.weights(self.embeddings)
 
     def call(self, inputs):
         return tf.gather(self.table(), tf.cast(inputs, tf.int32))
 
     def get_config(self):
-        return {**super().get_config(), "int8_weights": self.int8_weights}
+        return {**super().get_config(), "quantization": self.quantization}
 
 
 class TiedOutput(tf.keras.layers.Layer):
@@ -35,17 +36,18 @@ class TiedOutput(tf.keras.layers.Layer):
         self._embedding = embedding
 
     def call(self, h):  # h: [batch, time, D] -> [batch, time, V]
-        return tf.matmul(h, self._embedding.table(), transpose_b=True)
+        q = self._embedding.quantizer
+        return tf.matmul(q.inputs(h), self._embedding.table(), transpose_b=True)
 
 
 def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
     """The recurrent cell of ``config.model_type``."""
     d, h = config.embedding_dim, config.units
-    int8 = config.weight_quantization == "int8"
+    q = config.quantization
     if config.model_type == "gru":
-        return ProjectedGRUCell(h, d, int8_weights=int8, name="cell")
+        return ProjectedGRUCell(h, d, quantization=q, name="cell")
     return ProjectedCell(h, d, coupled=config.model_type != "lstm",
-                         scale_invariant=config.model_type == "si-cifg", int8_weights=int8, name="cell")
+                         scale_invariant=config.model_type == "si-cifg", quantization=q, name="cell")
 
 
 def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Model:
@@ -55,7 +57,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Mod
     """
     tokens = tf.keras.Input(shape=(seq_len,), dtype=tf.int32, name="tokens")
     embedding = TiedEmbedding(config.vocab_size, config.embedding_dim, name="embedding",
-                              int8_weights=config.weight_quantization == "int8")
+                              quantization=config.quantization)
     x = embedding(tokens)  # [batch, time, D]
     rnn = tf.keras.layers.RNN(build_cell(config), return_sequences=True, name="rnn")
     h = rnn(x)  # [batch, time, D]

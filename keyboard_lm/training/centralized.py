@@ -61,7 +61,7 @@ class CentralizedConfig:
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
                       embedding_dim: int = 96, units: int = 670,
                       config: CentralizedConfig = CentralizedConfig(),
-                      split: SplitConfig = SplitConfig(), log=print, weight_quantization: str = "none") -> dict:
+                      split: SplitConfig = SplitConfig(), log=print, quantization: str = "none") -> dict:
     """Train on the pooled training clients, evaluate held-out clients each epoch.
 
     Writes the run directory (see ``keyboard_lm.models.checkpoint``) after
@@ -69,7 +69,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
-    model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, weight_quantization)
+    model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
     tf.keras.utils.set_random_seed(config.seed)
     model = build_model(model_config)
     model.compile(optimizer=config.make_optimizer(), loss=loss_fn())
@@ -86,7 +86,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         "hyperparameters": dataclasses.asdict(config),
         "parameters": model.count_params(),
     }
-    qat = "int8 weights (quantization-aware), " if weight_quantization == "int8" else ""
+    qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
         f"{n_examples:,} examples from {len(train_ids)} training clients")
     os.makedirs(run_dir, exist_ok=True)
