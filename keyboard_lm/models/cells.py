@@ -41,8 +41,23 @@ class _Cell(tf.keras.layers.Layer):
         super().__init__(**kwargs)
         self.quantization = quantization
         self._quantizer = Quantizer(quantization)
+        self._prepared = None
+
+    def kernels(self) -> list:
+        raise NotImplementedError
+
+    def prepare_weights(self) -> None:
+        """Round the kernels once for a whole sequence instead of at every step (the RNN
+        layer calls this before its loop; the loop body captures the rounded tensors)."""
+        if self.quantization != "none":
+            self._prepared = {k.ref(): self._quantizer.weights(k) for k in self.kernels()}
+
+    def release_weights(self) -> None:
+        self._prepared = None
 
     def _w(self, kernel):
+        if self._prepared is not None:
+            return self._prepared[kernel.ref()]
         return self._quantizer.weights(kernel)
 
     def _x(self, x):
@@ -77,6 +92,9 @@ class ProjectedCell(_Cell):
         self.proj_kernel = self.add_weight(name="projection", shape=(self.units, self.projection),
                                            initializer="glorot_uniform")
         super().build(input_shape)
+
+    def kernels(self) -> list:
+        return [self.kernel, self.proj_kernel]
 
     def step(self, x, h, c):
         """One step: x [B,D], h [B,P], c [B,H] -> (h' [B,P], c' [B,H])."""
@@ -126,6 +144,9 @@ class ProjectedGRUCell(_Cell):
         self.proj_kernel = self.add_weight(name="projection", shape=(self.units, self.projection),
                                            initializer="glorot_uniform")
         super().build(input_shape)
+
+    def kernels(self) -> list:
+        return [self.gate_kernel, self.cand_kernel, self.proj_kernel]
 
     def step(self, x, s):
         """One step: x [B,D], s [B,H] -> (out [B,P], s' [B,H])."""

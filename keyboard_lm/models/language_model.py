@@ -40,6 +40,17 @@ class TiedOutput(tf.keras.layers.Layer):
         return tf.matmul(q.inputs(h), self._embedding.table(), transpose_b=True)
 
 
+class SequenceRNN(tf.keras.layers.RNN):
+    """Keras' RNN loop over our cell; a quantization-aware cell rounds its kernels once per call."""
+
+    def call(self, inputs, **kwargs):
+        self.cell.prepare_weights()
+        try:
+            return super().call(inputs, **kwargs)
+        finally:
+            self.cell.release_weights()
+
+
 def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
     """The recurrent cell of ``config.model_type``."""
     d, h = config.embedding_dim, config.units
@@ -59,7 +70,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Mod
     embedding = TiedEmbedding(config.vocab_size, config.embedding_dim, name="embedding",
                               quantization=config.quantization)
     x = embedding(tokens)  # [batch, time, D]
-    rnn = tf.keras.layers.RNN(build_cell(config), return_sequences=True, name="rnn")
+    rnn = SequenceRNN(build_cell(config), return_sequences=True, name="rnn")
     h = rnn(x)  # [batch, time, D]
     logits = TiedOutput(embedding, name="tied_output")(h)  # [batch, time, V]
     return tf.keras.Model(tokens, logits, name=config.model_type.replace("-", "_"))
