@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.set_defaults(func=cmd_bench)
 
     demo = sub.add_parser("demo", help="federated training on the embedded corpus, then suggestions")
-    demo.add_argument("--rounds", type=int, default=100, help="(100, about 10 minutes on 2 cores)")
+    demo.add_argument("--rounds", type=int, default=100, help="(100, about 8 minutes on 2 cores)")
     demo.add_argument("--out", default=os.path.join("runs", "demo"), help="run directory (runs/demo)")
     demo.add_argument("--contexts", type=int, default=8, help="held-out contexts to show (8)")
     demo.add_argument("--seed", type=int, default=0)
