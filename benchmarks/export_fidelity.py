@@ -27,7 +27,7 @@ from export.tflite_export import export_run  # noqa: E402
 from keyboard_lm.data.corpora import load_corpus  # noqa: E402
 from keyboard_lm.data.examples import corpus_examples  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
-from keyboard_lm.evaluation import evaluate_predict_fn  # noqa: E402
+from keyboard_lm.evaluation import evaluate_predict_fn, log_softmax  # noqa: E402
 from keyboard_lm.inference.model_file import ModelFile  # noqa: E402
 from keyboard_lm.models.checkpoint import build_loaded_model, load_run  # noqa: E402
 
@@ -49,18 +49,21 @@ def main():
     keras_model = build_loaded_model(run)
 
     def float_log_probs(x):
-        logits = np.asarray(keras_model(x), np.float64)
-        m = logits.max(-1, keepdims=True)
-        return logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True))
+        return log_softmax(keras_model(x))
+
+    xs = np.array([x for x, _ in corpus_examples(corpus.sentences(heldout), run.vocab, seq_len)], np.int32)
+
+    def top3(predict):
+        """The 3 most likely words (special tokens excluded) at every step of ``xs``."""
+        out = []
+        for start in range(0, len(xs), 64):
+            scores = np.array(predict(xs[start:start + 64]), np.float64)
+            scores[..., :4] = -np.inf
+            out.append(np.argsort(-scores, -1, kind="stable")[..., :3])
+        return np.concatenate(out)
 
     fl = evaluate_predict_fn(float_log_probs, corpus, heldout, run.vocab, seq_len, batch_size=32)["pooled"]
-    xs = np.array([x for x, _ in corpus_examples(corpus.sentences(heldout), run.vocab, seq_len)], np.int32)
-    float_top = []
-    for start in range(0, len(xs), 64):
-        a = float_log_probs(xs[start:start + 64])
-        a[..., :4] = -np.inf
-        float_top.append(np.argsort(-a, -1, kind="stable")[..., :3])
-    float_top = np.concatenate(float_top)
+    float_top = top3(float_log_probs)
     real = xs != 0
     steps = int(real.sum())
     modes = {}
@@ -70,12 +73,7 @@ def main():
             card = export_run(args.run_dir, path, quantization=mode)
             model = ModelFile.load(path)
             q = evaluate_predict_fn(model.predict_log_probs, corpus, heldout, run.vocab, seq_len, batch_size=32)["pooled"]
-            top = []
-            for start in range(0, len(xs), 64):
-                b = model.predict_log_probs(xs[start:start + 64])
-                b[..., :4] = -np.inf
-                top.append(np.argsort(-b, -1, kind="stable")[..., :3])
-            top = np.concatenate(top)
+            top = top3(model.predict_log_probs)
         modes[mode] = {
             "metrics": {k: q[k] for k in KEYS}, "recall_at_3_gap_points": 100 * abs(fl["recall_at_3"] - q["recall_at_3"]),
             "top3_equal_ordered": float(((top == float_top).all(-1) & real).sum() / steps),

@@ -39,12 +39,13 @@ from export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
 from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
+from keyboard_lm.models.config import QUANTIZATION
 from keyboard_lm.models.quantization import rounding_error_steps
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
 
 
 
-QUANTIZATION_MODES = ("auto", "dynamic-range", "weight-only", "none")
+QUANTIZATION_MODES = ("auto", *QUANTIZATION)
 SCHEMES = {"dynamic-range": "int8 weights (per-tensor symmetric), int8 matrix inputs at run time (hybrid kernels)",
            "weight-only": "int8 weights (per-tensor symmetric), DEQUANTIZE to float32 arithmetic",
            "none": "float32"}
@@ -84,7 +85,7 @@ def convert(run: Run, k: int = 3, quantization: str = "auto") -> tuple[bytes, St
         rounding_error_steps(w) for w in run.weights.values() if w.ndim == 2)
     return flatbuffer, module, {
         "mode": mode, "scheme": SCHEMES[mode], "trained_for": trained, "max_rounding_error_steps": steps,
-        "exact": mode == trained or (mode == "none" and trained == "none"),  # computes what was evaluated
+        "exact": mode == trained,  # the file computes what was evaluated
     }
 
 

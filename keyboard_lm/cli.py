@@ -12,6 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 warnings.filterwarnings("ignore", message=".*pkg_resources.*")
 
 from keyboard_lm.errors import KeyboardLMError  # noqa: E402
+from keyboard_lm.models.config import QUANTIZATION  # noqa: E402
 
 FORMATS = ("default", "jsonl", "textdir", "shakespeare", "stackoverflow")
 
@@ -332,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--embedding-dim", type=int, default=96, help="D, tied embedding and projection (96)")
     train.add_argument("--units", type=int, default=670, help="H, cell size (670)")
     train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
-                       choices=("dynamic-range", "weight-only"), metavar="MODE",
+                       choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE",
                        help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "
                             "default, or weight-only), so the exported model computes exactly what was "
                             "trained and evaluated")
@@ -379,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--budget-bytes", type=int, default=1_468_006,
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
     ex.add_argument("--top-k", type=int, default=3, help="candidates returned by the step signature (3)")
-    ex.add_argument("--quantization", choices=("auto", "dynamic-range", "weight-only", "none"), default="auto",
+    ex.add_argument("--quantization", choices=("auto", *QUANTIZATION), default="auto",
                     help="dynamic-range: int8 weights, int8-rounded matrix inputs at run time (hybrid kernels); "
                          "weight-only: int8 weights, float32 arithmetic, 4x the weight memory; none: float32; "
                          "auto (default): the mode the run was trained for, else dynamic-range")

@@ -25,11 +25,18 @@ _SP = SPECIAL_TOKENS
 _SUMS = ("hit1", "hit3", "events", "iv_hit1", "iv_hit3", "iv_events", "ce", "tokens", "oov")
 
 
+def log_softmax(scores: np.ndarray) -> np.ndarray:
+    """Log-probabilities (float64) from scores over the last axis, stable for large scores."""
+    scores = np.asarray(scores, np.float64)
+    m = scores.max(axis=-1, keepdims=True)
+    return scores - m - np.log(np.exp(scores - m).sum(axis=-1, keepdims=True))
+
+
 def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
     """Per-position sums for scores [N, V] and targets [N] (pad targets ignored)."""
     scores = scores.astype(np.float64, copy=False)
     m = scores.max(axis=-1, keepdims=True)
-    log_z = (m[:, 0] + np.log(np.exp(scores - m).sum(axis=-1)))
+    log_z = (m[:, 0] + np.log(np.exp(scores - m).sum(axis=-1)))  # not log_softmax: only the targets' entries are needed
     ce = log_z - scores[np.arange(len(targets)), targets]
     masked = scores.copy()
     masked[:, list(_SP.ids)] = -np.inf

@@ -12,7 +12,7 @@ from export.budget import DEFAULT_BUDGET_BYTES
 from export.tflite_export import convert, export_run
 from keyboard_lm.cli import main
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn
+from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn, log_softmax
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.models.checkpoint import build_loaded_model, load_run, save_run
 from keyboard_lm.models.config import ModelConfig
@@ -140,8 +140,7 @@ def test_exported_step_matches_float_model(small_run, small_tflite, runtime):
     keras_model = build_loaded_model(run)
     model = ModelFile.load(small_tflite, runtime=runtime)
     x = np.array([[1, 10, 25, 7, 99, 3, 40]], np.int32)
-    float_logp = np.asarray(keras_model(x))[0]
-    float_logp = float_logp - np.log(np.exp(float_logp - float_logp.max(-1, keepdims=True)).sum(-1, keepdims=True)) - float_logp.max(-1, keepdims=True)
+    float_logp = log_softmax(keras_model(x))[0]
     tfl = model.predict_log_probs(x)[0]
     assert np.abs(np.exp(tfl) - np.exp(float_logp)).max() < 0.02
     state = model.initial_state()
@@ -188,9 +187,7 @@ def test_quantization_aware_run_exports_exactly(small_qat_run, mode, tmp_path, d
     assert card["quantization"]["mode"] == mode and card["quantization"]["exact"]
     model = ModelFile.load(out)
     x = np.array([[1, 10, 25, 7, 99, 3, 40]], np.int32)
-    logits = np.asarray(build_loaded_model(load_run(run_dir))(x))[0].astype(np.float64)
-    logp = logits - logits.max(-1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    logp = log_softmax(build_loaded_model(load_run(run_dir))(x))[0]
     np.testing.assert_allclose(model.predict_log_probs(x)[0], logp, atol=1e-4)
     agreement, steps = _top3_agreement(run_dir, model, default_corpus)
     assert steps > 2000 and agreement >= 0.99, agreement

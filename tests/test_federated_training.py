@@ -181,6 +181,7 @@ def test_a_failing_client_is_skipped_and_counted(default_corpus):
 
 def test_quantization_aware_federated_run_exports_exactly(tmp_path):
     from export.tflite_export import export_run
+    from keyboard_lm.evaluation import log_softmax
     from keyboard_lm.inference.model_file import ModelFile
     from keyboard_lm.models.checkpoint import build_loaded_model
 
@@ -192,7 +193,5 @@ def test_quantization_aware_federated_run_exports_exactly(tmp_path):
     # The server model of a quantization-aware run is exported as it was evaluated.
     assert card["quantization"]["mode"] == "dynamic-range" and card["quantization"]["exact"]
     x = np.array([[1, 8, 30, 5, 12]], np.int32)
-    logits = np.asarray(build_loaded_model(run)(x), np.float64)[0]
-    logp = logits - logits.max(-1, keepdims=True)
-    logp -= np.log(np.exp(logp).sum(-1, keepdims=True))
+    logp = log_softmax(build_loaded_model(run)(x))[0]
     np.testing.assert_allclose(ModelFile.load(str(tmp_path / "fed.tflite")).predict_log_probs(x)[0], logp, atol=1e-4)

@@ -7,7 +7,8 @@ import dataclasses
 from keyboard_lm.errors import ConfigError
 
 MODEL_TYPES = ("cifg", "si-cifg", "lstm", "gru")
-QUANTIZATION = ("none", "weight-only", "dynamic-range")  # keyboard_lm.models.quantization
+#: ModelConfig.quantization values; the roundings are defined in keyboard_lm.models.quantization.
+QUANTIZATION = ("none", "weight-only", "dynamic-range")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-#: ModelConfig.quantization values.
-QUANTIZATION = ("none", "weight-only", "dynamic-range")
+from keyboard_lm.models.config import QUANTIZATION
+
 QMAX = 127
 
 
