@@ -178,3 +178,25 @@ def test_bench_cli_reports_latency_and_memory(small_tflite, capsys):
         assert r[key]["p99_ms"] >= r[key]["p50_ms"] > 0
     assert r["peak_rss_mb"] > 0 and r["model_bytes"] == os.path.getsize(small_tflite)
     assert np.isfinite(r["suggestion_p99_over_budget"])
+
+
+def test_long_unpunctuated_field_follows_the_training_chunks(predictor):
+    # 1,000 words without a sentence end: the session restarts its state every
+    # seq_len inputs exactly as training cut the sentence into chunks, so each
+    # suggestion equals the stateless replay and the trainer's chunked scoring.
+    from keyboard_lm.data.examples import sentence_examples
+    from keyboard_lm.text import tokenizer
+
+    words = (tokenizer.tokenize("what is your name i am fine thank you how are you doing today") * 80)[:1000]
+    model, vocab, seq_len = predictor.model, predictor.vocab, predictor.model.seq_len
+    s = predictor.session()
+    chunks = sentence_examples(vocab.encode(words), seq_len)
+    for i, word in enumerate(words):
+        s.commit(word + " ")
+        if i + 1 in (seq_len - 2, seq_len - 1, seq_len, seq_len + 1, 3 * seq_len, 999):
+            n = i + 1  # words committed; the suggestion predicts target n+1 = input index n
+            x = np.array([chunks[n // seq_len][0]])
+            expected = model.predict_log_probs(x)[0, n % seq_len]
+            np.testing.assert_allclose(s._log_probs, expected, atol=1e-5)
+            assert s.suggestions(3) == predictor.suggest(" ".join(words[:n]), 3)
+    assert s.inputs_in_chunk <= seq_len and s.words_in_sentence == 1000

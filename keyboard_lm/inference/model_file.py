@@ -41,6 +41,8 @@ class ModelFile:
         self.vocab = vocab
         self.state_size = int(meta["state_size"])
         self.top_k = int(meta["top_k"])
+        #: Inputs per training chunk; sessions restart the state after this many (see predictor.py).
+        self.seq_len = int(meta.get("seq_len", 20))
         self._data = data
         self._runtime = runtime
         self._local = threading.local()

@@ -5,6 +5,15 @@ word costs one model step, never a re-read of the context.  Sentence ends
 (per the text spec) and ``reset()`` (a new text field) start again from
 ``<bos>``.  Special tokens, the OOV token and blocklisted words are never
 suggested.  No TensorFlow: numpy and a TFLite runtime only.
+
+State rule (the one the model was trained and evaluated on): training cuts
+each sentence ``<bos> w1 .. wn <eos>`` into chunks of ``seq_len`` inputs, each
+run from a zero state (``keyboard_lm.data.examples``).  A session does the
+same: after ``seq_len`` model inputs in a sentence (``<bos>`` counts) the
+state restarts from zeros before the next word, so a 1,000-word field without
+punctuation is scored exactly as the trainer scored it, memory stays bounded,
+and the stateless ``Predictor.suggest`` (which replays only the current chunk
+of the last sentence) returns what the streaming session returns.
 """
 
 from __future__ import annotations
@@ -17,10 +26,6 @@ import numpy as np
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS
-
-#: ``Predictor.suggest`` replays at most this many words of the last sentence.
-MAX_REPLAY_WORDS = 64
-
 
 class Predictor:
     """Suggestions from one .tflite file; thread-safe (one interpreter per thread)."""
@@ -55,13 +60,13 @@ class Predictor:
         The first entry is the one for the center of a 3-slot strip.
         """
         s = self.session()
-        s.commit(context, max_words=MAX_REPLAY_WORDS)
+        s.commit(context, replay_tail=True)
         return s.suggestions(k)
 
     def complete(self, context: str, prefix: str, k: int = 3) -> list[tuple[str, float]]:
         """The k most probable vocabulary words starting with ``prefix`` after ``context``."""
         s = self.session()
-        s.commit(context, max_words=MAX_REPLAY_WORDS)
+        s.commit(context, replay_tail=True)
         return s.complete(prefix, k)
 
     # -- shared by sessions --------------------------------------------------
@@ -101,26 +106,39 @@ class Session:
         self._log_probs, self._state = self._model.step_full(SPECIAL_TOKENS.bos_id, self._model.initial_state())
         self.words_in_sentence = 0
         self.steps = 1
+        self.inputs_in_chunk = 1  # <bos> is the first input of the first chunk
 
     def commit_word(self, word: str) -> None:
         """Advance by one already-normalized token (one model step)."""
+        if self.inputs_in_chunk == self._model.seq_len:
+            # A new training chunk: the model never saw a state older than seq_len inputs.
+            self._state = self._model.initial_state()
+            self.inputs_in_chunk = 0
         self._log_probs, self._state = self._model.step_full(self.predictor.vocab.id_of(word), self._state)
         self.words_in_sentence += 1
+        self.inputs_in_chunk += 1
         self.steps += 1
 
-    def commit(self, text: str, max_words: int | None = None) -> None:
+    def commit(self, text: str, replay_tail: bool = False) -> None:
         """Advance over committed text (whole words): words step the model, sentence ends reset it.
 
-        ``max_words`` replays only that many words of the final sentence (the
-        stateless ``Predictor.suggest`` uses it to bound latency).
+        ``replay_tail`` (used by the stateless ``Predictor.suggest``) steps the
+        model over the current chunk of the final sentence only: the state
+        rule above makes everything before it irrelevant, so the result equals
+        committing all of ``text`` and costs at most ``seq_len`` steps.
         """
         events = list(tokenizer.scan(text))  # raises ValueError for non-str input
-        if max_words is not None:
+        if replay_tail:
             ends = [i for i, (kind, _) in enumerate(events) if kind == "end"]
             if ends:
-                self.reset()
                 events = events[ends[-1] + 1:]
-            events = events[-max_words:]
+            # Inputs of the sentence are <bos> + words; chunks hold seq_len inputs.
+            chunk = len(events) // self._model.seq_len  # chunk of the last input (word i is input i)
+            if chunk:
+                skip = chunk * self._model.seq_len - 1
+                self.words_in_sentence = skip
+                self.inputs_in_chunk = self._model.seq_len  # the next word starts a new chunk from a zero state
+                events = events[skip:]
         for kind, token in events:
             if kind == "end":
                 self.reset()
