@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from keyboard_lm.cli import main
-from keyboard_lm.federated.process import FederatedConfig, upload_bytes
+from keyboard_lm.federated.aggregation import upload_bytes
+from keyboard_lm.federated.process import FederatedConfig
 from keyboard_lm.federated.trainer import sample_clients
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.checkpoint import load_run
@@ -65,7 +66,7 @@ def test_existing_run_is_not_overwritten_without_resume(tmp_path, capsys):
     out = str(tmp_path / "fed")
     assert main(["train", "--out", out, "--rounds", "1", *SMALL]) == 0
     assert main(["train", "--out", out, "--rounds", "1", *SMALL]) == 2
-    assert "already holds a run" in capsys.readouterr().err
+    assert "already holds a 'train' run (--resume continues it)" in capsys.readouterr().err
 
 
 def test_divergence_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
@@ -180,7 +181,7 @@ def test_a_failing_client_is_skipped_and_counted(default_corpus):
 
 
 def test_quantization_aware_federated_run_exports_exactly(tmp_path):
-    from export.tflite_export import export_run
+    from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.evaluation import log_softmax
     from keyboard_lm.inference.model_file import ModelFile
     from keyboard_lm.models.checkpoint import build_loaded_model

@@ -42,6 +42,20 @@ class Corpus:
     def num_records(self) -> int:
         return sum(len(v) for v in self.clients.values())
 
+    def fingerprint(self) -> str:
+        """sha256 over the sorted client ids and each client's record count and characters.
+
+        Runs record it, so ``eval`` can tell the corpus a run was trained on
+        from another one (a different file, format or partition).
+        """
+        import hashlib
+
+        h = hashlib.sha256()
+        for cid in self.client_ids:
+            records = self.clients[cid]
+            h.update(f"{cid}\t{len(records)}\t{sum(len(t) for t in records)}\n".encode("utf-8"))
+        return h.hexdigest()
+
     def sentences(self, client_ids=None):
         """Tokenized sentences of the given clients (all by default), in order."""
         from keyboard_lm.text.tokenizer import sentences

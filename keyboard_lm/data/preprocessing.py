@@ -28,7 +28,8 @@ class ClientDataConfig:
       batch_size: examples per batch (10).
       epochs: local epochs, i.e. how often the data repeats (1).
       max_batches: cap on batches per client and round (120, Ro et al.).
-      shuffle_buffer: examples shuffled together; 0 or 1 disables shuffling.
+      shuffle_buffer: at least this many examples are shuffled together (the
+        whole client when its size is known); 0 or 1 disables shuffling.
       seed: shuffle seed; None draws a fresh one each time.
     """
 
@@ -140,8 +141,14 @@ def encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: in
 
 
 def batch_examples(examples: tf.data.Dataset, config: ClientDataConfig) -> tf.data.Dataset:
-    """(x, y) examples -> repeated, shuffled, batched, capped; core TF ops only."""
-    ds = examples.repeat(config.epochs)
+    """(x, y) examples -> shuffled, repeated, batched, capped; core TF ops only.
+
+    The shuffle covers the whole client (when its size is known) and is redone
+    every epoch, so the ``max_batches`` cap samples from all of a client's
+    examples, not from its first few hundred.
+    """
+    ds = examples
     if config.shuffle_buffer > 1:
-        ds = ds.shuffle(config.shuffle_buffer, seed=config.seed)
-    return ds.batch(config.batch_size).take(config.max_batches)
+        n = int(ds.cardinality())
+        ds = ds.shuffle(max(n, config.shuffle_buffer), seed=config.seed, reshuffle_each_iteration=True)
+    return ds.repeat(config.epochs).batch(config.batch_size).take(config.max_batches)

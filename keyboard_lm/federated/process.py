@@ -1,21 +1,21 @@
 """TFF learning processes: FedAvg (with SGD, Nesterov momentum or Adam on the
 server), FedSGD and FedAtt, with optional 8-bit compressed uploads.
 
-Everything is built from TFF's own parts: ``tff.learning.algorithms``,
-``tff.learning.optimizers`` and ``tff.aggregators``; this module only chooses
-and wires them.
+One ``build_*`` function per algorithm, each taking the model constructor and
+keyword-only optional parts with the paper's defaults; the aggregator comes
+from ``keyboard_lm.federated.aggregation`` (non-finite zeroing, clipping,
+mean), the same stack for every algorithm.  Everything is built from TFF's own
+parts: ``tff.learning.algorithms``, ``tff.learning.optimizers`` and
+``tff.aggregators``; this module only chooses and wires them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
-
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated.fed_att import FedAttFactory
+from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator, parse_clip
 from keyboard_lm.federated.nesterov import NesterovSGD
-from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
@@ -25,11 +25,6 @@ tff = import_tff()
 
 ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
 SERVER_OPTIMIZERS = ("sgd", "nesterov", "adam")
-# EncodedSumFactory.quantize_above_threshold(quantization_bits=8, threshold=20000),
-# as used by tff.learning.compression_aggregator: tensors with more elements are
-# quantized to 8 bits, smaller ones are sent as float32.
-QUANTIZE_THRESHOLD = 20_000
-QUANTIZE_BITS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,8 +42,15 @@ class FederatedConfig:
       clients_per_round: K clients sampled uniformly per round (10).
       rounds: number of rounds.
       fedatt_p, fedatt_eps: FedAtt's norm order and step size.
-      compression: stochastic 8-bit uniform quantization of uploads.
-      seed: seed of the model initialization, client sampling and shuffling.
+      compression: stochastic 8-bit uniform quantization of uploads.  Its
+        random rounding runs unseeded inside TFF's runtime, so a compressed
+        run is not bit-reproducible (and a resumed one not bit-identical to an
+        uninterrupted one); everything else about it is.
+      clip: update clipping, the same for every algorithm: ``adaptive``
+        (TFF's default adaptive zeroing + clipping), ``none`` or a fixed L2
+        norm; see ``aggregation.py``.
+      seed: seed of the model initialization, client sampling and shuffling
+        (the held-out split has its own seed, ``SplitConfig.seed``).
     """
 
     algorithm: str = "fedavg"
@@ -61,6 +63,7 @@ class FederatedConfig:
     fedatt_p: float = 2.0
     fedatt_eps: float = 1.0
     compression: bool = False
+    clip: str | float = "adaptive"
     seed: int = 0
 
     def __post_init__(self):
@@ -77,8 +80,14 @@ class FederatedConfig:
         for name in ("clients_per_round", "rounds"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.compression and self.algorithm == "fedatt":
-            raise ConfigError("compressed uploads are not combined with FedAtt (its attention needs exact norms)")
+        object.__setattr__(self, "clip", parse_clip(self.clip))
+        self.aggregation  # validates the combination (e.g. compression with FedAtt)
+
+    @property
+    def aggregation(self) -> AggregationConfig:
+        """The aggregator parts this algorithm uses."""
+        mean = {"fedavg": "weighted", "fedsgd": "weighted", "fedatt": "fedatt"}[self.algorithm]
+        return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
 
 
 def _server_optimizer(config: FederatedConfig):
@@ -91,50 +100,62 @@ def _server_optimizer(config: FederatedConfig):
     return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
 
 
-def model_fn_for(model_config: ModelConfig, input_spec):
+def model_fn_for(model_config: ModelConfig, input_spec, metrics: bool = True):
     """A no-argument constructor of the TFF model (a fresh Keras model each call)."""
 
     def model_fn():
         return tff.learning.models.from_keras_model(
-            build_model(model_config), loss=loss_fn(), input_spec=input_spec, metrics=metric_list())
+            build_model(model_config), loss=loss_fn(), input_spec=input_spec,
+            metrics=metric_list() if metrics else None)
 
     return model_fn
 
 
-def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec):
-    """The ``tff.learning.templates.LearningProcess`` for ``config``."""
-    model_fn = model_fn_for(model_config, input_spec)
-    client_opt = tff.learning.optimizers.build_sgdm(learning_rate=config.client_lr)
-    if config.algorithm == "fedatt":
-        return tff.learning.algorithms.build_unweighted_fed_avg(
-            model_fn, client_opt, _server_optimizer(config),
-            model_aggregator=UnweightedNonFiniteZeroingFactory(FedAttFactory(config.fedatt_p)))
-    # TFF's defaults for FedAvg: adaptive zeroing of outsized updates and
-    # adaptive L2 clipping (Andrew et al. 2021), with or without 8-bit
-    # compression; our guard in front also catches NaN updates.
-    if config.compression:
-        inner = tff.learning.compression_aggregator(zeroing=True, clipping=True, weighted=True)
-    else:
-        inner = tff.learning.robust_aggregator(zeroing=True, clipping=True, weighted=True)
-    if config.algorithm == "fedsgd":
-        return tff.learning.algorithms.build_fed_sgd(
-            model_fn, server_optimizer_fn=_server_optimizer(config),
-            model_aggregator=NonFiniteZeroingFactory(inner))
-    return tff.learning.algorithms.build_weighted_fed_avg(
-        model_fn, client_opt, _server_optimizer(config), model_aggregator=NonFiniteZeroingFactory(inner))
+def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, aggregator=None):
+    """FedAvg (McMahan et al. 2017) with updates weighted by n_k (Hard et al. 2018, eq. 3).
 
-
-def upload_bytes(weight_shapes, compression: bool) -> tuple[int, int]:
-    """(bytes one client uploads per round, the float32 bytes of the same update).
-
-    With compression, tensors above ``QUANTIZE_THRESHOLD`` elements go as
-    8-bit codes plus their min and max (two float32); others as float32.
+    Args:
+      model_fn: no-argument constructor of a ``tff.learning.models.VariableModel``.
+      client_lr: client SGD learning rate (0.5).
+      server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0, plain FedAvg).
+      aggregator: a weighted aggregation factory (``build_aggregator()``: the default stack).
+    Returns:
+      A ``tff.learning.templates.LearningProcess``.
     """
-    raw = sum(int(np.prod(s)) * 4 for s in weight_shapes)
-    if not compression:
-        return raw, raw
-    sent = 0
-    for s in weight_shapes:
-        n = int(np.prod(s))
-        sent += (n * QUANTIZE_BITS + 7) // 8 + 8 if n > QUANTIZE_THRESHOLD else n * 4
-    return sent, raw
+    return tff.learning.algorithms.build_weighted_fed_avg(
+        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
+        model_aggregator=aggregator or build_aggregator(AggregationConfig(mean="weighted")))
+
+
+def build_fed_sgd(model_fn, *, server_optimizer=None, aggregator=None):
+    """FedSGD: one gradient per client and round, averaged (McMahan et al. 2017)."""
+    return tff.learning.algorithms.build_fed_sgd(
+        model_fn, server_optimizer_fn=server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
+        model_aggregator=aggregator or build_aggregator(AggregationConfig(mean="weighted")))
+
+
+def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: float = 2.0, clip="adaptive"):
+    """FedAtt (Ji et al. 2019): the server steps by eps towards attention-weighted client models.
+
+    Args:
+      eps: server step size (Ji et al.: 1.0); p: norm order of the attention (2).
+      clip: update clipping before the attention, as for every algorithm.
+    """
+    return tff.learning.algorithms.build_unweighted_fed_avg(
+        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        tff.learning.optimizers.build_sgdm(learning_rate=eps),
+        model_aggregator=build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p)))
+
+
+def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec, metrics: bool = True):
+    """The ``tff.learning.templates.LearningProcess`` for ``config``."""
+    model_fn = model_fn_for(model_config, input_spec, metrics)
+    if config.algorithm == "fedatt":
+        return build_fed_att(model_fn, client_lr=config.client_lr, eps=config.fedatt_eps, p=config.fedatt_p,
+                             clip=config.clip)
+    aggregator = build_aggregator(config.aggregation)
+    if config.algorithm == "fedsgd":
+        return build_fed_sgd(model_fn, server_optimizer=_server_optimizer(config), aggregator=aggregator)
+    return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=_server_optimizer(config),
+                         aggregator=aggregator)

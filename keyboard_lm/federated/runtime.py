@@ -4,7 +4,8 @@ TFF 0.87 runs computations in a ``worker_binary`` subprocess that it starts on
 first use, wired to the parent's stdout, and only stops from a finalizer that
 may never run.  Left behind, that process keeps the parent's stdout open, so a
 pipeline such as ``keyboard-lm train ... | tee log`` never ends.
-``import_tff`` starts the worker with its output sent to /dev/null and
+``import_tff`` wraps TFF's default context so that the first computation
+(not the import) starts the worker, with its output sent to /dev/null, and
 registers an exit hook that stops the workers this process started.
 """
 
@@ -74,7 +75,10 @@ def stop_workers() -> None:
 
 
 def import_tff():
-    """Import tensorflow_federated with the exit hook in place; returns the module."""
+    """Import tensorflow_federated with the exit hook in place; returns the module.
+
+    Importing starts nothing: the worker starts when a computation first runs.
+    """
     global _registered
     import logging
     import warnings
@@ -85,26 +89,47 @@ def import_tff():
     logging.getLogger("absl").setLevel(logging.ERROR)
     if not _registered:
         atexit.register(stop_workers)
-        _start_worker_quietly(tff)
+        _quiet_first_invocation()
         _registered = True
     return tff
 
 
-def _start_worker_quietly(tff) -> None:
-    """Start TFF's worker now, with its output sent to /dev/null.
+def workers_running() -> int:
+    """How many TFF workers this process has started (and not stopped)."""
+    return len(_child_workers())
+
+
+def _quiet_first_invocation() -> None:
+    """Wrap TFF's default context: its first ``invoke`` starts the worker quietly.
 
     TFF hands the worker whatever ``sys.stdout``/``sys.stderr`` are when the
     first computation runs; that may be a pipe the caller waits on, or (under
     pytest's capture) an object without a file descriptor, on which starting
-    the worker fails.  The worker only prints C++ logs.
+    the worker fails.  The worker only prints C++ logs, so during the first
+    invocation both point at /dev/null.
     """
     import sys
 
-    devnull = open(os.devnull, "w")  # noqa: SIM115 - the worker keeps its own copy of the fd
-    saved = sys.stdout, sys.stderr
-    sys.stdout = sys.stderr = devnull
-    try:
-        tff.federated_computation(lambda: 0)()
-    finally:
-        sys.stdout, sys.stderr = saved
-        devnull.close()
+    from tensorflow_federated.python.core.impl.context_stack import context_base, context_stack_impl
+    from tensorflow_federated.python.core.impl.context_stack.set_default_context import set_default_context
+
+    inner = context_stack_impl.context_stack.current
+
+    class QuietStartContext(context_base.SyncContext):
+        started = False
+
+        def invoke(self, comp, arg):
+            if QuietStartContext.started:
+                return inner.invoke(comp, arg)
+            devnull = open(os.devnull, "w")  # noqa: SIM115 - the worker keeps its own copy of the fd
+            saved = sys.stdout, sys.stderr
+            sys.stdout = sys.stderr = devnull
+            try:
+                result = inner.invoke(comp, arg)
+                QuietStartContext.started = True
+                return result
+            finally:
+                sys.stdout, sys.stderr = saved
+                devnull.close()
+
+    set_default_context(QuietStartContext())

@@ -22,10 +22,11 @@ from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
+from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import batched, example_client_data
-from keyboard_lm.federated.process import FederatedConfig, build_process, upload_bytes
+from keyboard_lm.federated.process import FederatedConfig, build_process
 from keyboard_lm.federated.runtime import import_tff
-from keyboard_lm.models.checkpoint import RUN_FILE, append_metrics_row, load_run, save_run
+from keyboard_lm.models.checkpoint import append_metrics_row, load_run, prepare_run_dir, run_command, save_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.text.vocabulary import Vocabulary
@@ -70,8 +71,23 @@ def _dataset_seed(seed: int, round_num: int, index: int) -> int:
     return int(np.random.RandomState([seed, round_num, index]).randint(2**31 - 1))
 
 
+def client_round_dataset(examples, client_id: str, data_config: ClientDataConfig) -> tf.data.Dataset:
+    """One client's batches for one round, read in full here, before TFF sees them.
+
+    Reading the client's examples eagerly makes a failing client (a dataset
+    that raises part-way) fail in this process, where it can be dropped from
+    the round, instead of inside TFF's worker, where it would abort the round.
+    The shuffle then covers all of the client's examples (``batch_examples``).
+    """
+    arrays = next(iter(examples.create_tf_dataset_for_client(client_id).batch(2**31 - 1)), None)
+    if arrays is None:
+        raise ValueError("the client has no examples")
+    pooled = tf.data.Dataset.from_tensor_slices({k: v.numpy() for k, v in arrays.items()})
+    return batched(pooled, data_config)
+
+
 def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: int, round_num: int, log=print):
-    """Batched datasets of the sampled clients; a client whose data fails is skipped and counted.
+    """Batched datasets of the sampled clients; a client whose data fails is dropped and counted.
 
     Returns (datasets, number of failed clients).
     """
@@ -79,10 +95,10 @@ def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: in
     for i, cid in enumerate(client_ids):
         try:
             cfg = dataclasses.replace(data_config, seed=_dataset_seed(seed, round_num, i))
-            datasets.append(batched(examples.create_tf_dataset_for_client(cid), cfg))
+            datasets.append(client_round_dataset(examples, cid, cfg))
         except (tf.errors.OpError, ValueError, KeyError) as e:
             failed += 1
-            log(f"round {round_num}: client {cid!r} skipped ({type(e).__name__}: {e})")
+            log(f"round {round_num}: client {cid!r} dropped from this round ({type(e).__name__}: {e})")
     return datasets, failed
 
 
@@ -147,12 +163,15 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     config: FederatedConfig = FederatedConfig(), data_config: ClientDataConfig = ClientDataConfig(),
                     split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
-                    log=print) -> dict:
+                    log=print, command: str = "train", overwrite: bool = False) -> dict:
     """Run federated training into ``run_dir``; returns the last held-out evaluation.
 
     With ``resume``, the model, hyper-parameters, vocabulary and split come
     from ``run_dir`` and training continues after its latest checkpoint up to
-    ``config.rounds`` (the only setting a resume may change).
+    ``config.rounds`` (the only setting a resume may change; callers pass the
+    run's own count unless told otherwise).  Without it, ``run_dir`` must be
+    new or empty unless ``overwrite``; ``command`` names what made the run
+    (``train`` or ``demo``) in run.json.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume:
@@ -165,11 +184,13 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
         config = FederatedConfig(**{**saved, "rounds": config.rounds})
         data_config = ClientDataConfig(**run.info["client_data"])
-        if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5]:
+        command = run_command(run.info)
+        fingerprint = run.info["data"].get("fingerprint")
+        if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
+                fingerprint and fingerprint != corpus.fingerprint()):
             raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
     else:
-        if os.path.exists(os.path.join(run_dir, RUN_FILE)):
-            raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it or choose another --out")
+        prepare_run_dir(run_dir, command, overwrite=overwrite, replace_own=command == "demo")
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
         base = model_config or ModelConfig()
         model_config = dataclasses.replace(base, vocab_size=len(vocab))
@@ -180,6 +201,9 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     empty_clients = len(train_ids) - len(trainable)
     if not trainable:
         raise ConfigError("no training client has any sentence")
+    if config.clients_per_round > len(trainable):
+        raise ConfigError(f"--clients-per-round {config.clients_per_round} is more than the {len(trainable)} "
+                          f"training clients with text in {corpus.name}")
     examples = example_client_data({c: encoded[c] for c in trainable})
     input_spec = (tf.TensorSpec([None, data_config.max_seq_len], tf.int32),) * 2
     tf.keras.utils.set_random_seed(config.seed)
@@ -197,11 +221,20 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         if loaded is None:
             raise ConfigError(f"{run_dir}: no checkpoint to resume from")
         state, start_round = loaded, version
+        if config.rounds <= start_round:
+            raise ConfigError(f"{run_dir}: the run has done {start_round} rounds already; "
+                              f"give --rounds above {start_round} to train further")
         _drop_metrics_after(run_dir, start_round)
-        log(f"resuming after round {start_round}")
+        log(f"resuming after round {start_round}, up to round {config.rounds}")
+        if config.compression:
+            log("resume: compressed uploads round at random inside TFF's runtime (unseeded), so the rounds "
+                "from here on are not bit-identical to an uninterrupted run's")
     info = {
-        "trainer": "federated",
-        "data": {"corpus": corpus.name, "source": data_source or {}, "train_clients": len(train_ids),
+        "trainer": "federated", "command": command,
+        # Compression's stochastic rounding is drawn unseeded in TFF's runtime.
+        "reproducible": not config.compression,
+        "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
+                 "train_clients": len(train_ids),
                  "heldout_clients": len(heldout_ids), "empty_train_clients": empty_clients,
                  "heldout_ids_head": heldout_ids[:5], "split": dataclasses.asdict(split)},
         "federated": dataclasses.asdict(config),
@@ -212,7 +245,6 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
     }
     if not resume:
-        os.makedirs(run_dir, exist_ok=True)
         save_run(run_dir, model_config, vocab, weights_dict(keras_model), {**info, "rounds_done": 0})
     log(f"federated {config.algorithm} ({config.server_optimizer if config.algorithm != 'fedatt' else 'attentive'}) "
         f"{model_config.model_type}: {keras_model.count_params():,} parameters, V={len(vocab):,}, "

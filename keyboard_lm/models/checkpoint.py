@@ -124,3 +124,53 @@ def append_metrics_row(run_dir: str, row: dict) -> None:
         if new:
             writer.writeheader()
         writer.writerow(row)
+
+
+#: What a run writes into its directory; ``--overwrite`` removes these and nothing else.
+RUN_ARTIFACTS = (RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE, "metrics.png", "tensorboard", "checkpoints",
+                 "model.tflite", "model.tflite.card.json")
+
+
+def run_command(info: dict) -> str:
+    """The command that made a run (runs before this field existed: from the trainer)."""
+    return info.get("command") or {"federated": "train", "centralized": "train --centralized"}.get(
+        info.get("trainer"), "unknown")
+
+
+def prepare_run_dir(run_dir: str, command: str, overwrite: bool = False, replace_own: bool = False) -> None:
+    """Make ``run_dir`` ready for a new run of ``command``, or refuse with one line saying why.
+
+    A command never deletes or overwrites what it did not create: a missing or
+    empty directory is used; one holding a run is replaced only with
+    ``overwrite`` (or, with ``replace_own``, when that run came from the same
+    command, as the demo re-runs into its own directory); a non-empty
+    directory without a run is written into only with ``overwrite``.
+    Replacing removes the files a run writes (``RUN_ARTIFACTS``), nothing else.
+    """
+    import shutil
+
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ConfigError(f"{run_dir}: exists and is not a directory; choose another --out")
+    if not os.path.isdir(run_dir) or not os.listdir(run_dir):
+        os.makedirs(run_dir, exist_ok=True)
+        return
+    run_file = os.path.join(run_dir, RUN_FILE)
+    if os.path.exists(run_file):
+        try:
+            with open(run_file, encoding="utf-8") as f:
+                existing = run_command(json.load(f))
+        except (OSError, ValueError):
+            existing = "unreadable"
+        if not (overwrite or (replace_own and existing == command)):
+            hint = " (--resume continues it)" if existing == command == "train" else ""
+            raise ConfigError(f"{run_dir}: already holds a '{existing}' run{hint}; refusing to overwrite it "
+                              f"(choose another --out, or --overwrite to replace it)")
+        for name in RUN_ARTIFACTS:
+            path = os.path.join(run_dir, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.remove(path)
+    elif not overwrite:
+        raise ConfigError(f"{run_dir}: is not empty and holds no keyboard_lm run; refusing to write into it "
+                          f"(choose a new --out, or --overwrite to write the run's files into it)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 
 import tensorflow as tf
@@ -15,7 +14,7 @@ from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
-from keyboard_lm.models.checkpoint import METRICS_FILE, append_metrics_row, save_run
+from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn
@@ -61,13 +60,18 @@ class CentralizedConfig:
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
                       embedding_dim: int = 96, units: int = 670,
                       config: CentralizedConfig = CentralizedConfig(),
-                      split: SplitConfig = SplitConfig(), log=print, quantization: str = "none") -> dict:
+                      split: SplitConfig = SplitConfig(), log=print, quantization: str = "none",
+                      data_source: dict | None = None, overwrite: bool = False) -> dict:
     """Train on the pooled training clients, evaluate held-out clients each epoch.
 
     Writes the run directory (see ``keyboard_lm.models.checkpoint``) after
-    every epoch and returns the final held-out evaluation.
+    every epoch and returns the final held-out evaluation.  ``run_dir`` must
+    be new or empty unless ``overwrite`` (see ``prepare_run_dir``);
+    ``data_source`` (path and format) is recorded with the corpus fingerprint
+    so ``eval`` scores the same corpus by default.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
+    prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite)
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
     model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
     tf.keras.utils.set_random_seed(config.seed)
@@ -80,8 +84,9 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     n_examples = sum(1 for _ in examples)
     data = examples.shuffle(n_examples, seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
     info = {
-        "trainer": "centralized",
-        "data": {"corpus": corpus.name, "train_clients": len(train_ids), "heldout_clients": len(heldout_ids),
+        "trainer": "centralized", "command": "train --centralized",
+        "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
+                 "train_clients": len(train_ids), "heldout_clients": len(heldout_ids),
                  "train_examples": n_examples, "split": dataclasses.asdict(split)},
         "hyperparameters": dataclasses.asdict(config),
         "parameters": model.count_params(),
@@ -89,9 +94,6 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
         f"{n_examples:,} examples from {len(train_ids)} training clients")
-    os.makedirs(run_dir, exist_ok=True)
-    if os.path.exists(os.path.join(run_dir, METRICS_FILE)):
-        os.remove(os.path.join(run_dir, METRICS_FILE))  # a centralized run restarts from scratch
     result = None
     for epoch in range(1, config.epochs + 1):
         start = time.time()

@@ -1,0 +1,131 @@
+"""The aggregator's named parts, failing clients, whole-client sampling and the lazy TFF worker."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keyboard_lm.cli import main
+from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator
+from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.models.checkpoint import load_run
+from tests.conftest import REPO
+
+tff = import_tff()
+
+TINY_FED = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
+            "--max-batches", "2"]
+VALUE = tff.to_type([(np.float32, [4])])
+
+
+def _aggregate(config, updates):
+    factory = build_aggregator(config)
+    if config.weighted:
+        process = factory.create(VALUE, tff.TensorType(np.float32))
+        return process.next(process.initialize(), updates, [1.0] * len(updates)).result
+    process = factory.create(VALUE)
+    return process.next(process.initialize(), updates).result
+
+
+@pytest.mark.parametrize("mean", ["weighted", "unweighted", "fedatt"])
+def test_fixed_clip_bounds_every_algorithms_update(mean):
+    updates = [[np.full(4, 5.0, np.float32)], [np.full(4, -0.1, np.float32)]]  # norms 10 and 0.2
+    clipped = _aggregate(AggregationConfig(mean=mean, clip=1.0), updates)
+    unclipped = _aggregate(AggregationConfig(mean=mean, clip="none"), updates)
+    assert np.linalg.norm(clipped[0]) <= 1.0 + 1e-5
+    assert np.linalg.norm(unclipped[0]) > 2.0
+
+
+def test_adaptive_clipping_is_tffs_robust_stack_for_fedatt_too():
+    # Adaptive zeroing drops an update far above its estimate (initial 10, x2 + 1).
+    updates = [[np.full(4, 1e4, np.float32)], [np.full(4, 0.1, np.float32)]]
+    out = _aggregate(AggregationConfig(mean="fedatt", clip="adaptive"), updates)
+    assert np.abs(out[0]).max() < 1.0
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"clip": 0}, "positive"), ({"clip": "often"}, "adaptive"), ({"mean": "median"}, "unknown mean"),
+    ({"mean": "fedatt", "compression": True}, "not combined with FedAtt"),
+])
+def test_aggregation_config_rejects_bad_parts(kwargs, match):
+    with pytest.raises(ConfigError, match=match):
+        AggregationConfig(**kwargs)
+
+
+@pytest.mark.parametrize("clip,algorithm", [("none", "fedavg"), ("2.5", "fedatt"), ("adaptive", "fedsgd")])
+def test_clip_is_recorded_and_applies_to_every_algorithm(tmp_path, clip, algorithm):
+    out = str(tmp_path / "run")
+    assert main(["train", "--out", out, "--rounds", "1", "--algorithm", algorithm, "--clip", clip, *TINY_FED]) == 0
+    info = load_run(out).info
+    assert info["federated"]["clip"] == (clip if clip in ("none", "adaptive") else float(clip))
+    assert info["reproducible"] is True
+
+
+def test_compressed_runs_say_they_are_not_bit_reproducible(tmp_path):
+    out = str(tmp_path / "run")
+    assert main(["train", "--out", out, "--rounds", "1", "--compression", *TINY_FED, "--embedding-dim", "80"]) == 0
+    assert load_run(out).info["reproducible"] is False
+
+
+def test_a_client_whose_dataset_fails_mid_round_is_dropped_and_the_run_goes_on(default_corpus):
+    from keyboard_lm.data.preprocessing import encode_clients
+    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.federated.trainer import round_datasets
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.text import Vocabulary
+
+    ids = [c for c in default_corpus.client_ids if len(default_corpus.clients[c]) >= 3][:4]
+    vocab = Vocabulary.from_sentences(default_corpus.sentences(ids), 100)
+    encoded = encode_clients({c: default_corpus.clients[c] for c in ids}, vocab, 10)
+
+    def dataset_fn(cid):
+        x, y = encoded[cid]
+        ds = tf.data.Dataset.from_tensor_slices({"x": x, "y": y})
+        if cid == ids[1]:  # a client whose storage breaks after its first example
+            ds = ds.enumerate().map(lambda i, e: (tf.debugging.assert_less(i, tf.constant(1, tf.int64),
+                                                                           message="disk read failed"), e)[1])
+        return ds
+
+    examples = tff.simulation.datasets.ClientData.from_clients_and_tf_fn(ids, dataset_fn)
+    data_config = ClientDataConfig(max_seq_len=10, max_batches=2)
+    spec = (tf.TensorSpec([None, 10], tf.int32),) * 2
+    process = build_process(ModelConfig("cifg", len(vocab), 8, 16), FederatedConfig(clients_per_round=4), spec)
+    state = process.initialize()
+    for round_num in (1, 2):
+        messages = []
+        datasets, failed = round_datasets(examples, ids, data_config, 0, round_num, messages.append)
+        assert failed == 1 and len(datasets) == 3
+        assert ids[1] in messages[0] and "disk read failed" in messages[0]
+        output = process.next(state, datasets)
+        assert np.isfinite(float(output.metrics["client_work"]["train"]["loss"]))
+        state = output.state
+
+
+def test_the_batch_cap_samples_from_the_whole_client():
+    # 3,000 examples, 5 batches of 10 per round: over rounds the cap must reach the tail.
+    n = 3000
+    x = np.arange(n, dtype=np.int32)[:, None]
+    ds = tf.data.Dataset.from_tensor_slices((x, x))
+    seen = []
+    for seed in range(8):
+        config = ClientDataConfig(max_seq_len=1, batch_size=10, max_batches=5, seed=seed)
+        seen += [int(v) for xb, _ in batch_examples(ds, config) for v in xb.numpy().ravel()]
+    assert len(seen) == 8 * 50
+    assert max(seen) > 2000 and sum(v >= 1500 for v in seen) > 100
+
+
+def test_importing_the_federated_layer_starts_no_worker():
+    code = ("from keyboard_lm.federated import process, trainer\n"
+            "from keyboard_lm.federated.runtime import import_tff, workers_running\n"
+            "print(workers_running())\n"
+            "tff = import_tff(); tff.federated_computation(lambda: 1)()\n"
+            "print(workers_running())\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
+                         check=True, timeout=300)
+    assert out.stdout.split() == ["0", "1"]
