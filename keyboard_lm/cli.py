@@ -17,6 +17,35 @@ from keyboard_lm.models.config import QUANTIZATION  # noqa: E402
 FORMATS = ("default", "jsonl", "textdir", "shakespeare", "stackoverflow")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump), like every other CLI error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """--data/--format/--skip-bad, shared by every command that reads a corpus."""
     p.add_argument("--data", metavar="PATH",
@@ -40,25 +69,26 @@ def load_corpus_from_args(args):
 
 
 def cmd_data_stats(args) -> int:
-    from keyboard_lm.data.split import SplitConfig
     from keyboard_lm.data.stats import corpus_stats, format_stats
 
     corpus = load_corpus_from_args(args)
     stats = corpus_stats(corpus, vocab_size=args.vocab_size,
-                         split=SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.seed))
+                         split=_split_from_args(args))
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     return 0
 
 
 def add_split_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heldout-fraction", type=float, default=0.1, help="share of clients held out (0.1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the client split and of training (0)")
+    p.add_argument("--split-seed", type=non_negative_int, default=0,
+                   help="seed of the train/held-out client split, kept apart from --seed so a seed sweep "
+                        "evaluates on the same clients (0)")
 
 
 def _split_from_args(args):
     from keyboard_lm.data.split import SplitConfig
 
-    return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.seed)
+    return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.split_seed)
 
 
 def _quantization(args) -> str:
@@ -78,12 +108,13 @@ def _train_centralized(args) -> int:
         from keyboard_lm.errors import ConfigError
 
         raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
-    corpus = load_corpus_from_args(args)
     config = CentralizedConfig(optimizer=args.optimizer, learning_rate=args.lr, epochs=args.epochs,
                                batch_size=args.batch_size or 32, seq_len=args.seq_len,
                                clipnorm=args.clipnorm if args.clipnorm > 0 else None, seed=args.seed)
+    corpus = load_corpus_from_args(args)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
-                      config, _split_from_args(args), quantization=_quantization(args))
+                      config, _split_from_args(args), quantization=_quantization(args),
+                      data_source={"path": _data_path(args), "format": args.format}, overwrite=args.overwrite)
     print(f"run saved to {args.out}")
     return 0
 
@@ -100,13 +131,12 @@ def _train_federated(args) -> int:
         from keyboard_lm.models.checkpoint import load_run
 
         saved = load_run(args.out).info
-        source = saved.get("data", {}).get("source", {})
-        if args.data is None and args.format == "default" and source:
-            args.data, args.format = source.get("path"), source.get("format", "default")
+        _default_data_to_run(args, saved)
         from keyboard_lm.data.split import SplitConfig
 
         split = SplitConfig(**saved["data"]["split"])
-        fed = FederatedConfig(**{**saved["federated"], "rounds": args.rounds})
+        # Without --rounds a resumed run continues to its own round count.
+        fed = FederatedConfig(**{**saved["federated"], "rounds": args.rounds or saved["federated"]["rounds"]})
         data_config = ClientDataConfig(**saved["client_data"])
         loop = LoopConfig(**saved["loop"])
         model_config = None
@@ -116,16 +146,41 @@ def _train_federated(args) -> int:
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
                               client_lr=args.client_lr, clients_per_round=args.clients_per_round,
-                              rounds=args.rounds, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
-                              compression=args.compression, seed=args.seed)
+                              rounds=args.rounds or 10, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
+                              compression=args.compression, clip=args.clip, seed=args.seed)
         data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or 10,
                                        epochs=args.local_epochs, max_batches=args.max_batches)
         loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
     corpus = load_corpus_from_args(args)
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
-                    vocab_size=args.vocab_size, data_source={"path": args.data, "format": args.format})
+                    vocab_size=args.vocab_size, data_source={"path": _data_path(args), "format": args.format},
+                    overwrite=args.overwrite)
     print(f"run saved to {args.out}")
     return 0
+
+
+def _data_path(path_or_args) -> str | None:
+    """A corpus path as recorded in run.json: absolute, so eval finds it from any directory."""
+    path = getattr(path_or_args, "data", path_or_args)
+    return os.path.abspath(path) if path else None
+
+
+def _default_data_to_run(args, info: dict) -> None:
+    """Without --data/--format, use the corpus the run (or model) was trained on."""
+    source = (info.get("data") or {}).get("source") or {}
+    if args.data is None and args.format == "default" and source:
+        args.data, args.format = source.get("path"), source.get("format", "default")
+
+
+def _check_same_corpus(args, corpus, info: dict, what: str) -> None:
+    """Refuse to score a corpus other than the one ``what`` was trained on, unless told."""
+    expected = (info.get("data") or {}).get("fingerprint")
+    if expected and expected != corpus.fingerprint() and not args.allow_other_data:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError(f"{corpus.name} is not the corpus {what} was trained on (fingerprint "
+                          f"{corpus.fingerprint()[:12]} != {expected[:12]}); its held-out clients would be "
+                          f"a different set: pass --allow-other-data to evaluate on it anyway")
 
 
 def cmd_eval(args) -> int:
@@ -138,6 +193,7 @@ def cmd_eval(args) -> int:
         model = ModelFile.load(args.run_dir)
         vocab, split_info, seq_len = model.vocab, model.meta.get("split") or {}, model.meta.get("seq_len", 20)
         predict, kind = model.predict_log_probs, f"{model.meta['model']['model_type']} (TFLite)"
+        info = {"data": model.meta.get("data") or {}}
     else:
         from keyboard_lm.evaluation import evaluate_model
         from keyboard_lm.models.checkpoint import build_loaded_model, load_run
@@ -146,8 +202,10 @@ def cmd_eval(args) -> int:
         vocab, split_info = run.vocab, run.info.get("data", {}).get("split", {})
         seq_len = run.info.get("hyperparameters", {}).get("seq_len", 20)
         keras_model = build_loaded_model(run)
-        predict, kind = None, run.model_config.model_type
+        predict, kind, info = None, run.model_config.model_type, run.info
+    _default_data_to_run(args, info)
     corpus = load_corpus_from_args(args)
+    _check_same_corpus(args, corpus, info, args.run_dir)
     split = SplitConfig(**split_info) if args.clients == "heldout" else None
     client_ids = corpus.client_ids if split is None else split_clients(corpus.client_ids, split)[1]
     if predict is None:
@@ -167,7 +225,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from export.tflite_export import export_run
+    from keyboard_lm.export.tflite_export import export_run
 
     budget = None if args.budget_bytes == 0 else args.budget_bytes
     card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k, quantization=args.quantization)
@@ -214,8 +272,6 @@ def cmd_baseline_ngram(args) -> int:
 
 def cmd_demo(args) -> int:
     """The main job: federated training on the embedded corpus, then suggestions."""
-    import shutil
-
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.data.preprocessing import ClientDataConfig
     from keyboard_lm.data.split import SplitConfig, split_clients
@@ -223,10 +279,8 @@ def cmd_demo(args) -> int:
     from keyboard_lm.federated.trainer import LoopConfig, train_federated
     from keyboard_lm.models.config import ModelConfig
 
-    if os.path.exists(args.out):
-        shutil.rmtree(args.out)  # the demo always starts afresh in its own directory
     corpus = load_default()
-    split = SplitConfig(0.1, seed=args.seed)
+    split = SplitConfig(0.1, seed=0)
     # A smaller CIFG than Hard et al.'s (D=64, H=256): the embedded corpus has
     # only ~27k words, and the paper size trains slower and no better on it.
     # Quantization-aware, so the int8 file computes exactly what was evaluated.
@@ -235,10 +289,12 @@ def cmd_demo(args) -> int:
                           clients_per_round=20, rounds=args.rounds, seed=args.seed)
     data_config = ClientDataConfig(max_seq_len=20, batch_size=10, epochs=5, max_batches=120)
     print(f"keyboard-lm demo: FedAdam over {corpus.name}, {args.rounds} rounds, run directory {args.out}")
+    # The demo re-runs into a directory holding its own earlier run; anything else is refused
+    # unless --overwrite (see prepare_run_dir).
     train_federated(corpus, args.out, model_config, fed, data_config, split,
                     LoopConfig(eval_every=max(1, args.rounds // 10), checkpoint_every=max(1, args.rounds // 10)),
-                    data_source={"path": None, "format": "default"})
-    from export.tflite_export import export_run
+                    data_source={"path": None, "format": "default"}, command="demo", overwrite=args.overwrite)
+    from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.inference import Predictor
     from keyboard_lm.text.tokenizer import tokenize
 
@@ -311,14 +367,14 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="keyboard-lm", description="Federated next-word prediction for mobile keyboards.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
     stats = data.add_parser("stats", help="clients, examples, words, vocabulary coverage, OOV rate")
     add_data_args(stats)
-    stats.add_argument("--vocab-size", type=int, default=10_000, help="vocabulary size incl. special tokens")
+    stats.add_argument("--vocab-size", type=positive_int, default=10_000, help="vocabulary size incl. special tokens")
     add_split_args(stats)
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     stats.set_defaults(func=cmd_data_stats)
@@ -329,20 +385,25 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--centralized", action="store_true",
                        help="server-trained baseline: SGD on the pooled training clients (default: federated)")
     train.add_argument("--model", default="cifg", help="cifg | si-cifg | lstm | gru (cifg)")
-    train.add_argument("--vocab-size", type=int, default=10_000, help="incl. 4 special tokens (10000)")
-    train.add_argument("--embedding-dim", type=int, default=96, help="D, tied embedding and projection (96)")
-    train.add_argument("--units", type=int, default=670, help="H, cell size (670)")
+    train.add_argument("--vocab-size", type=positive_int, default=10_000, help="incl. 4 special tokens (10000)")
+    train.add_argument("--embedding-dim", type=positive_int, default=96, help="D, tied embedding and projection (96)")
+    train.add_argument("--units", type=positive_int, default=670, help="H, cell size (670)")
     train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
                        choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE",
                        help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "
                             "default, or weight-only), so the exported model computes exactly what was "
                             "trained and evaluated")
-    train.add_argument("--seq-len", type=int, default=20, help="tokens per example (20)")
-    train.add_argument("--batch-size", type=int, default=None,
+    train.add_argument("--seq-len", type=positive_int, default=20, help="tokens per example (20)")
+    train.add_argument("--batch-size", type=positive_int, default=None,
                        help="examples per batch (centralized 32, federated client batch 10)")
     train.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to write")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the run already in RUN_DIR, or write into a non-empty directory "
+                            "(default: refuse; only the run's own files are removed)")
+    train.add_argument("--seed", type=non_negative_int, default=0,
+                       help="seed of initialization, client sampling and shuffling (0); the split has --split-seed")
     cen = train.add_argument_group("centralized training")
-    cen.add_argument("--epochs", type=int, default=5, help="passes over the pooled data (5)")
+    cen.add_argument("--epochs", type=positive_int, default=5, help="passes over the pooled data (5)")
     cen.add_argument("--optimizer", default="sgd", help="sgd | adam (sgd)")
     cen.add_argument("--lr", type=float, default=1.0, help="learning rate (1.0)")
     cen.add_argument("--clipnorm", type=float, default=5.0, help="gradient norm clip, 0 = off (5)")
@@ -353,15 +414,21 @@ def build_parser() -> argparse.ArgumentParser:
     fed.add_argument("--server-lr", type=float, default=1.0, help="server learning rate (1.0)")
     fed.add_argument("--server-momentum", type=float, default=0.9, help="Nesterov momentum (0.9)")
     fed.add_argument("--client-lr", type=float, default=0.5, help="client SGD learning rate (0.5)")
-    fed.add_argument("--clients-per-round", type=int, default=10, help="K, sampled uniformly (10)")
-    fed.add_argument("--rounds", type=int, default=10, help="rounds to run, or to reach with --resume (10)")
-    fed.add_argument("--local-epochs", type=int, default=1, help="client epochs per round (1)")
-    fed.add_argument("--max-batches", type=int, default=120, help="cap on batches per client and round (120)")
+    fed.add_argument("--clients-per-round", type=positive_int, default=10,
+                     help="K, sampled uniformly; at most the number of training clients (10)")
+    fed.add_argument("--rounds", type=positive_int, default=None,
+                     help="rounds to run (10); with --resume, the round to reach (default: the run's own count)")
+    fed.add_argument("--local-epochs", type=positive_int, default=1, help="client epochs per round (1)")
+    fed.add_argument("--max-batches", type=positive_int, default=120,
+                     help="cap on batches per client and round, drawn from all of the client's examples (120)")
+    fed.add_argument("--clip", default="adaptive", metavar="adaptive|none|NORM",
+                     help="update clipping, the same for every algorithm: adaptive (TFF's adaptive zeroing and "
+                          "quantile clipping, the default), none, or a fixed L2 norm")
     fed.add_argument("--fedatt-p", type=float, default=2.0, help="FedAtt norm order p (2)")
     fed.add_argument("--fedatt-eps", type=float, default=1.0, help="FedAtt step size eps (1.0)")
     fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
-    fed.add_argument("--eval-every", type=int, default=1, help="evaluate held-out clients every N rounds (1)")
-    fed.add_argument("--checkpoint-every", type=int, default=1, help="save program state every N rounds (1)")
+    fed.add_argument("--eval-every", type=positive_int, default=1, help="evaluate held-out clients every N rounds (1)")
+    fed.add_argument("--checkpoint-every", type=positive_int, default=1, help="save program state every N rounds (1)")
     fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
     train.set_defaults(func=cmd_train)
 
@@ -371,15 +438,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--clients", choices=("heldout", "all"), default="heldout",
                     help="held-out clients of the run's split (default) or every client of --data")
     ev.add_argument("--per-client", action="store_true", help="also print per-client metrics")
+    ev.add_argument("--allow-other-data", action="store_true",
+                    help="evaluate on a corpus other than the one the model was trained on (default: refuse; "
+                         "without --data/--format the run's own corpus is used)")
     ev.add_argument("--json", action="store_true", help="print JSON (pooled and per client)")
     ev.set_defaults(func=cmd_eval)
 
     ex = sub.add_parser("export", help="run directory -> self-contained int8 .tflite (+ model card JSON)")
     ex.add_argument("run_dir", metavar="RUN_DIR")
     ex.add_argument("--out", required=True, metavar="MODEL.tflite")
-    ex.add_argument("--budget-bytes", type=int, default=1_468_006,
+    ex.add_argument("--budget-bytes", type=non_negative_int, default=1_468_006,
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
-    ex.add_argument("--top-k", type=int, default=3, help="candidates returned by the step signature (3)")
+    ex.add_argument("--top-k", type=positive_int, default=3, help="candidates returned by the step signature (3)")
     ex.add_argument("--quantization", choices=("auto", *QUANTIZATION), default="auto",
                     help="dynamic-range: int8 weights, int8-rounded matrix inputs at run time (hybrid kernels); "
                          "weight-only: int8 weights, float32 arithmetic, 4x the weight memory; none: float32; "
@@ -389,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("predict", help="top-k next words (or completions) from an exported .tflite")
     pr.add_argument("model", metavar="MODEL.tflite")
     pr.add_argument("context", nargs="?", help="text typed so far")
-    pr.add_argument("-k", type=int, default=3, help="suggestions (3)")
+    pr.add_argument("-k", type=positive_int, default=3, help="suggestions (3)")
     pr.add_argument("--complete", metavar="PREFIX", help="complete the word being typed")
     pr.add_argument("--blocklist", nargs="*", metavar="WORD", help="words never to suggest")
     pr.add_argument("--interactive", action="store_true", help="suggestions update as you type")
@@ -399,24 +469,26 @@ def build_parser() -> argparse.ArgumentParser:
     be = sub.add_parser("bench", help="p50/p99 latency per suggestion and completion, peak memory")
     be.add_argument("model", metavar="MODEL.tflite")
     be.add_argument("--text-file", help="UTF-8 text to stream (default: the embedded corpus)")
-    be.add_argument("--repeats", type=int, default=3)
+    be.add_argument("--repeats", type=positive_int, default=3)
     be.add_argument("--json", action="store_true")
     be.set_defaults(func=cmd_bench)
 
     demo = sub.add_parser("demo", help="federated training on the embedded corpus, then suggestions")
-    demo.add_argument("--rounds", type=int, default=100, help="(100, about 8 minutes on 2 cores)")
+    demo.add_argument("--rounds", type=positive_int, default=100, help="(100, about 8 minutes on 2 cores)")
     demo.add_argument("--out", default=os.path.join("runs", "demo"), help="run directory (runs/demo)")
-    demo.add_argument("--contexts", type=int, default=8, help="held-out contexts to show (8)")
-    demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument("--contexts", type=non_negative_int, default=8, help="held-out contexts to show (8)")
+    demo.add_argument("--seed", type=non_negative_int, default=0, help="seed of training (0)")
+    demo.add_argument("--overwrite", action="store_true",
+                      help="write into --out even if it holds something other than an earlier demo run")
     demo.set_defaults(func=cmd_demo)
 
     base = sub.add_parser("baseline", help="non-neural baselines").add_subparsers(dest="baseline", required=True)
     ng = base.add_parser("ngram", help="interpolated Kneser-Ney n-gram, same vocabulary, split and metrics")
     add_data_args(ng)
     add_split_args(ng)
-    ng.add_argument("--order", type=int, default=5, help="n (5, as Hard et al.'s baseline)")
-    ng.add_argument("--vocab-size", type=int, default=10_000, help="(10000)")
-    ng.add_argument("--seq-len", type=int, default=20, help="context window as the neural models see it (20)")
+    ng.add_argument("--order", type=positive_int, default=5, help="n (5, as Hard et al.'s baseline)")
+    ng.add_argument("--vocab-size", type=positive_int, default=10_000, help="(10000)")
+    ng.add_argument("--seq-len", type=positive_int, default=20, help="context window as the neural models see it (20)")
     ng.add_argument("--per-client", action="store_true", help="include per-client metrics in --json")
     ng.add_argument("--json", action="store_true")
     ng.set_defaults(func=cmd_baseline_ngram)
@@ -440,6 +512,9 @@ def main(argv=None) -> int:
                   f"install it with: pip install 'keyboard-lm[train]'", file=sys.stderr)
             return 2
         raise
+    except OSError as e:  # a file that cannot be written or read, named by the OS error
+        print(f"keyboard-lm: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("keyboard-lm: interrupted", file=sys.stderr)
         return 130

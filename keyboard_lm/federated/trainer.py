@@ -79,10 +79,10 @@ def client_round_dataset(examples, client_id: str, data_config: ClientDataConfig
     the round, instead of inside TFF's worker, where it would abort the round.
     The shuffle then covers all of the client's examples (``batch_examples``).
     """
-    arrays = next(iter(examples.create_tf_dataset_for_client(client_id).batch(2**31 - 1)), None)
-    if arrays is None:
+    parts = list(examples.create_tf_dataset_for_client(client_id).batch(1024).as_numpy_iterator())
+    if not parts:
         raise ValueError("the client has no examples")
-    pooled = tf.data.Dataset.from_tensor_slices({k: v.numpy() for k, v in arrays.items()})
+    pooled = tf.data.Dataset.from_tensor_slices({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
     return batched(pooled, data_config)
 
 
