@@ -13,10 +13,27 @@ if ! command -v qemu-aarch64-static >/dev/null || ! command -v debootstrap >/dev
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap >&2
 fi
+# The Debian archive this machine's own apt uses (one-line .list or deb822 .sources files,
+# security archives skipped); no mirror is written into this repository.
+debian_mirror() {
+  local uri
+  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+        awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\//) { print $i; break } }' |
+        grep -v -- -security | head -n 1 || true)
+  if [ -z "$uri" ]; then
+    uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '$1 == "URIs:" { print $2 }' |
+          grep -v -- -security | head -n 1 || true)
+  fi
+  if [ -z "$uri" ]; then
+    echo "arm64_env.sh: found no Debian archive in /etc/apt/sources.list or /etc/apt/sources.list.d/" >&2
+    exit 1
+  fi
+  echo "$uri"
+}
 if [ ! -x "$root/usr/bin/python3.11" ]; then
   rm -rf "$root"
   debootstrap --arch=arm64 --foreign --variant=minbase \
-    --include=python3.11-minimal,libpython3.11-stdlib bookworm "$root" http://deb.debian.org/debian >&2
+    --include=python3.11-minimal,libpython3.11-stdlib bookworm "$root" "$(debian_mirror)" >&2
   # --foreign unpacks only the base system; unpack the downloaded python packages too.
   for deb in "$root"/var/cache/apt/archives/*.deb; do dpkg-deb -x "$deb" "$root"; done
 fi

@@ -22,8 +22,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from benchmarks import _report  # noqa: E402
-from export.budget import DEFAULT_BUDGET_BYTES  # noqa: E402
-from export.tflite_export import export_run  # noqa: E402
+from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES  # noqa: E402
+from keyboard_lm.export.tflite_export import export_run  # noqa: E402
 from keyboard_lm.data.corpora import load_corpus  # noqa: E402
 from keyboard_lm.data.examples import corpus_examples  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402

@@ -33,9 +33,9 @@ import zipfile
 
 import tensorflow as tf
 
-from export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
-from export.step_module import StepModule
-from export.weight_quantization import quantize_weights
+from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
+from keyboard_lm.export.step_module import StepModule
+from keyboard_lm.export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
 from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
@@ -101,6 +101,10 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
         "signatures": {"step": ["token", "state", "top_ids", "top_log_probs"], "step_full": ["token", "state", "log_probs"]},
         "seq_len": run.info.get("hyperparameters", {}).get("seq_len", 20),
         "split": run.info.get("data", {}).get("split"),
+        # The corpus the model was trained on (format and fingerprint; no path of the training
+        # machine), so `keyboard-lm eval MODEL.tflite` can refuse another corpus.
+        "data": {"source": {"format": (run.info.get("data", {}).get("source") or {}).get("format")},
+                 "fingerprint": run.info.get("data", {}).get("fingerprint")},
     }
 
 

@@ -8,8 +8,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from export.budget import DEFAULT_BUDGET_BYTES
-from export.tflite_export import convert, export_run
+from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
+from keyboard_lm.export.tflite_export import convert, export_run
 from keyboard_lm.cli import main
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn, log_softmax

@@ -1,5 +1,6 @@
 """The dependency rule of STYLE.md: text and inference never import TensorFlow,
-export/ never imports TFF, and only keyboard_lm/federated imports TFF."""
+export/ never imports TFF, and only keyboard_lm/federated imports TFF; checked
+on each file's own imports and transitively through the project's modules."""
 
 import ast
 import pathlib
@@ -44,3 +45,73 @@ def test_importing_text_loads_no_tensorflow_at_run_time():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (TF,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _module_files() -> dict[str, pathlib.Path]:
+    """Project module name -> file, with export/ under its installed name keyboard_lm.export."""
+    out = {}
+    for root, prefix in ((REPO / "keyboard_lm", "keyboard_lm"), (REPO / "export", "keyboard_lm.export")):
+        for path in root.rglob("*.py"):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join([prefix, *parts])] = path
+    return out
+
+
+def _full_imports(path: pathlib.Path, name: str, modules: dict) -> set[str]:
+    """Every module (dotted) that ``path`` imports anywhere in its body, relative imports resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules}
+    return found
+
+
+def _transitive_closure(start: str, modules: dict) -> set[str]:
+    seen, todo, external = set(), [start], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for imp in _full_imports(modules[name], name, modules):
+            if imp in modules:
+                todo.append(imp)
+            else:
+                external.add(imp.split(".")[0])
+            # importing a.b.c runs a/__init__ and a/b/__init__ too
+            parts = imp.split(".")
+            todo += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules]
+    return external | seen
+
+
+def test_layering_holds_transitively():
+    modules = _module_files()
+    for name in modules:
+        reach = _transitive_closure(name, modules)
+        if name.startswith(("keyboard_lm.text", "keyboard_lm.inference")):
+            assert not reach & TF, f"{name} reaches {sorted(reach & TF)}"
+        if name.startswith("keyboard_lm.export"):
+            assert "tensorflow_federated" not in reach, name
+            assert not {m for m in reach if m.startswith("keyboard_lm.federated")}, name
+
+
+def test_transitive_check_sees_through_a_helper(tmp_path):
+    """The checker follows imports through intermediate modules (what the per-file test misses)."""
+    modules = {"keyboard_lm.export.a": tmp_path / "a.py", "keyboard_lm.helper": tmp_path / "helper.py",
+               "keyboard_lm.federated.x": tmp_path / "x.py"}
+    (tmp_path / "a.py").write_text("def f():\n    from keyboard_lm import helper\n", encoding="utf-8")
+    (tmp_path / "helper.py").write_text("from keyboard_lm.federated import x\n", encoding="utf-8")
+    (tmp_path / "x.py").write_text("import tensorflow_federated as tff\n", encoding="utf-8")
+    reach = _transitive_closure("keyboard_lm.export.a", modules)
+    assert "tensorflow_federated" in reach and "keyboard_lm.federated.x" in reach

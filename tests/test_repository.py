@@ -1,0 +1,53 @@
+"""The repository names packages, not the hosts of package registries, and installs as one namespace."""
+
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from tests.conftest import REPO
+
+# Hosts of the package registries this project installs from; the lock file is uv's own output.
+REGISTRY_HOSTS = re.compile(r"pypi\.org|pythonhosted\.org|deb\.debian\.org|security\.debian\.org|"
+                            r"registry\.npmjs\.org|repo1\.maven\.org|dl\.google\.com")
+
+
+def _tracked_text_files():
+    try:
+        names = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the tracked files cannot be listed")
+    for name in names.splitlines():
+        path = REPO / name
+        if name == "uv.lock" or not path.is_file() or path.suffix in (".tflite", ".png", ".npz", ".jar", ".apk"):
+            continue
+        try:
+            yield name, path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+
+
+def test_no_registry_host_is_written_into_the_repository():
+    hits = [f"{name}:{i + 1}" for name, text in _tracked_text_files()
+            for i, line in enumerate(text.splitlines()) if REGISTRY_HOSTS.search(line)]
+    assert hits == []
+
+
+def test_every_package_directory_is_installed():
+    """pyproject lists packages explicitly (the exporter maps to keyboard_lm.export): none may be missing."""
+    import tomllib
+
+    with open(REPO / "pyproject.toml", "rb") as f:
+        setuptools = tomllib.load(f)["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    on_disk = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "keyboard_lm").rglob("__init__.py")}
+    assert on_disk - listed == set()
+    assert setuptools["package-dir"] == {"keyboard_lm.export": "export"}
+    assert "export" not in listed  # never a top-level package of its own
+
+
+def test_the_exporter_imports_as_keyboard_lm_export():
+    import keyboard_lm.export.tflite_export as module
+
+    assert pathlib.Path(module.__file__).resolve().parent == REPO / "export"
