@@ -1,0 +1,41 @@
+"""The char word encoder (issue 13): shapes at Shenoy's sizes, bad spellings, and that it learns the tied table."""
+import numpy as np
+import pytest
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.personal.char_encoder import (
+    CharEncoderConfig, build_char_encoder, encode_spellings, train_char_encoder, vocabulary_targets)
+
+
+def test_shenoy_sizes_fix_parameter_count_and_output_shape():
+    cfg = CharEncoderConfig()
+    enc = build_char_encoder(cfg)
+    # bytes 259*100 + conv 4*100*200+200 + projection 200*96+96
+    assert enc.count_params() == 259 * 100 + (4 * 100 * 200 + 200) + (200 * 96 + 96)
+    out = enc(encode_spellings(["Rosalind", "naïve"], cfg.max_bytes))
+    assert out.shape == (2, 96)
+
+
+@pytest.mark.parametrize("word,what", [("", "empty"), ("   ", "whitespace"), ("x" * 25, "above the encoder's limit")])
+def test_bad_spelling_raises_one_clear_error(word, what):
+    with pytest.raises(ConfigError, match=what):
+        encode_spellings(["ok", word], max_bytes=24)
+
+
+def test_encoding_keeps_multibyte_spelling_and_markers():
+    ids = encode_spellings(["é"], max_bytes=4)[0]
+    assert list(ids) == [1, 0xC3 + 3, 0xA9 + 3, 2, 0, 0]
+
+
+def test_encoder_learns_tied_embeddings_of_a_trained_run(small_run):
+    from keyboard_lm.models.checkpoint import load_run
+
+    run = load_run(small_run)
+    table = next(v for k, v in run.weights.items() if "embedding" in k)
+    words, targets = vocabulary_targets(run.vocab, table)
+    cfg = CharEncoderConfig(embedding_dim=table.shape[1], max_bytes=max(len(w.encode()) for w in words))
+    enc, losses = train_char_encoder(words, targets, config=cfg, epochs=40, seed=0)
+    pred = enc.predict(encode_spellings(words, cfg.max_bytes), verbose=0)
+    mean_baseline = float(np.mean((targets - targets.mean(0)) ** 2))
+    assert losses[-1] < losses[0]
+    assert float(np.mean((pred - targets) ** 2)) < 0.7 * mean_baseline
