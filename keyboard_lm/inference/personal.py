@@ -1,0 +1,134 @@
+"""Per-user personal vocabulary and OOV adapter, on device only (issue 13). No TensorFlow.
+
+Shenoy & Nguyen: the user's top-n OOV words (n <= 1000) are embedded by the
+char encoder, passed through a residual MLP adapter trained only on that
+user's text with the global model frozen, and their logits (adapted
+embedding . model output) are concatenated with the vocabulary logits before
+the softmax. This state lives in the user's Session and its own file; nothing
+here sends it anywhere.
+"""
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+
+from keyboard_lm.errors import ConfigError
+
+MAX_PERSONAL_WORDS = 1000
+STATE_FORMAT = "keyboard_lm-personal-1"
+
+
+class PersonalState:
+    """Personal words, their char-encoder embeddings and a residual adapter d -> hidden -> d.
+
+    The adapter's output layer starts at zero, so an untrained adapter returns
+    the zero-shot char-encoder embeddings unchanged.
+    """
+
+    def __init__(self, fingerprint: str, embedding_dim: int, hidden: int = 128, seed: int = 0):
+        if not fingerprint:
+            raise ConfigError("personal state needs the model fingerprint it belongs to")
+        self.fingerprint = fingerprint
+        self.words: list[str] = []
+        self.base = np.zeros((0, embedding_dim), np.float32)  # [n, d] char-encoder embeddings
+        rng = np.random.default_rng(seed)
+        self.w1 = (rng.standard_normal((embedding_dim, hidden)) / np.sqrt(embedding_dim)).astype(np.float32)
+        self.b1 = np.zeros(hidden, np.float32)
+        self.w2 = np.zeros((hidden, embedding_dim), np.float32)
+        self.b2 = np.zeros(embedding_dim, np.float32)
+
+    def add_words(self, words, embeddings: np.ndarray) -> None:
+        """Add words with their char-encoder embeddings [len(words), d]; refuses above MAX_PERSONAL_WORDS."""
+        words = list(words)
+        embeddings = np.asarray(embeddings, np.float32)
+        if embeddings.shape != (len(words), self.base.shape[1]):
+            raise ConfigError(f"personal embeddings have shape {embeddings.shape}, expected ({len(words)}, {self.base.shape[1]})")
+        new = [(w, e) for w, e in zip(words, embeddings) if w not in self.words]
+        for i, (w, _) in enumerate(new):
+            if not isinstance(w, str) or not w.strip():
+                raise ConfigError(f"personal word {i} is empty or whitespace: {w!r}")
+        if len(self.words) + len(new) > MAX_PERSONAL_WORDS:
+            raise ConfigError(f"{len(self.words)} + {len(new)} personal words exceed the cap of {MAX_PERSONAL_WORDS}; "
+                              "nothing was added (pass the user's most frequent words first)")
+        if new:
+            self.words += [w for w, _ in new]
+            self.base = np.concatenate([self.base, np.stack([e for _, e in new])])
+
+    def adapted(self) -> np.ndarray:
+        """Adapted embeddings [n, d] = base + relu(base W1 + b1) W2 + b2."""
+        hid = np.maximum(self.base @ self.w1 + self.b1, 0.0)
+        return self.base + hid @ self.w2 + self.b2
+
+    def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
+        """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
+        return np.concatenate([vocab_logits, output @ self.adapted().T], axis=-1)
+
+    def train(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray, *,
+              epochs: int = 50, learning_rate: float = 0.05) -> list[float]:
+        """Full-batch gradient descent on the adapter only (global model frozen).
+
+        Args:
+          outputs: [N, d] model outputs h at each personalisation position.
+          vocab_logits: [N, V] the frozen model's vocabulary logits there.
+          targets: [N] ids in the joint space (V + personal index).
+        Returns: cross-entropy per epoch.
+        """
+        n_vocab = vocab_logits.shape[1]
+        targets = np.asarray(targets)
+        if targets.size == 0:
+            raise ConfigError("no personalisation examples")
+        if targets.max() >= n_vocab + len(self.words) or targets.min() < 0:
+            raise ConfigError("personalisation target outside the vocabulary + personal words")
+        losses = []
+        for _ in range(epochs):
+            pre = self.base @ self.w1 + self.b1
+            hid = np.maximum(pre, 0.0)
+            emb = self.base + hid @ self.w2 + self.b2  # [n, d]
+            z = np.concatenate([vocab_logits, outputs @ emb.T], axis=1)  # [N, V+n]
+            z = z - z.max(1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(1, keepdims=True)
+            losses.append(float(-np.mean(np.log(p[np.arange(len(targets)), targets] + 1e-12))))
+            g = p
+            g[np.arange(len(targets)), targets] -= 1.0
+            g /= len(targets)
+            g_emb = g[:, n_vocab:].T @ outputs  # [n, d]
+            g_w2 = hid.T @ g_emb
+            g_b2 = g_emb.sum(0)
+            g_pre = (g_emb @ self.w2.T) * (pre > 0)
+            self.w1 -= learning_rate * (self.base.T @ g_pre)
+            self.b1 -= learning_rate * g_pre.sum(0)
+            self.w2 -= learning_rate * g_w2
+            self.b2 -= learning_rate * g_b2
+        return losses
+
+    def save(self, path: str) -> None:
+        """Write the whole state to one file (atomically)."""
+        buf = io.BytesIO()
+        np.savez(buf, format=np.array(STATE_FORMAT), fingerprint=np.array(self.fingerprint),
+                 words=np.array(self.words, dtype=object).astype(str) if self.words else np.zeros(0, "<U1"),
+                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2)
+        tmp = f"{path}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str, fingerprint: str) -> "PersonalState":
+        """Read a state file; refuses one written for another model (nothing is changed)."""
+        try:
+            data = np.load(path, allow_pickle=False)
+            fmt, fp = str(data["format"]), str(data["fingerprint"])
+        except (OSError, ValueError, KeyError) as e:
+            raise ConfigError(f"{path}: not a keyboard_lm personal state file ({e})") from None
+        if fmt != STATE_FORMAT:
+            raise ConfigError(f"{path}: personal state format {fmt!r}, expected {STATE_FORMAT!r}")
+        if fp != fingerprint:
+            raise ConfigError(f"{path}: personal state belongs to model {fp[:12]}, not this model {fingerprint[:12]}")
+        state = cls(fp, data["base"].shape[1], hidden=data["w1"].shape[1])
+        state.words = [str(w) for w in data["words"]]
+        for k in ("base", "w1", "b1", "w2", "b2"):
+            setattr(state, k, data[k].astype(np.float32))
+        return state
