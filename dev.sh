@@ -37,6 +37,17 @@ setup() {
   fi
   # --frozen: exactly the versions in uv.lock, the ones the tests ran with.
   "$UV" sync --frozen --extra train --extra test --python "$PY" --quiet
+  java_test_jars
+}
+
+# JUnit 4 for the Java core of android_demo/ (tests/test_android_core.py skips without it).
+java_test_jars() {
+  if [ -e /usr/share/java/junit4.jar ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    return 0
+  fi
+  apt-get install -y -q junit4 libhamcrest-java >/dev/null 2>&1 ||
+    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q junit4 libhamcrest-java >/dev/null 2>&1; } ||
+    echo "dev.sh: could not install junit4/libhamcrest-java; the Java core test will skip" >&2
 }
 
 job="${1:-}"
