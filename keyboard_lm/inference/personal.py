@@ -132,3 +132,52 @@ class PersonalState:
         for k in ("base", "w1", "b1", "w2", "b2"):
             setattr(state, k, data[k].astype(np.float32))
         return state
+
+
+CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
+
+
+class CharEncoderFile:
+    """The exported char encoder (second .tflite, appended-zip metadata), run with the TFLite runtime only."""
+
+    def __init__(self, path: str, runtime: str | None = None):
+        import json
+        import zipfile
+
+        from keyboard_lm.inference.runtime import interpreter_class
+
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                self.meta = json.loads(z.read("char_encoder.json").decode("utf-8"))
+        except (OSError, zipfile.BadZipFile, KeyError, ValueError) as e:
+            raise ConfigError(f"{path}: not a keyboard_lm char encoder file ({e})") from None
+        if self.meta.get("format") != CHAR_ENCODER_FORMAT:
+            raise ConfigError(f"{path}: char encoder format {self.meta.get('format')!r}, expected {CHAR_ENCODER_FORMAT!r}")
+        self.path, self.max_bytes = path, int(self.meta["max_bytes"])
+        self._interp = interpreter_class(runtime)(model_content=data, num_threads=1)
+        self._in = self._interp.get_input_details()[0]
+        self._out = self._interp.get_output_details()[0]
+
+    def encode(self, words) -> np.ndarray:
+        """[len(words), d] zero-shot embeddings; empty/whitespace or over-long words raise ConfigError."""
+        ids = _byte_ids(list(words), self.max_bytes)
+        self._interp.resize_tensor_input(self._in["index"], ids.shape)
+        self._interp.allocate_tensors()
+        self._interp.set_tensor(self._in["index"], ids)
+        self._interp.invoke()
+        return self._interp.get_tensor(self._out["index"]).copy()
+
+
+def _byte_ids(words, max_bytes: int) -> np.ndarray:
+    # the same spelling encoding as keyboard_lm.personal.char_encoder.encode_spellings (tested equal)
+    out = np.zeros((len(words), max_bytes + 2), np.int32)
+    for i, word in enumerate(words):
+        if not isinstance(word, str) or not word.strip():
+            raise ConfigError(f"word {i} is empty or whitespace: {word!r}")
+        raw = word.encode("utf-8")
+        if len(raw) > max_bytes:
+            raise ConfigError(f"word {i} {word[:40]!r} is {len(raw)} UTF-8 bytes, above the encoder's limit of {max_bytes}")
+        out[i, : len(raw) + 2] = [1] + [b + 3 for b in raw] + [2]
+    return out
