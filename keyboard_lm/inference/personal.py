@@ -55,6 +55,7 @@ class PersonalState:
         if new:
             self.words += [w for w, _ in new]
             self.base = np.concatenate([self.base, np.stack([e for _, e in new])])
+            self._adapted_cache = None
 
     def adapted(self) -> np.ndarray:
         """Adapted embeddings [n, d] = base + relu(base W1 + b1) W2 + b2."""
@@ -63,7 +64,10 @@ class PersonalState:
 
     def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
         """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
-        return np.concatenate([vocab_logits, output @ self.adapted().T], axis=-1)
+        # adapted embeddings change only in add_words/train/load: compute them once per change
+        if getattr(self, "_adapted_cache", None) is None or self._adapted_cache.shape[0] != len(self.words):
+            self._adapted_cache = self.adapted()
+        return np.concatenate([vocab_logits, output @ self._adapted_cache.T], axis=-1)
 
     def train(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray, *,
               epochs: int = 50, learning_rate: float = 0.05) -> list[float]:
@@ -102,6 +106,7 @@ class PersonalState:
             self.b1 -= learning_rate * g_pre.sum(0)
             self.w2 -= learning_rate * g_w2
             self.b2 -= learning_rate * g_b2
+        self._adapted_cache = None
         return losses
 
     def save(self, path: str) -> None:
