@@ -10,7 +10,8 @@ import pytest
 from keyboard_lm.cli import main
 from keyboard_lm.models.checkpoint import load_run
 
-SMALL = ["--units", "32", "--embedding-dim", "16", "--vocab-size", "800", "--epochs", "2", "--lr", "1.0"]
+SMALL = ["--units", "32", "--embedding-dim", "16", "--vocab-size", "800", "--epochs", "2", "--optimizer", "sgd",
+         "--lr", "1.0"]
 
 
 @pytest.fixture(scope="module")

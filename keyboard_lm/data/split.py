@@ -43,3 +43,15 @@ def split_clients(client_ids, config: SplitConfig = SplitConfig()) -> tuple[list
     heldout = sorted(ids[i] for i in order[:n_heldout])
     train = sorted(ids[i] for i in order[n_heldout:])
     return train, heldout
+
+
+def validation_clients(train_ids, fraction: float, seed: int = 0) -> tuple[list[str], list[str]]:
+    """Split the training clients into (fit_ids, validation_ids) for early stopping.
+
+    Held-out clients are never touched: model selection uses a share of the
+    training clients only.  Deterministic under ``seed`` (a permutation
+    independent of the held-out one, so the two never line up).
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ConfigError(f"validation fraction must be in (0, 1), got {fraction}")
+    return split_clients(train_ids, SplitConfig(fraction, seed + 7919))

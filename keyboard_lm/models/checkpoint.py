@@ -63,6 +63,15 @@ def save_run(run_dir: str, model_config: ModelConfig, vocab: Vocabulary,
     _atomic_write(os.path.join(run_dir, RUN_FILE), (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
 
+def update_run_info(run_dir: str, fields: dict) -> None:
+    """Merge ``fields`` into an existing run.json (atomically), weights untouched."""
+    path = os.path.join(run_dir, RUN_FILE)
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    doc.update(fields)
+    _atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+
+
 def load_run(run_dir: str) -> Run:
     """Load and cross-check a run directory; every inconsistency is a ConfigError."""
     if not os.path.isdir(run_dir):

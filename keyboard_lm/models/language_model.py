@@ -61,17 +61,28 @@ def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
                          scale_invariant=config.model_type == "si-cifg", quantization=q, name="cell")
 
 
-def build_model(config: ModelConfig, seq_len: int | None = None) -> tf.keras.Model:
+def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float = 0.0) -> tf.keras.Model:
     """Keras model: token ids [batch, time] -> logits [batch, time, V] (uncompiled).
 
     Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
+    ``dropout`` (training only) drops embedding outputs and cell outputs
+    (Zaremba et al. 2014's non-recurrent dropout); it adds no weights, so a
+    model trained with dropout loads into, and exports from, one without.
     """
+    if not 0.0 <= dropout < 1.0:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError(f"dropout must be in [0, 1), got {dropout}")
     tokens = tf.keras.Input(shape=(seq_len,), dtype=tf.int32, name="tokens")
     embedding = TiedEmbedding(config.vocab_size, config.embedding_dim, name="embedding",
                               quantization=config.quantization)
     x = embedding(tokens)  # [batch, time, D]
+    if dropout:
+        x = tf.keras.layers.Dropout(dropout, name="embedding_dropout")(x)
     rnn = SequenceRNN(build_cell(config), return_sequences=True, name="rnn")
     h = rnn(x)  # [batch, time, D]
+    if dropout:
+        h = tf.keras.layers.Dropout(dropout, name="output_dropout")(h)
     logits = TiedOutput(embedding, name="tied_output")(h)  # [batch, time, V]
     return tf.keras.Model(tokens, logits, name=config.model_type.replace("-", "_"))
 
