@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import os
 import sys
@@ -43,6 +44,32 @@ positive_int = _int_at_least(1)
 non_negative_int = _int_at_least(0)
 
 
+def _float_above(minimum: float, strict: bool):
+    """argparse type: a finite number > ``minimum`` (``strict``) or >= it."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or (value <= minimum if strict else value < minimum):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum:g}, got {text}")
+        return value
+
+    return parse
+
+
+positive_float = _float_above(0.0, strict=True)
+non_negative_float = _float_above(0.0, strict=False)
+#: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
+_CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.25,
+        "weight_decay": 0.0, "validation_fraction": 0.1, "lr_decay": 0.5, "patience": 2}
+#: Defaults of federated `train` (FederatedConfig is the source).
+_FED = {"dropout": 0.2, "server_optimizer": "nesterov"}
+#: Rounds of federated `train` by default: where the default recipe peaked on Tiny Shakespeare (README).
+DEFAULT_ROUNDS = 250
+
+
 def add_data_args(p: argparse.ArgumentParser) -> None:
     """--data/--format/--skip-bad, shared by every command that reads a corpus."""
     p.add_argument("--data", metavar="PATH",
@@ -52,17 +79,36 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
                    help="corpus format (default: the embedded chatterbot-corpus English conversations)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed records and count them, instead of stopping at the first")
+    p.add_argument("--partition", default="natural", choices=("natural", "iid"),
+                   help="natural: the corpus' own users; iid: pool the records and deal them to "
+                        "--num-clients synthetic clients (Ji et al.), seeded by --split-seed (natural)")
+    p.add_argument("--num-clients", type=positive_int, default=None, metavar="N",
+                   help="clients of --partition iid")
 
 
 def load_corpus_from_args(args):
-    """The corpus named by --data/--format."""
+    """The corpus named by --data/--format, re-partitioned if --partition asks."""
+    from keyboard_lm.data.partition import apply_partition
+
     if args.format == "stackoverflow":
         from keyboard_lm.federated.client_data import stackoverflow_corpus
 
-        return stackoverflow_corpus(args.data)
-    from keyboard_lm.data.corpora import load_corpus
+        corpus = stackoverflow_corpus(args.data)
+    else:
+        from keyboard_lm.data.corpora import load_corpus
 
-    return load_corpus(args.data, args.format, skip_bad=args.skip_bad)
+        corpus = load_corpus(args.data, args.format, skip_bad=args.skip_bad)
+    seed = getattr(args, "partition_seed", None)
+    return apply_partition(corpus, getattr(args, "partition", "natural"), getattr(args, "num_clients", None),
+                           getattr(args, "split_seed", 0) if seed is None else seed)
+
+
+def _data_source(args) -> dict:
+    """How to load the corpus again (run.json "data.source"; eval reloads it from there)."""
+    source = {"path": _data_path(args), "format": args.format}
+    if getattr(args, "partition", "natural") != "natural":
+        source.update(partition=args.partition, num_clients=args.num_clients, partition_seed=args.split_seed)
+    return source
 
 
 def cmd_data_stats(args) -> int:
@@ -105,13 +151,18 @@ def _train_centralized(args) -> int:
         from keyboard_lm.errors import ConfigError
 
         raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
-    config = CentralizedConfig(optimizer=args.optimizer, learning_rate=args.lr, epochs=args.epochs,
-                               batch_size=args.batch_size or 32, seq_len=args.seq_len,
-                               clipnorm=args.clipnorm if args.clipnorm > 0 else None, seed=args.seed)
+    given = {"optimizer": args.optimizer, "learning_rate": args.lr, "epochs": args.epochs,
+             "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
+             "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
+             "patience": args.patience}
+    if args.clipnorm is not None:
+        given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
+    config = CentralizedConfig(seq_len=args.seq_len, seed=args.seed,
+                               **{k: v for k, v in given.items() if v is not None})
     corpus = load_corpus_from_args(args)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
                       config, _split_from_args(args), quantization=_quantization(args),
-                      data_source={"path": _data_path(args), "format": args.format}, overwrite=args.overwrite)
+                      data_source=_data_source(args), overwrite=args.overwrite)
     print(f"run saved to {args.out}")
     return 0
 
@@ -143,14 +194,15 @@ def _train_federated(args) -> int:
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
                               client_lr=args.client_lr, clients_per_round=args.clients_per_round,
-                              rounds=args.rounds or 10, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
-                              compression=args.compression, clip=args.clip, seed=args.seed)
+                              rounds=args.rounds or DEFAULT_ROUNDS, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
+                              compression=args.compression, clip=args.clip, seed=args.seed,
+                              dropout=_FED["dropout"] if args.dropout is None else args.dropout)
         data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or 10,
                                        epochs=args.local_epochs, max_batches=args.max_batches)
         loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
     corpus = load_corpus_from_args(args)
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
-                    vocab_size=args.vocab_size, data_source={"path": _data_path(args), "format": args.format},
+                    vocab_size=args.vocab_size, data_source=_data_source(args),
                     overwrite=args.overwrite)
     print(f"run saved to {args.out}")
     return 0
@@ -167,6 +219,9 @@ def _default_data_to_run(args, info: dict) -> None:
     source = (info.get("data") or {}).get("source") or {}
     if args.data is None and args.format == "default" and source:
         args.data, args.format = source.get("path"), source.get("format", "default")
+        if args.partition == "natural" and source.get("partition", "natural") != "natural":
+            args.partition, args.num_clients = source["partition"], source.get("num_clients")
+            args.partition_seed = source.get("partition_seed", 0)
 
 
 def _check_same_corpus(args, corpus, info: dict, what: str) -> None:
@@ -399,22 +454,37 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: refuse; only the run's own files are removed)")
     train.add_argument("--seed", type=non_negative_int, default=0,
                        help="seed of initialization, client sampling and shuffling (0); the split has --split-seed")
+    train.add_argument("--dropout", type=non_negative_float, default=None,
+                       help=f"dropout on embedding and cell outputs (centralized {_CEN['dropout']}, "
+                            f"federated {_FED['dropout']})")
     cen = train.add_argument_group("centralized training")
-    cen.add_argument("--epochs", type=positive_int, default=5, help="passes over the pooled data (5)")
-    cen.add_argument("--optimizer", default="sgd", help="sgd | adam (sgd)")
-    cen.add_argument("--lr", type=float, default=1.0, help="learning rate (1.0)")
-    cen.add_argument("--clipnorm", type=float, default=5.0, help="gradient norm clip, 0 = off (5)")
+    cen.add_argument("--epochs", type=positive_int, default=None,
+                     help=f"most passes over the pooled data ({_CEN['epochs']})")
+    cen.add_argument("--optimizer", default=None, choices=("sgd", "adam", "adamw"),
+                     help=f"({_CEN['optimizer']})")
+    cen.add_argument("--lr", type=positive_float, default=None, help=f"initial learning rate ({_CEN['learning_rate']})")
+    cen.add_argument("--clipnorm", type=non_negative_float, default=None,
+                     help=f"gradient norm clip, 0 = off ({_CEN['clipnorm']})")
+    cen.add_argument("--weight-decay", type=non_negative_float, default=None,
+                     help=f"decoupled weight decay, with --optimizer adamw ({_CEN['weight_decay']})")
+    cen.add_argument("--validation-fraction", type=non_negative_float, default=None,
+                     help=f"share of training clients that pick the best epoch, 0 = keep the last "
+                          f"({_CEN['validation_fraction']})")
+    cen.add_argument("--lr-decay", type=positive_float, default=None,
+                     help=f"learning-rate factor after an epoch without validation gain ({_CEN['lr_decay']})")
+    cen.add_argument("--patience", type=positive_int, default=None,
+                     help=f"epochs without validation gain before stopping ({_CEN['patience']})")
     fed = train.add_argument_group("federated training (TFF)")
     fed.add_argument("--algorithm", default="fedavg", help="fedavg | fedsgd | fedatt (fedavg)")
-    fed.add_argument("--server-optimizer", default="sgd",
-                     help="sgd | nesterov (FedAvgM) | adam (FedAdam) (sgd)")
+    fed.add_argument("--server-optimizer", default=_FED["server_optimizer"],
+                     help=f"sgd | nesterov (FedAvgM) | adam (FedAdam) ({_FED['server_optimizer']})")
     fed.add_argument("--server-lr", type=float, default=1.0, help="server learning rate (1.0)")
     fed.add_argument("--server-momentum", type=float, default=0.9, help="Nesterov momentum (0.9)")
     fed.add_argument("--client-lr", type=float, default=0.5, help="client SGD learning rate (0.5)")
     fed.add_argument("--clients-per-round", type=positive_int, default=10,
                      help="K, sampled uniformly; at most the number of training clients (10)")
     fed.add_argument("--rounds", type=positive_int, default=None,
-                     help="rounds to run (10); with --resume, the round to reach (default: the run's own count)")
+                     help=f"rounds to run ({DEFAULT_ROUNDS}); with --resume, the round to reach (default: the run's own count)")
     fed.add_argument("--local-epochs", type=positive_int, default=1, help="client epochs per round (1)")
     fed.add_argument("--max-batches", type=positive_int, default=120,
                      help="cap on batches per client and round, drawn from all of the client's examples (120)")
@@ -424,7 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     fed.add_argument("--fedatt-p", type=float, default=2.0, help="FedAtt norm order p (2)")
     fed.add_argument("--fedatt-eps", type=float, default=1.0, help="FedAtt step size eps (1.0)")
     fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
-    fed.add_argument("--eval-every", type=positive_int, default=1, help="evaluate held-out clients every N rounds (1)")
+    fed.add_argument("--eval-every", type=positive_int, default=25,
+                     help="evaluate held-out clients every N rounds and at the end (25)")
     fed.add_argument("--checkpoint-every", type=positive_int, default=1, help="save program state every N rounds (1)")
     fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
     train.set_defaults(func=cmd_train)

@@ -159,6 +159,55 @@ def _plot(run_dir: str) -> None:
     plt.close(fig)
 
 
+def _totals_so_far(run_dir: str) -> tuple[int, float]:
+    """(examples seen, training seconds) up to the last metrics row kept on resume."""
+    import csv
+
+    path = os.path.join(run_dir, "metrics.csv")
+    if not os.path.exists(path):
+        return 0, 0.0
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return 0, 0.0
+    last = rows[-1]
+    return int(float(last.get("examples_seen") or 0)), float(last.get("elapsed_seconds") or 0.0)
+
+
+def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], config: FederatedConfig, log):
+    """(vocab, model config, federated config, client data config, command) of the run to resume.
+
+    Everything comes from the run except ``config.rounds``; the corpus and
+    split must be the ones the run was trained on.
+    """
+    run = load_run(run_dir)
+    if run.info.get("trainer") != "federated":
+        raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
+    # Runs made before dropout existed trained without it.
+    saved = {"dropout": 0.0, **run.info["federated"]}
+    if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
+        log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
+    fingerprint = run.info["data"].get("fingerprint")
+    if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
+            fingerprint and fingerprint != corpus.fingerprint()):
+        raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
+    return (run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": config.rounds}),
+            ClientDataConfig(**run.info["client_data"]), run_command(run.info))
+
+
+def _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab, seq_len, limit, round_num,
+                      last_good, run_dir) -> dict:
+    """Held-out evaluation of the round's model; a loss past ``limit`` is divergence."""
+    process.get_model_weights(state).assign_weights_to(keras_model)
+    result = evaluate_model(keras_model, corpus, heldout_ids, vocab, seq_len)
+    heldout_loss = result["pooled"]["loss"]
+    if not math.isfinite(heldout_loss) or heldout_loss > limit:
+        raise TrainingDivergedError(
+            f"training diverged at round {round_num} (held-out loss {heldout_loss:.1f}, limit {limit:.1f}); "
+            f"the last good checkpoint (round {last_good}) is kept in {os.path.join(run_dir, CHECKPOINT_DIR)}")
+    return result
+
+
 def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | None = None,
                     config: FederatedConfig = FederatedConfig(), data_config: ClientDataConfig = ClientDataConfig(),
                     split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
@@ -175,20 +224,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume:
-        run = load_run(run_dir)
-        if run.info.get("trainer") != "federated":
-            raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
-        vocab, model_config = run.vocab, run.model_config
-        saved = run.info["federated"]
-        if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
-            log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
-        config = FederatedConfig(**{**saved, "rounds": config.rounds})
-        data_config = ClientDataConfig(**run.info["client_data"])
-        command = run_command(run.info)
-        fingerprint = run.info["data"].get("fingerprint")
-        if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
-                fingerprint and fingerprint != corpus.fingerprint()):
-            raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
+        vocab, model_config, config, data_config, command = _resume_settings(
+            run_dir, corpus, heldout_ids, config, log)
     else:
         prepare_run_dir(run_dir, command, overwrite=overwrite, replace_own=command == "demo")
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
@@ -207,7 +244,10 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     examples = example_client_data({c: encoded[c] for c in trainable})
     input_spec = (tf.TensorSpec([None, data_config.max_seq_len], tf.int32),) * 2
     tf.keras.utils.set_random_seed(config.seed)
-    process = build_process(model_config, config, input_spec)
+    # Training computes the loss and example counts only: recall is measured
+    # on held-out clients, and per-batch top-k over V words would cost more
+    # than the cell itself (issue: TFF no slower than plain TensorFlow).
+    process = build_process(model_config, config, input_spec, metrics=False)
     state = process.initialize()
     keras_model = build_model(model_config)
     shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
@@ -226,13 +266,15 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                               f"give --rounds above {start_round} to train further")
         _drop_metrics_after(run_dir, start_round)
         log(f"resuming after round {start_round}, up to round {config.rounds}")
-        if config.compression:
-            log("resume: compressed uploads round at random inside TFF's runtime (unseeded), so the rounds "
+        if config.compression or config.dropout:
+            what = "compressed uploads round" if config.compression else "dropout draws its masks"
+            log(f"resume: {what} at random inside TFF's runtime (unseeded), so the rounds "
                 "from here on are not bit-identical to an uninterrupted run's")
     info = {
         "trainer": "federated", "command": command,
-        # Compression's stochastic rounding is drawn unseeded in TFF's runtime.
-        "reproducible": not config.compression,
+        # Compression's stochastic rounding and dropout's masks are drawn by
+        # random ops inside TFF's runtime that no seed of ours reaches.
+        "reproducible": not config.compression and not config.dropout,
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
                  "train_clients": len(train_ids),
                  "heldout_clients": len(heldout_ids), "empty_train_clients": empty_clients,
@@ -255,6 +297,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     limit = math.log(len(vocab)) * loop.divergence_factor
     result, started = None, time.time()
     last_good = start_round
+    examples_seen, elapsed_before = _totals_so_far(run_dir) if resume else (0, 0.0)
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
         sampled = sample_clients(trainable, config.clients_per_round, config.seed, round_num)
@@ -270,24 +313,20 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                 f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
                 f"the last good checkpoint (round {last_good}) is kept in {os.path.join(run_dir, CHECKPOINT_DIR)}")
         state = output.state
-        row = {"round": round_num, "train_loss": train_loss,
-               "train_recall_at_3": float(train["recall_at_3"]), "clients": len(datasets),
+        examples_seen += int(train["num_examples"])
+        row = {"round": round_num, "train_loss": train_loss, "examples": int(train["num_examples"]),
+               "examples_seen": examples_seen, "clients": len(datasets),
                "failed_clients": failed, "non_finite_zeroed": zeroed,
                "upload_bytes_per_client": sent, "seconds": 0.0, **{k: "" for k in EVAL_KEYS}}
         recall3 = None
         is_last = round_num == config.rounds
         if round_num % loop.eval_every == 0 or is_last:
-            process.get_model_weights(state).assign_weights_to(keras_model)
-            result = evaluate_model(keras_model, corpus, heldout_ids, vocab, data_config.max_seq_len)
-            heldout_loss = result["pooled"]["loss"]
-            if not math.isfinite(heldout_loss) or heldout_loss > limit:
-                raise TrainingDivergedError(
-                    f"training diverged at round {round_num} (held-out loss {heldout_loss:.1f}, limit {limit:.1f}); "
-                    f"the last good checkpoint (round {last_good}) is kept in "
-                    f"{os.path.join(run_dir, CHECKPOINT_DIR)}")
+            result = _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab,
+                                       data_config.max_seq_len, limit, round_num, last_good, run_dir)
             row.update({k: result["pooled"][k] for k in EVAL_KEYS})
             recall3 = result["pooled"]["recall_at_3"]
         row["seconds"] = round(time.time() - t0, 2)
+        row["elapsed_seconds"] = round(elapsed_before + time.time() - started, 2)
         with writer.as_default(step=round_num):
             for k, v in row.items():
                 if v != "" and k != "round":

@@ -1,0 +1,177 @@
+"""Issue 11: the training recipes (defaults recorded, best epoch kept, dropout, IID re-partition)."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+
+from keyboard_lm.cli import _CEN, _FED, main
+from keyboard_lm.data.partition import apply_partition, repartition_iid
+from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+
+TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300"]
+
+
+def _rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_cli_help_defaults_are_the_configs_defaults():
+    from keyboard_lm.federated.process import FederatedConfig
+    from keyboard_lm.training.centralized import CentralizedConfig
+
+    cen = dataclasses.asdict(CentralizedConfig())
+    assert {k: cen[k] for k in _CEN} == _CEN
+    fed = dataclasses.asdict(FederatedConfig())
+    assert {k: fed[k] for k in _FED} == _FED
+
+
+def test_dropout_adds_no_weights():
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.models.language_model import build_model
+
+    config = ModelConfig("cifg", 50, 8, 16)
+    plain, dropped = build_model(config), build_model(config, dropout=0.3)
+    assert [w.name for w in plain.weights] == [w.name for w in dropped.weights]
+    x = np.array([[1, 2, 3, 4]], np.int32)
+    dropped.set_weights(plain.get_weights())
+    # Inference is deterministic and identical; training mode drops.
+    np.testing.assert_allclose(plain(x).numpy(), dropped(x, training=False).numpy(), rtol=1e-6)
+    assert not np.allclose(dropped(x, training=False).numpy(), dropped(x, training=True).numpy())
+    with pytest.raises(ConfigError, match="dropout"):
+        build_model(config, dropout=1.0)
+
+
+def test_default_centralized_recipe_is_recorded_and_keeps_the_best_epoch(tmp_path):
+    out = str(tmp_path / "run")
+    assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "4", "--patience", "4"]) == 0
+    run = load_run(out)
+    hp = run.info["hyperparameters"]
+    given = ("epochs", "patience")
+    assert {k: hp[k] for k in _CEN if k not in given} == {k: v for k, v in _CEN.items() if k not in given}
+    rows = _rows(out)
+    assert [int(r["epoch"]) for r in rows] == [1, 2, 3, 4]
+    best = max(rows, key=lambda r: (float(r["val_recall_at_3"]), -float(r["val_loss"])))
+    assert run.info["best_epoch"] == int(best["epoch"]) == int(rows[-1]["best_epoch"])
+    assert run.info["epochs_done"] == 4
+    assert run.info["data"]["validation_clients"] >= 1
+    # The kept weights are the best epoch's: re-scoring the validation clients gives its figure.
+    from keyboard_lm.data.corpora import load_default
+    from keyboard_lm.evaluation import evaluate_model
+
+    corpus = load_default()
+    train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
+    _, val_ids = validation_clients(train_ids, hp["validation_fraction"], run.info["data"]["split"]["seed"])
+    val = evaluate_model(build_loaded_model(run), corpus, val_ids, run.vocab, 20)["pooled"]
+    assert val["recall_at_3"] == pytest.approx(float(best["val_recall_at_3"]), abs=1e-9)
+    # Held-out figures in run.json are the kept epoch's, not the last.
+    assert run.info["final_metrics"]["recall_at_3"] == pytest.approx(float(best["recall_at_3"]))
+
+
+def test_centralized_stops_early_and_decays_the_learning_rate(tmp_path):
+    out = str(tmp_path / "run")
+    # lr 0.3 with Adam overshoots on a tiny model: validation stops improving quickly.
+    assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "12", "--lr", "0.3",
+                 "--patience", "1", "--lr-decay", "0.5"]) == 0
+    rows = _rows(out)
+    assert len(rows) < 12, "no early stop although validation recall stopped improving"
+    lrs = [float(r["learning_rate"]) for r in rows]
+    assert lrs[0] == 0.3 and all(b in (a, a * 0.5) for a, b in zip(lrs, lrs[1:]))
+
+
+def test_validation_fraction_zero_keeps_the_last_epoch(tmp_path):
+    out = str(tmp_path / "run")
+    assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "2", "--validation-fraction", "0"]) == 0
+    run = load_run(out)
+    assert run.info["best_epoch"] == 2 and run.info["data"]["validation_clients"] == 0
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--dropout", "1.5"], "dropout must be in [0, 1)"),
+    (["--weight-decay", "0.1"], "weight_decay needs --optimizer adamw"),
+    (["--validation-fraction", "1"], "validation_fraction must be in [0, 1)"),
+    (["--lr", "-1"], "--lr: must be > 0"),
+    (["--lr-decay", "2"], "lr_decay must be in (0, 1]"),
+])
+def test_bad_recipe_values_are_refused(tmp_path, capsys, argv, expected):
+    try:
+        code = main(["train", "--centralized", "--out", str(tmp_path / "r"), *TINY, *argv])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert not os.path.exists(tmp_path / "r" / "weights.npz")
+
+
+def test_iid_repartition_is_deterministic_complete_and_balanced(default_corpus):
+    a = repartition_iid(default_corpus, 40, seed=3)
+    b = repartition_iid(default_corpus, 40, seed=3)
+    c = repartition_iid(default_corpus, 40, seed=4)
+    assert a.clients == b.clients and a.clients != c.clients
+    assert len(a.client_ids) == 40
+    # Every record is dealt exactly once: nothing lost, nothing duplicated.
+    original = collections.Counter(t for cid in default_corpus.client_ids for t in default_corpus.clients[cid])
+    dealt = collections.Counter(t for cid in a.client_ids for t in a.clients[cid])
+    assert dealt == original
+    sizes = [len(v) for v in a.clients.values()]
+    assert max(sizes) - min(sizes) <= 1
+    assert a.fingerprint() != default_corpus.fingerprint() != c.fingerprint()
+
+
+def test_iid_heldout_clients_share_no_record_with_training_clients(default_corpus):
+    corpus = repartition_iid(default_corpus, 30, seed=0)
+    train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig(0.1, 0))
+    assert set(train_ids).isdisjoint(heldout_ids) and len(heldout_ids) == 3
+    # Records dealt by position: count positions, so repeated strings ("yes") do not confuse the check.
+    train_n = sum(len(corpus.clients[c]) for c in train_ids)
+    held_n = sum(len(corpus.clients[c]) for c in heldout_ids)
+    assert train_n + held_n == default_corpus.num_records
+
+
+def test_partition_flags_are_checked():
+    from keyboard_lm.data.corpora import load_default
+
+    corpus = load_default()
+    with pytest.raises(ConfigError, match="--partition iid needs --num-clients"):
+        apply_partition(corpus, "iid")
+    with pytest.raises(ConfigError, match="--num-clients applies to --partition iid only"):
+        apply_partition(corpus, "natural", 10)
+    with pytest.raises(ConfigError, match="exceeds the"):
+        apply_partition(corpus, "iid", corpus.num_records + 1)
+
+
+def test_iid_run_records_its_partition_and_eval_reloads_it(tmp_path, capsys):
+    out = str(tmp_path / "iid")
+    assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "1", "--partition", "iid",
+                 "--num-clients", "40", "--split-seed", "2"]) == 0
+    source = load_run(out).info["data"]["source"]
+    assert source["partition"] == "iid" and source["num_clients"] == 40 and source["partition_seed"] == 2
+    capsys.readouterr()
+    assert main(["eval", out, "--json"]) == 0  # reloads the same IID clients: the fingerprint matches
+    result = json.loads(capsys.readouterr().out)
+    assert all(cid.startswith("iid-") for cid in result["clients"])
+
+
+def test_default_federated_train_smoke(tmp_path):
+    """Two rounds of `keyboard-lm train` with its default recipe (small model) on the embedded corpus."""
+    from keyboard_lm.federated.process import FederatedConfig
+
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, *TINY, "--rounds", "2", "--max-batches", "2"]) == 0
+    run = load_run(out)
+    defaults = dataclasses.asdict(FederatedConfig())
+    assert run.info["federated"] == {**defaults, "rounds": 2}
+    rows = _rows(out)
+    assert [int(r["round"]) for r in rows] == [1, 2]
+    assert int(rows[-1]["examples_seen"]) == sum(int(r["examples"]) for r in rows) > 0
+    assert float(rows[-1]["recall_at_3"]) > 0
