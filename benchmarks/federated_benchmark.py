@@ -53,7 +53,8 @@ def main():
         for name in args.algorithms.split(","):
             start = time.time()
             with tempfile.TemporaryDirectory() as run_dir:
-                fed = FederatedConfig(clients_per_round=10, rounds=args.rounds, seed=0, **SETTINGS[name])
+                fed = FederatedConfig(clients_per_round=10, rounds=args.rounds, seed=0, dropout=0.0,  # as published
+                                      **SETTINGS[name])
                 status = "ok"
                 try:
                     train_federated(corpus, run_dir, ModelConfig(model_type), fed, ClientDataConfig(),

@@ -1,0 +1,178 @@
+"""Recipes side by side: held-out recall@3 against wall-clock seconds and examples seen.
+
+Runs the default centralized recipe (`keyboard-lm train --centralized`) and
+federated recipes (`keyboard-lm train ...`) on Tiny Shakespeare by role, all
+at the same time on the same machine (so each gets a share of the cores, and
+the wall-clock axis is what a user sharing the machine between them would
+see), then plots recall@3 against elapsed seconds and against examples seen
+in one PNG, next to the Kneser-Ney 5-gram on the same split and vocabulary.
+
+    python benchmarks/recipe_benchmark.py --data ../shared/data/tinyshakespeare/input.txt
+
+``--collect NAME=RUN_DIR ...`` only reads finished (or running) run
+directories made by those same commands and writes the table and PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from benchmarks import _report  # noqa: E402
+
+#: name -> train arguments (after --data/--format/--out).  The first federated one is `train`'s default.
+RECIPES = {
+    "centralized (default)": ["--centralized"],
+    "federated (default)": [],
+    "FedAvgM CIFG": ["--model", "cifg", "--server-optimizer", "nesterov", "--dropout", "0.2"],
+    "FedAdam SI-CIFG": ["--model", "si-cifg", "--server-optimizer", "adam", "--server-lr", "0.01",
+                        "--dropout", "0.2"],
+}
+
+
+def _rows(run_dir: str) -> list[dict]:
+    path = os.path.join(run_dir, "metrics.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r.get("recall_at_3")]
+
+
+def _curve(run_dir: str) -> list[dict]:
+    """(elapsed seconds, examples seen, recall@3, perplexity, step) at every evaluation."""
+    out = []
+    for r in _rows(run_dir):
+        step = int(r.get("round") or r.get("epoch"))
+        out.append({"step": step, "seconds": float(r["elapsed_seconds"]), "examples": int(float(r["examples_seen"])),
+                    "recall_at_3": float(r["recall_at_3"]), "perplexity": float(r["perplexity"])})
+    return out
+
+
+def _ngram(data: str) -> dict:
+    from keyboard_lm.baselines.ngram import KneserNey
+    from keyboard_lm.data.corpora import load_shakespeare
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.evaluation import evaluate_predict_fn
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    corpus = load_shakespeare(data)
+    train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig())
+    vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), 10_000)
+    kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
+    return evaluate_predict_fn(kn.predict_log_probs, corpus, heldout_ids, vocab, 20, batch_size=32)["pooled"]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default=os.path.join("..", "shared", "data", "tinyshakespeare", "input.txt"))
+    p.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated names of RECIPES")
+    p.add_argument("--rounds", type=int, default=400, help="federated rounds (400)")
+    p.add_argument("--eval-every", type=int, default=25)
+    p.add_argument("--budget-minutes", type=float, default=45.0, help="the wall-clock budget reported (45)")
+    p.add_argument("--work", default=os.path.join("runs", "recipe_benchmark"), help="run directories")
+    p.add_argument("--collect", nargs="*", metavar="NAME=RUN_DIR", help="read these runs instead of training")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    args = p.parse_args()
+
+    if args.collect:
+        runs = dict(item.split("=", 1) for item in args.collect)
+    else:
+        names = [n.strip() for n in args.recipes.split(",")]
+        unknown = [n for n in names if n not in RECIPES]
+        if unknown:
+            p.error(f"unknown recipes {unknown}; choose from {list(RECIPES)}")
+        runs, procs = {}, []
+        cli = [sys.executable, "-m", "keyboard_lm.cli"]
+        for i, name in enumerate(names):
+            run_dir = os.path.join(args.work, f"recipe{i}")
+            extra = RECIPES[name] if "--centralized" in RECIPES[name] else [
+                *RECIPES[name], "--rounds", str(args.rounds), "--eval-every", str(args.eval_every),
+                "--checkpoint-every", str(args.eval_every)]
+            cmd = [*cli, "train", "--data", args.data, "--format", "shakespeare", "--out", run_dir, "--overwrite",
+                   *extra]
+            print("$", shlex.join(cmd[2:]), flush=True)
+            os.makedirs(args.work, exist_ok=True)
+            log = open(run_dir + ".log", "w")  # noqa: SIM115 - closed when the process ends
+            procs.append((subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+            runs[name] = run_dir
+        for proc, log in procs:
+            proc.wait()
+            log.close()
+    ngram = _ngram(args.data)
+    budget = args.budget_minutes * 60
+    results = []
+    for name, run_dir in runs.items():
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            info = json.load(f)
+        curve = _curve(run_dir)
+        within = [c for c in curve if c["seconds"] <= budget]
+        best = max(within or curve, key=lambda c: c["recall_at_3"]) if curve else None
+        kept = info.get("final_metrics") or {}
+        results.append({"name": name, "run_dir": run_dir, "command": info.get("command"),
+                        "settings": info.get("hyperparameters") if info.get("trainer") == "centralized"
+                        else {**info.get("federated", {}), **info.get("client_data", {})},
+                        "model": info["model"]["model_type"], "curve": curve,
+                        "best_within_budget": best, "kept_recall_at_3": kept.get("recall_at_3"),
+                        "kept_perplexity": kept.get("perplexity")})
+    _plot(results, ngram, budget, os.path.join(args.out, "recipe_benchmark.png"))
+    central = next((r for r in results if r["name"].startswith("centralized")), None)
+    ref = central["kept_recall_at_3"] if central else None
+    lines = [f"Kneser-Ney 5-gram: recall@3 {ngram['recall_at_3']:.4f}, perplexity {ngram['perplexity']:.1f}; "
+             f"budget {args.budget_minutes:g} min of wall clock.", "",
+             "| recipe | model | evaluations | best recall@3 within budget (at s, examples) | kept recall@3 / perplexity "
+             "| vs 5-gram | vs centralized |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        b = r["best_within_budget"]
+        best = f"{b['recall_at_3']:.4f} ({b['seconds']:.0f} s, {b['examples']:,})" if b else "-"
+        kept = r["kept_recall_at_3"]
+        kept_s = f"{kept:.4f} / {r['kept_perplexity']:.1f}" if kept is not None else "-"
+        vs_ng = f"{(b['recall_at_3'] / ngram['recall_at_3'] - 1) * 100:+.1f}%" if b else "-"
+        vs_c = f"{b['recall_at_3'] / ref * 100:.1f}%" if b and ref else "-"
+        lines.append(f"| {r['name']} | {r['model']} | {len(r['curve'])} | {best} | {kept_s} | {vs_ng} | {vs_c} |")
+    note = ("\nAll runs ran at the same time on the same machine (each with a share of the cores). "
+            "Centralized runs evaluate once per epoch and keep the epoch with the best validation recall@3; "
+            "federated runs evaluate every few rounds and keep the last round.\n")
+    paths = _report.write("recipe_benchmark", {"ngram": ngram, "runs": results, "budget_seconds": budget},
+                          "\n".join(lines) + note, args.out)
+    print("\n".join(lines))
+    print("written:", *paths)
+
+
+def _plot(results, ngram, budget, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for r in results:
+        xs = [c["seconds"] / 60 for c in r["curve"]]
+        a1.plot(xs, [c["recall_at_3"] for c in r["curve"]], marker=".", label=r["name"])
+        a2.plot([c["examples"] for c in r["curve"]], [c["recall_at_3"] for c in r["curve"]], marker=".",
+                label=r["name"])
+    for ax in (a1, a2):
+        ax.axhline(ngram["recall_at_3"], color="gray", linestyle="--", label="Kneser-Ney 5-gram")
+        ax.grid(alpha=0.3)
+    a1.axvline(budget / 60, color="red", linestyle=":", label="budget")
+    a1.set_xlabel("wall-clock minutes")
+    a1.set_ylabel("held-out recall@3")
+    a2.set_xlabel("training examples seen")
+    a1.legend(fontsize=8)
+    fig.suptitle("Tiny Shakespeare by role: centralized vs federated")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
