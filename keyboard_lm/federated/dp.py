@@ -1,0 +1,192 @@
+"""DP-FedAvg and DP-FTRL learning processes, wired from TFF's own parts.
+
+The aggregator of a DP run is, outermost first:
+
+1. ``non_finite``: an update with a NaN/Inf entry is zeroed
+   (``robustness.UnweightedNonFiniteZeroingFactory``; TFF's norm-based
+   zeroing lets NaN through, and a NaN update would poison the noisy sum).
+   Zeroing maps a client's update to a vector of norm 0 <= clip, so the
+   sensitivity, and the accounting, are unchanged.  Its count is a
+   diagnostic outside the DP guarantee.
+2. ``tff.aggregators.DifferentiallyPrivateFactory``: clip each update to L2
+   norm C, sum, add Gaussian noise of std z * C, divide by the (expected)
+   cohort K.  That clip is the only clip: the non-DP robust clipping of
+   ``aggregation.py`` is off, and so is TFF's adaptive norm zeroing
+   (``tff.learning.dp_aggregator`` adds it), whose threshold is estimated
+   from client norms without noise.
+
+DP-FedAvg (McMahan et al. 2018) is ``build_unweighted_fed_avg`` around
+``gaussian_fixed`` or, with a target quantile, ``gaussian_adaptive`` (the
+clip follows a privately estimated quantile of update norms, Andrew, Thakkar
+et al. 2021).  DP-FTRL (Kairouz et al. 2021) is the same loop around
+``tree_aggregation``, which emits each round the difference of two noisy
+prefix sums from a binary tree; SGD with momentum on those residuals is the
+paper's DP-FTRLM with a constant learning rate and no tree restart.
+
+DP aggregation is unweighted: with a mean weighted by example counts one
+client could outweigh the clip.  ``check_dp_settings`` refuses what DP
+cannot honour before anything trains.
+"""
+
+from __future__ import annotations
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
+from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.privacy.config import DPConfig
+
+tff = import_tff()
+
+# TFF's adaptive clipping noises the count of clipped clients with std
+# 0.05 * K and needs z < 2 * 0.05 * K to leave any noise budget for the updates
+# (tff.aggregators.differential_privacy.adaptive_clip_noise_params).
+_CLIPPED_COUNT_STDDEV_FRACTION = 0.05
+
+
+def check_dp_settings(dp: DPConfig, *, algorithm: str = "fedavg", weighted: bool = False,
+                      compression: bool = False, clip: str | float | None = None,
+                      population: int | None = None) -> None:
+    """Raise ConfigError for a combination DP cannot honour (DPConfig checks each setting alone).
+
+    Args:
+      dp: the DP settings.
+      algorithm: the non-DP ``--algorithm``; only ``fedavg`` combines with DP.
+      weighted: whether a mean weighted by example counts was asked for.
+      compression: whether 8-bit compressed uploads were asked for.
+      clip: the non-DP ``--clip``; a number is refused (the DP clip is the
+        clip), ``adaptive``/``none``/None are ignored.
+      population: the number of clients the run can actually sample.
+    """
+    if algorithm == "fedatt":
+        raise ConfigError("--algorithm fedatt cannot run with --dp: its attention weights each client by its "
+                          "distance to the server model, so no clip bounds one client's influence")
+    if algorithm != "fedavg":
+        raise ConfigError(f"--algorithm {algorithm} cannot run with --dp: DP-FedAvg and DP-FTRL are built on "
+                          "unweighted FedAvg (use --algorithm fedavg)")
+    if weighted:
+        raise ConfigError("a weighted mean cannot run with --dp: DP aggregation is unweighted, since a client "
+                          "weighted by its example count could outweigh the clip")
+    if compression:
+        raise ConfigError("--compression cannot run with --dp: quantizing the clipped updates changes their "
+                          "norm, and the DP noise is calibrated to the clip")
+    if clip is not None and not (isinstance(clip, str) and clip in ("adaptive", "none")):
+        raise ConfigError(f"--clip {clip} cannot run with --dp: the DP clip is the clip (use --dp-clip)")
+    if population is not None:
+        if dp.clients_per_round > population:
+            raise ConfigError(f"--clients-per-round {dp.clients_per_round} is above the {population} clients "
+                              "the run can sample")
+        if dp.population != population:
+            raise ConfigError(f"DP accounting assumes a population of {dp.population} but the run samples from "
+                              f"{population} clients; the sampling rate, and so eps, would be wrong")
+    if dp.clip_quantile is not None and dp.noise_multiplier > 0:
+        limit = 2 * _CLIPPED_COUNT_STDDEV_FRACTION * dp.clients_per_round
+        if dp.noise_multiplier >= limit:
+            raise ConfigError(f"--dp-clip-quantile with --dp-noise-multiplier {dp.noise_multiplier} needs more "
+                              f"than {dp.noise_multiplier / (2 * _CLIPPED_COUNT_STDDEV_FRACTION):g} clients per "
+                              f"round (the clipped count is noised too); use --dp-clip or a larger cohort")
+
+
+def trainable_specs(model_fn):
+    """``tf.TensorSpec`` structure of the model's trainable weights (the tree's record specs)."""
+    weights_type = tff.learning.models.weights_type_from_model(model_fn)
+    return tff.types.type_to_tf_tensor_specs(weights_type.trainable)
+
+
+def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | None = None):
+    """The DP model aggregator of ``dp``: non-finite zeroing ( DP mean ).
+
+    Args:
+      dp: ``fedavg`` gives ``gaussian_fixed(z, K, clip)`` or, with
+        ``clip_quantile``, ``gaussian_adaptive(z, K,
+        target_unclipped_quantile=clip_quantile)`` (TFF's defaults: initial
+        clip 0.1, learning rate 0.2); ``ftrl`` gives ``tree_aggregation(z, K,
+        clip, record_specs)``.
+      record_specs: the trainable weights' TensorSpecs (``trainable_specs``),
+        needed by ``ftrl``.
+      noise_seed: seed of the tree's noise (``ftrl``; None: drawn from the
+        clock by TFF).  ``gaussian_*`` noise is always unseeded.
+    Returns:
+      A ``tff.aggregators.UnweightedAggregationFactory``.
+    """
+    z, k = float(dp.noise_multiplier), float(dp.clients_per_round)
+    factory = tff.aggregators.DifferentiallyPrivateFactory
+    if dp.mechanism == "fedavg":
+        if dp.clip_quantile is not None:
+            check_dp_settings(dp)
+            inner = factory.gaussian_adaptive(z, k, target_unclipped_quantile=float(dp.clip_quantile))
+        else:
+            inner = factory.gaussian_fixed(z, k, float(dp.clip))
+    else:
+        if record_specs is None:
+            raise ConfigError("DP-FTRL needs the model's trainable weight specs (record_specs)")
+        inner = factory.tree_aggregation(z, k, float(dp.clip), record_specs, noise_seed=noise_seed)
+    return UnweightedNonFiniteZeroingFactory(inner)
+
+
+def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_optimizer=None):
+    """DP-FedAvg (McMahan et al. 2018): unweighted FedAvg around a DP mean.
+
+    Clients must be sampled as the accountant assumes (Poisson with
+    q = K/N, or fixed-size; ``keyboard_lm.privacy.sampling``): the noise is
+    calibrated to the expected cohort K.
+
+    Args:
+      model_fn: no-argument constructor of a ``tff.learning.models.VariableModel``.
+      dp: DP settings with mechanism ``fedavg``.
+      client_lr: client SGD learning rate (0.5).
+      server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0,
+        McMahan et al.'s plain model averaging).
+    Returns:
+      A ``tff.learning.templates.LearningProcess``.
+    """
+    if dp.mechanism != "fedavg":
+        raise ConfigError(f"build_dp_fed_avg needs --dp fedavg, got {dp.mechanism!r}")
+    return tff.learning.algorithms.build_unweighted_fed_avg(
+        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
+        model_aggregator=build_dp_aggregator(dp))
+
+
+def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: float = 1.0,
+                  server_momentum: float = 0.9, record_specs=None, noise_seed: int | None = None):
+    """DP-FTRLM (Kairouz et al. 2021): tree-aggregated noise, server SGD with momentum.
+
+    The tree emits the residual of the noisy prefix sums each round; heavy-ball
+    momentum (no Nesterov) on it at a constant learning rate, without tree
+    restarts, is the paper's DP-FTRLM.  Clients follow a participation
+    schedule, not random sampling (``sampling.ftrl_schedule``).
+
+    Args:
+      model_fn, dp: as ``build_dp_fed_avg``, mechanism ``ftrl``.
+      client_lr: client SGD learning rate (0.5).
+      server_lr: server learning rate (1.0).
+      server_momentum: heavy-ball momentum (0.9, as in Kairouz et al.); 0 for none.
+      record_specs: trainable weight specs (default ``trainable_specs(model_fn)``).
+      noise_seed: seed of the tree's noise (None: from the clock).
+    """
+    if dp.mechanism != "ftrl":
+        raise ConfigError(f"build_dp_ftrl needs --dp ftrl, got {dp.mechanism!r}")
+    if not 0 <= server_momentum < 1:
+        raise ConfigError(f"server momentum must be in [0, 1), got {server_momentum}")
+    specs = record_specs if record_specs is not None else trainable_specs(model_fn)
+    server = tff.learning.optimizers.build_sgdm(learning_rate=server_lr, momentum=server_momentum or None)
+    return tff.learning.algorithms.build_unweighted_fed_avg(
+        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr), server,
+        model_aggregator=build_dp_aggregator(dp, specs, noise_seed=noise_seed))
+
+
+def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float = 0.5, server_optimizer=None,
+                     server_lr: float = 1.0, server_momentum: float = 0.9, metrics: bool = True,
+                     dropout: float = 0.0, noise_seed: int | None = None):
+    """The DP learning process of ``dp.mechanism`` for a keyboard model (``process.build_process``'s DP twin).
+
+    ``server_optimizer`` applies to DP-FedAvg; DP-FTRL takes ``server_lr``
+    and ``server_momentum``.
+    """
+    from keyboard_lm.federated.process import model_fn_for
+
+    model_fn = model_fn_for(model_config, input_spec, metrics, dropout)
+    if dp.mechanism == "fedavg":
+        return build_dp_fed_avg(model_fn, dp, client_lr=client_lr, server_optimizer=server_optimizer)
+    return build_dp_ftrl(model_fn, dp, client_lr=client_lr, server_lr=server_lr,
+                         server_momentum=server_momentum, noise_seed=noise_seed)
