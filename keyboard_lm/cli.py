@@ -322,6 +322,12 @@ def cmd_baseline_ngram(args) -> int:
     return 0
 
 
+def cmd_privacy_plan(args) -> int:
+    from keyboard_lm.privacy.planner import cmd_privacy_plan as run
+
+    return run(args)
+
+
 def cmd_demo(args) -> int:
     """The main job: federated training on the embedded corpus, then suggestions."""
     from keyboard_lm.data.corpora import load_default
@@ -560,6 +566,22 @@ def build_parser() -> argparse.ArgumentParser:
     ng.add_argument("--per-client", action="store_true", help="include per-client metrics in --json")
     ng.add_argument("--json", action="store_true")
     ng.set_defaults(func=cmd_baseline_ngram)
+
+    priv = sub.add_parser("privacy", help="differential privacy tools").add_subparsers(
+        dest="privacy_command", required=True)
+    pp = priv.add_parser("plan", help="noise multiplier per cohort size for a target (eps, delta), "
+                                      "ranked by the noise-batch ratio z*clip/K")
+    pp.add_argument("--epsilon", type=positive_float, required=True, help="target epsilon")
+    pp.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
+    pp.add_argument("--population", type=positive_int, required=True, help="N, clients in the population")
+    pp.add_argument("--rounds", type=positive_int, required=True, help="T, training rounds")
+    pp.add_argument("--max-clients-per-round", type=positive_int, default=None,
+                    help="top of the cohort grid (min(N, 10000))")
+    pp.add_argument("--mechanism", choices=("fedavg", "ftrl"), default="fedavg", help="(fedavg)")
+    pp.add_argument("--clip", type=positive_float, default=1.0, help="L2 clip C of the noise-batch ratio (1.0)")
+    pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
+    pp.add_argument("--json", action="store_true")
+    pp.set_defaults(func=cmd_privacy_plan)
     return parser
 
 
