@@ -139,7 +139,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     val_note = f", {len(val_ids)} more for validation" if val_ids else ""
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
         f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
-    best = None  # (validation recall@3, -validation loss, epoch, weights, held-out result)
+    best = None  # (score, epoch, weights, held-out result) of the epoch the run keeps
     stale = 0
     lr = config.learning_rate
     started = time.time()
@@ -174,7 +174,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
             save_run(run_dir, model_config, vocab, best[2],
                      {**info, "epochs_done": epoch, "best_epoch": epoch, "final_metrics": pooled})
         else:
-            _update_run_info(run_dir, epochs_done=epoch)
+            update_run_info(run_dir, {"epochs_done": epoch})  # the kept weights stay the best epoch's
         val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
         log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: {summarize(result)}"
             f"  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
@@ -186,8 +186,3 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
                 lr *= config.lr_decay
                 optimizer.learning_rate.assign(lr)
     return best[3]
-
-
-def _update_run_info(run_dir: str, **fields) -> None:
-    """Record progress in run.json without touching the kept (best) weights."""
-    update_run_info(run_dir, fields)
