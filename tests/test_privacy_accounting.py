@@ -45,3 +45,10 @@ def test_dpconfig_refuses_bad_settings(kwargs, word):
 def test_dpconfig_default_delta():
     cfg = DPConfig(mechanism="ftrl", noise_multiplier=7.0, population=1000, clients_per_round=10, clip=5.0)
     assert cfg.delta == pytest.approx(1000 ** -1.1)
+
+
+@pytest.mark.parametrize("z,q,rounds", [(30.0, 0.5, 100), (15.0, 0.1, 1000), (100.0, 1.0, 10)])
+def test_fedavg_epsilon_is_sound_at_large_noise(z, q, rounds):
+    # A fine fractional grid of orders made dp_accounting report negative divergences here.
+    eps = accounting.fedavg_epsilon(z, q, rounds, 1e-5)
+    assert 0 < eps < accounting.fedavg_epsilon(z / 2, q, rounds, 1e-5)

@@ -14,7 +14,14 @@ import numpy as np
 
 from keyboard_lm.errors import ConfigError
 
+# zCDP -> (eps, delta): RDP of order a is rho * a exactly, so any grid is valid.
 _ORDERS = tuple(np.concatenate([np.linspace(1.01, 10, 200), np.linspace(10.1, 1024, 400)]))
+# Sampled Gaussian: dp_accounting's own grid (fractional orders only up to
+# 10.9, then integers to 63 and 128..1024), as the planner uses.  Its series
+# for fractional orders above ~11 loses precision at large z and returned
+# negative divergences on a fine fractional grid (z = 30, q = 0.5, T = 100
+# raised "Renyi divergence cannot be negative").
+_SAMPLED_ORDERS = tuple(dp_accounting.rdp.rdp_privacy_accountant.DEFAULT_RDP_ORDERS)
 
 
 def _check(epsilon=None, delta=None, noise_multiplier=None):
@@ -49,7 +56,7 @@ def fedavg_epsilon(noise_multiplier, sampling_probability, rounds, delta, sampli
         return math.inf
     relation = (dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE if sampling == "poisson"
                 else dp_accounting.NeighboringRelation.REPLACE_ONE)
-    acc = dp_accounting.rdp.RdpAccountant(_ORDERS, relation)
+    acc = dp_accounting.rdp.RdpAccountant(_SAMPLED_ORDERS, relation)
     acc.compose(fedavg_event(noise_multiplier, sampling_probability, rounds, sampling, population))
     return acc.get_epsilon(delta)
 

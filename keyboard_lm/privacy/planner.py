@@ -19,11 +19,11 @@ ratio, next to the client-steps K * T each costs:
   event is what the accountant calibrates.
 
 The RDP accountant runs at dp_accounting's default orders (fractional up to
-10.9, then integers): fast, and sound at large z, where the fine fractional
-grid of ``accounting._ORDERS`` fails (dp_accounting returns negative
-divergences for fractional orders in the hundreds, e.g. every one from 287 up
-at z = 15, q = 0.1).  The two grids give eps a few per cent apart; the tests
-check that the planned z meets the target under ``accounting`` too.
+10.9, then integers): fast, and sound at large z, where a fine fractional
+grid fails (dp_accounting returns negative divergences for fractional orders
+in the hundreds, e.g. every one from 287 up at z = 15, q = 0.1).
+``accounting.fedavg_epsilon`` adds every integer order up to 1024 to the same
+grid; the tests check that the planned z meets the target under it too.
 """
 
 from __future__ import annotations
