@@ -127,7 +127,8 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
         "training": {"trainer": info.get("trainer"), "algorithm": fed["algorithm"] if fed else "centralized",
                      "federated": fed, "rounds": info.get("rounds_done"), "epochs": info.get("epochs_done"),
                      "hyperparameters": info.get("hyperparameters")},
-        "differential_privacy": None,
+        # Every DP setting and the final (eps, delta, rho) of the run; None: trained without DP.
+        "differential_privacy": info.get("differential_privacy"),
         "evaluation_float_model": info.get("final_metrics"),
         "source_run": os.path.basename(os.path.normpath(run.path)),
     }

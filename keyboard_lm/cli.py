@@ -79,9 +79,10 @@ def add_data_args(p: argparse.ArgumentParser) -> None:
                    help="corpus format (default: the embedded chatterbot-corpus English conversations)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed records and count them, instead of stopping at the first")
-    p.add_argument("--partition", default="natural", choices=("natural", "iid"),
+    p.add_argument("--partition", default="natural", choices=("natural", "iid", "record"),
                    help="natural: the corpus' own users; iid: pool the records and deal them to "
-                        "--num-clients synthetic clients (Ji et al.), seeded by --split-seed (natural)")
+                        "--num-clients synthetic clients (Ji et al.), seeded by --split-seed; record: one "
+                        "client per record (a speech of Tiny Shakespeare, for user-level DP) (natural)")
     p.add_argument("--num-clients", type=positive_int, default=None, metavar="N",
                    help="clients of --partition iid")
 
@@ -108,6 +109,8 @@ def _data_source(args) -> dict:
     source = {"path": _data_path(args), "format": args.format}
     if getattr(args, "partition", "natural") != "natural":
         source.update(partition=args.partition, num_clients=args.num_clients, partition_seed=args.split_seed)
+        if args.partition == "record":
+            source.update(num_clients=None, partition_seed=None)
     return source
 
 
@@ -144,13 +147,34 @@ def cmd_train(args) -> int:
     return _train_federated(args)
 
 
+_DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")
+
+
+def _dp_options(args):
+    """The DPOptions of ``train --dp ...`` (None without --dp); every value checked before data is read."""
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.privacy.config import DPOptions
+
+    if args.dp is None:
+        given = [f"--{f.replace('_', '-')}" for f in _DP_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)} given without --dp fedavg|ftrl")
+        return None
+    if args.dp_clip is None and args.dp_clip_quantile is None:
+        raise ConfigError("--dp needs --dp-clip C (or, with --dp fedavg, --dp-clip-quantile Q)")
+    return DPOptions(args.dp, noise_multiplier=args.dp_noise_multiplier, clip=args.dp_clip,
+                     clip_quantile=args.dp_clip_quantile, delta=args.dp_delta, sampling=args.dp_sampling,
+                     target_epsilon=args.dp_epsilon)
+
+
 def _train_centralized(args) -> int:
+    from keyboard_lm.errors import ConfigError
     from keyboard_lm.training.centralized import CentralizedConfig, train_centralized
 
     if args.resume:
-        from keyboard_lm.errors import ConfigError
-
         raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
+    if args.dp is not None:
+        raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
     given = {"optimizer": args.optimizer, "learning_rate": args.lr, "epochs": args.epochs,
              "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
              "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
@@ -167,7 +191,8 @@ def _train_centralized(args) -> int:
     return 0
 
 
-def _train_federated(args) -> int:
+def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
+    """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
     from keyboard_lm.data.preprocessing import ClientDataConfig
     from keyboard_lm.federated.process import FederatedConfig
     from keyboard_lm.federated.trainer import LoopConfig, train_federated
@@ -200,11 +225,13 @@ def _train_federated(args) -> int:
         data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or 10,
                                        epochs=args.local_epochs, max_batches=args.max_batches)
         loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
-    corpus = load_corpus_from_args(args)
+    dp = None if args.resume else _dp_options(args)
+    if corpus is None:
+        corpus = load_corpus_from_args(args)
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
                     vocab_size=args.vocab_size, data_source=_data_source(args),
-                    overwrite=args.overwrite)
-    print(f"run saved to {args.out}")
+                    overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients)
+    log(f"run saved to {args.out}")
     return 0
 
 
@@ -328,6 +355,87 @@ def cmd_privacy_plan(args) -> int:
     return run(args)
 
 
+CANARY_FILE = "canaries.json"
+AUDIT_FILE = "audit.json"
+
+
+def _canary_repeats(text: str) -> list[int]:
+    from keyboard_lm.errors import ConfigError
+
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--canary-repeats must be comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"--canary-repeats must be integers >= 1, got {text!r}")
+    return values
+
+
+def cmd_audit_canaries(args) -> int:
+    """``keyboard-lm audit canaries``: plant canaries, train as ``train`` would, report each one's exposure.
+
+    With ``--run RUN_DIR`` an existing audit run is measured again (its
+    canaries.json); otherwise the canaries are planted in training clients,
+    the run is trained into ``--out`` with every ``train`` option (``--dp``
+    included), and canaries.json, audit.json and the table are written.
+    """
+    from keyboard_lm.data.split import split_clients
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.privacy import canaries as cn
+
+    if args.run:
+        run_dir = args.run
+        path = os.path.join(run_dir, CANARY_FILE)
+        if not os.path.exists(path):
+            raise ConfigError(f"{run_dir}: no {CANARY_FILE}; --run re-audits a run made by `audit canaries`")
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        placements = saved["placements"]
+        fmt = cn.CanaryFormat.from_dict(placements["format"])
+        controls = [cn.Canary(fmt, fmt.parse(t)) for t in saved["controls"]]
+    else:
+        if args.out is None:
+            raise ConfigError("audit canaries needs --out RUN_DIR (to train) or --run RUN_DIR (to re-audit)")
+        if args.centralized or args.resume:
+            raise ConfigError("audit canaries trains a new federated run; --centralized and --resume do not apply")
+        if args.canaries < 1 or args.controls < 0:
+            raise ConfigError(f"--canaries must be >= 1 and --controls >= 0, got {args.canaries}, {args.controls}")
+        repeats = _canary_repeats(args.canary_repeats)
+        _dp_options(args)  # bad DP flags fail before any data is read
+        corpus = load_corpus_from_args(args)
+        train_ids, _ = split_clients(corpus.client_ids, _split_from_args(args))
+        made = cn.make_canaries(args.canaries + args.controls, seed=args.canary_seed)
+        planted, controls = made[:args.canaries], made[args.canaries:]
+        per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
+        corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=args.canary_seed)
+        run_dir = args.out
+        _train_federated(args, corpus=corpus, track_clients=[p["client"] for p in placements["canaries"]])
+        with open(os.path.join(run_dir, CANARY_FILE), "w", encoding="utf-8") as f:
+            json.dump({"placements": placements, "controls": [c.text for c in controls]}, f, indent=1)
+    rows = cn.audit_run(run_dir, placements, controls=controls)
+    info = load_run(run_dir).info
+    rounds_of = info.get("participation") or {}
+    for row in rows:
+        # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
+        row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
+    dp = info.get("differential_privacy")
+    report = {"rows": rows, "differential_privacy": dp, "rounds": info.get("rounds_done"),
+              "final_metrics": info.get("final_metrics")}
+    with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        eps = "no DP" if not dp else f"eps {dp['epsilon'] if isinstance(dp['epsilon'], str) else round(dp['epsilon'], 3)}"
+        print(f"exposure of {len(rows)} canaries in {run_dir} ({eps}); max = log2|R|; controls were never planted")
+        print(cn.format_audit(rows))
+        print("rounds each canary's client trained in: " +
+              ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
+        print(f"written: {os.path.join(run_dir, AUDIT_FILE)}")
+    return 0
+
+
 def cmd_demo(args) -> int:
     """The main job: federated training on the embedded corpus, then suggestions."""
     from keyboard_lm.data.corpora import load_default
@@ -424,20 +532,8 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(
-        prog="keyboard-lm", description="Federated next-word prediction for mobile keyboards.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
-    stats = data.add_parser("stats", help="clients, examples, words, vocabulary coverage, OOV rate")
-    add_data_args(stats)
-    stats.add_argument("--vocab-size", type=positive_int, default=10_000, help="vocabulary size incl. special tokens")
-    add_split_args(stats)
-    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    stats.set_defaults(func=cmd_data_stats)
-
-    train = sub.add_parser("train", help="train a next-word model into a run directory")
+def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) -> None:
+    """Every option of ``train`` (``audit canaries`` trains with the same ones)."""
     add_data_args(train)
     add_split_args(train)
     train.add_argument("--centralized", action="store_true",
@@ -454,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--seq-len", type=positive_int, default=20, help="tokens per example (20)")
     train.add_argument("--batch-size", type=positive_int, default=None,
                        help="examples per batch (centralized 32, federated client batch 10)")
-    train.add_argument("--out", required=True, metavar="RUN_DIR", help="run directory to write")
+    train.add_argument("--out", required=out_required, metavar="RUN_DIR", help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace the run already in RUN_DIR, or write into a non-empty directory "
                             "(default: refuse; only the run's own files are removed)")
@@ -504,6 +600,38 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate held-out clients every N rounds and at the end (25)")
     fed.add_argument("--checkpoint-every", type=positive_int, default=1, help="save program state every N rounds (1)")
     fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
+    dpg = train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)")
+    dpg.add_argument("--dp", choices=("fedavg", "ftrl"), default=None,
+                     help="DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic "
+                          "participation schedule, zCDP accounting); unweighted, the DP clip replaces --clip")
+    dpg.add_argument("--dp-noise-multiplier", type=float, default=None, metavar="Z",
+                     help="Gaussian noise std / clip (or give --dp-epsilon)")
+    dpg.add_argument("--dp-epsilon", type=float, default=None, metavar="EPS",
+                     help="calibrate Z so that eps after --rounds rounds is EPS (dp_accounting)")
+    dpg.add_argument("--dp-clip", type=float, default=None, metavar="C", help="L2 clip of each client update")
+    dpg.add_argument("--dp-clip-quantile", type=float, default=None, metavar="Q",
+                     help="adaptive clip at the Q quantile of update norms (--dp fedavg)")
+    dpg.add_argument("--dp-delta", type=float, default=None, metavar="D",
+                     help="delta of the reported (eps, delta) (1 / population^1.1)")
+    dpg.add_argument("--dp-sampling", choices=("poisson", "fixed", "schedule"), default=None,
+                     help="fedavg: poisson (default) or fixed-size; ftrl: schedule")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="keyboard-lm", description="Federated next-word prediction for mobile keyboards.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
+    stats = data.add_parser("stats", help="clients, examples, words, vocabulary coverage, OOV rate")
+    add_data_args(stats)
+    stats.add_argument("--vocab-size", type=positive_int, default=10_000, help="vocabulary size incl. special tokens")
+    add_split_args(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    stats.set_defaults(func=cmd_data_stats)
+
+    train = sub.add_parser("train", help="train a next-word model into a run directory")
+    add_train_args(train)
     train.set_defaults(func=cmd_train)
 
     ev = sub.add_parser("eval", help="recall@1/@3, in-vocabulary accuracy, perplexity on held-out clients")
@@ -582,6 +710,22 @@ def build_parser() -> argparse.ArgumentParser:
     pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=cmd_privacy_plan)
+
+    audit = sub.add_parser("audit", help="memorization audits").add_subparsers(dest="audit_command", required=True)
+    ac = audit.add_parser("canaries", help="plant canary sentences, train, report their exposure (Carlini et al.)",
+                          description="Plants --canaries random sentences of one format ('my number is' + 4 words "
+                                      "from 10) into training clients, trains federated with every `train` "
+                                      "option (--dp too) and reports each canary's exposure, log2|R| - "
+                                      "log2(rank); --controls unplanted canaries give the baseline.")
+    add_train_args(ac, out_required=False)
+    ac.add_argument("--canaries", type=int, default=6, help="canaries planted (6)")
+    ac.add_argument("--canary-repeats", default="1,4,16", metavar="R1,R2,...",
+                    help="copies of each canary, cycled over the canaries (1,4,16)")
+    ac.add_argument("--controls", type=int, default=4, help="canaries of the same format never planted (4)")
+    ac.add_argument("--canary-seed", type=non_negative_int, default=0, help="seed of canaries and placement (0)")
+    ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
+    ac.add_argument("--json", action="store_true")
+    ac.set_defaults(func=cmd_audit_canaries)
     return parser
 
 

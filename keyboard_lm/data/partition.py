@@ -7,7 +7,7 @@ import numpy as np
 from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.errors import ConfigError
 
-PARTITIONS = ("natural", "iid")
+PARTITIONS = ("natural", "iid", "record")
 
 
 def repartition_iid(corpus: Corpus, num_clients: int, seed: int = 0) -> Corpus:
@@ -38,15 +38,34 @@ def repartition_iid(corpus: Corpus, num_clients: int, seed: int = 0) -> Corpus:
                   corpus.skipped)
 
 
+def repartition_by_record(corpus: Corpus) -> Corpus:
+    """One client per record: in Tiny Shakespeare a speech, in a chat corpus a message.
+
+    User-level DP needs thousands of users; Tiny Shakespeare has 299 roles but
+    7,097 speeches, so a "user" of this partition is a speech, not a speaker:
+    a guarantee per speech says nothing about a role that speaks many times.
+    Client ids are ``<client>/<index>`` with the index zero-padded, so sorting
+    keeps a client's records together and in order; no record is lost.
+    """
+    clients: dict[str, list[str]] = {}
+    for cid in corpus.client_ids:
+        records = corpus.clients[cid]
+        width = len(str(max(len(records) - 1, 0)))
+        for i, text in enumerate(records):
+            clients[f"{cid}/{i:0{width}d}"] = [text]
+    return Corpus(f"{corpus.name}, one client per record", clients, corpus.skipped)
+
+
 def apply_partition(corpus: Corpus, partition: str = "natural", num_clients: int | None = None,
                     seed: int = 0) -> Corpus:
-    """``natural`` keeps the corpus' own clients; ``iid`` re-partitions (needs ``num_clients``)."""
+    """``natural`` keeps the corpus' own clients; ``iid`` re-partitions (needs ``num_clients``);
+    ``record`` makes one client per record."""
     if partition not in PARTITIONS:
         raise ConfigError(f"unknown partition {partition!r}; choose one of {', '.join(PARTITIONS)}")
-    if partition == "natural":
+    if partition in ("natural", "record"):
         if num_clients is not None:
             raise ConfigError("--num-clients applies to --partition iid only")
-        return corpus
+        return corpus if partition == "natural" else repartition_by_record(corpus)
     if num_clients is None:
         raise ConfigError("--partition iid needs --num-clients N")
     return repartition_iid(corpus, num_clients, seed)

@@ -30,10 +30,15 @@ cannot honour before anything trains.
 
 from __future__ import annotations
 
+import math
+
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
-from keyboard_lm.privacy.config import DPConfig
+from keyboard_lm.privacy.accounting import fedavg_epsilon, rho_to_epsilon
+from keyboard_lm.privacy.config import DPConfig, DPOptions
+from keyboard_lm.privacy.sampling import (fixed_size_sample, ftrl_participation, ftrl_schedule, poisson_sample,
+                                          tree_sensitivity)
 
 tff = import_tff()
 
@@ -190,3 +195,100 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
         return build_dp_fed_avg(model_fn, dp, client_lr=client_lr, server_optimizer=server_optimizer)
     return build_dp_ftrl(model_fn, dp, client_lr=client_lr, server_lr=server_lr,
                          server_momentum=server_momentum, noise_seed=noise_seed)
+
+
+class DPRun:
+    """The DP side of one training run: its settings, cohorts and running account.
+
+    Built once the training population is known (the clients with text).
+    ``cohort(t)`` draws round t's clients the way the accountant assumes
+    (``options.sampling``); ``epsilon(t)`` is the guarantee after rounds
+    1..t; ``info(t)`` is what run.json and the model card record.
+
+    Sampling is seeded by the run's seed, so a resumed run samples what an
+    uninterrupted one would have.  That is a simulation's convenience: privacy
+    amplification by sampling assumes the cohort is secret, which a deployed
+    server's own randomness provides.  The DP noise itself is never seeded.
+    """
+
+    def __init__(self, options: DPOptions, client_ids: list[str], config):
+        n, k = len(client_ids), config.clients_per_round
+        if options.mechanism == "ftrl" and config.server_optimizer == "adam":
+            raise ConfigError("--dp ftrl steps the server with SGD and momentum (DP-FTRLM); "
+                              "--server-optimizer adam does not apply")
+        if k > n:
+            raise ConfigError(f"--clients-per-round {k} is above the {n} training clients with text, "
+                              "the population DP samples from")
+        z = options.noise_multiplier
+        if z is None:
+            from keyboard_lm.privacy.planner import noise_for
+
+            delta = options.for_population(n, k, noise_multiplier=0.0).delta
+            z = noise_for(options.target_epsilon, delta, n, config.rounds, k, options.mechanism)
+        self.options = options
+        self.config = options.for_population(n, k, noise_multiplier=z)
+        check_dp_settings(self.config, algorithm=config.algorithm, compression=config.compression,
+                          clip=config.clip, population=n)
+        self.client_ids, self.seed = list(client_ids), config.seed
+        self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
+                         if options.mechanism == "ftrl" else None)
+
+    @property
+    def sampling_probability(self) -> float:
+        return self.config.clients_per_round / self.config.population
+
+    def cohort(self, round_num: int) -> list[str]:
+        """Round ``round_num``'s clients (1-based); Poisson may give none."""
+        if self.schedule is not None:
+            return self.schedule.rounds[round_num - 1]
+        if self.options.sampling == "poisson":
+            return poisson_sample(self.client_ids, self.sampling_probability, self.seed, round_num)
+        return fixed_size_sample(self.client_ids, self.config.clients_per_round, self.seed, round_num)
+
+    def epsilon(self, round_num: int) -> tuple[float, float | None]:
+        """(eps at the run's delta, rho-zCDP or None) after rounds 1..``round_num``."""
+        c = self.config
+        if round_num == 0:
+            return 0.0, (0.0 if self.schedule is not None else None)
+        if self.schedule is not None:
+            if c.noise_multiplier == 0:
+                return math.inf, math.inf
+            rho = tree_sensitivity(c.population, c.clients_per_round, round_num) / (2 * c.noise_multiplier ** 2)
+            return rho_to_epsilon(rho, c.delta), rho
+        return fedavg_epsilon(c.noise_multiplier, self.sampling_probability, round_num, c.delta,
+                              self.options.sampling, c.population), None
+
+    def info(self, round_num: int) -> dict:
+        """The run.json / model card record after ``round_num`` rounds."""
+        c = self.config
+        eps, rho = self.epsilon(round_num)
+        out = {"mechanism": c.mechanism, "noise_multiplier": c.noise_multiplier, "clip": c.clip,
+               "clip_quantile": c.clip_quantile, "delta": c.delta, "target_epsilon": c.target_epsilon,
+               "population": c.population, "clients_per_round": c.clients_per_round,
+               "sampling": self.options.sampling, "rounds": round_num,
+               "epsilon": eps if math.isfinite(eps) else "inf", "rho": rho,
+               "noise_batch_ratio": c.noise_multiplier * (c.clip or 1.0) / c.clients_per_round,
+               "unit": "user = one training client of the partition",
+               "accountant": ("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
+                              if self.schedule is not None else
+                              "RDP, dp_accounting 0.4.3 (" + ("Poisson-sampled Gaussian, add/remove-one"
+                                                             if self.options.sampling == "poisson" else
+                                                             "sampled without replacement, replace-one") + ")")}
+        if self.schedule is not None:
+            out.update(max_participations=self.schedule.max_participations,
+                       min_separation=self.schedule.min_separation)
+            out["max_participations_so_far"], _ = ftrl_participation(c.population, c.clients_per_round,
+                                                                     round_num) if round_num else (0, 0)
+        else:
+            out["sampling_probability"] = self.sampling_probability
+        if c.clip_quantile is not None:
+            out["clip"] = "adaptive"
+        return out
+
+    def process(self, model_config, input_spec, config, metrics: bool = False):
+        """The TFF learning process of this run (``build_dp_process``)."""
+        from keyboard_lm.federated.process import server_optimizer_for
+
+        return build_dp_process(model_config, self.config, input_spec, client_lr=config.client_lr,
+                                server_optimizer=server_optimizer_for(config), server_lr=config.server_lr,
+                                server_momentum=config.server_momentum, metrics=metrics, dropout=config.dropout)

@@ -100,7 +100,8 @@ class FederatedConfig:
         return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
 
 
-def _server_optimizer(config: FederatedConfig):
+def server_optimizer_for(config: FederatedConfig):
+    """The ``tff.learning.optimizers`` optimizer of ``config``'s server."""
     if config.algorithm == "fedatt":
         return tff.learning.optimizers.build_sgdm(learning_rate=config.fedatt_eps)
     if config.server_optimizer == "sgd":
@@ -185,6 +186,6 @@ def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec
                              clip=config.clip)
     aggregator = build_aggregator(config.aggregation)
     if config.algorithm == "fedsgd":
-        return build_fed_sgd(model_fn, server_optimizer=_server_optimizer(config), aggregator=aggregator)
-    return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=_server_optimizer(config),
+        return build_fed_sgd(model_fn, server_optimizer=server_optimizer_for(config), aggregator=aggregator)
+    return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=server_optimizer_for(config),
                          aggregator=aggregator, loop=loop)

@@ -29,6 +29,7 @@ from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.checkpoint import append_metrics_row, load_run, prepare_run_dir, run_command, save_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
+from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.text.vocabulary import Vocabulary
 
 tff = import_tff()
@@ -175,7 +176,7 @@ def _totals_so_far(run_dir: str) -> tuple[int, float]:
 
 
 def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], config: FederatedConfig, log):
-    """(vocab, model config, federated config, client data config, command) of the run to resume.
+    """(vocab, model config, federated config, client data config, command, DP options) of the run to resume.
 
     Everything comes from the run except ``config.rounds``; the corpus and
     split must be the ones the run was trained on.
@@ -191,8 +192,27 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
     if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
             fingerprint and fingerprint != corpus.fingerprint()):
         raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
+    dp = run.info.get("differential_privacy")
+    options = None
+    if dp:
+        # The noise multiplier the run used (calibrated or given); its target eps held for its own rounds.
+        options = DPOptions(dp["mechanism"], noise_multiplier=dp["noise_multiplier"],
+                            clip=None if dp["clip_quantile"] is not None else dp["clip"],
+                            clip_quantile=dp["clip_quantile"], delta=dp["delta"], sampling=dp["sampling"])
+        if config.rounds != saved["rounds"]:
+            log(f"resume: {config.rounds} rounds instead of {saved['rounds']}; eps is accounted for the "
+                "rounds actually run")
     return (run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": config.rounds}),
-            ClientDataConfig(**run.info["client_data"]), run_command(run.info))
+            ClientDataConfig(**run.info["client_data"]), run_command(run.info), options)
+
+
+def _dp_summary(d: dict) -> str:
+    """One line on a DP run's settings and its eps after all rounds."""
+    name = "DP-FedAvg" if d["mechanism"] == "fedavg" else "DP-FTRL"
+    eps = d["epsilon"] if isinstance(d["epsilon"], str) else f"{d['epsilon']:.3g}"
+    return (f"{name}: noise multiplier {d['noise_multiplier']:.4g}, clip {d['clip']}, {d['sampling']} sampling, "
+            f"{d['clients_per_round']} of {d['population']} clients a round; eps {eps} at delta {d['delta']:.3g} "
+            f"after {d['rounds']} rounds (noise-batch ratio {d['noise_batch_ratio']:.3g})")
 
 
 def _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab, seq_len, limit, round_num,
@@ -212,7 +232,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     config: FederatedConfig = FederatedConfig(), data_config: ClientDataConfig = ClientDataConfig(),
                     split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
-                    log=print, command: str = "train", overwrite: bool = False) -> dict:
+                    log=print, command: str = "train", overwrite: bool = False,
+                    dp: DPOptions | None = None, track_clients=()) -> dict:
     """Run federated training into ``run_dir``; returns the last held-out evaluation.
 
     With ``resume``, the model, hyper-parameters, vocabulary and split come
@@ -221,10 +242,18 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     run's own count unless told otherwise).  Without it, ``run_dir`` must be
     new or empty unless ``overwrite``; ``command`` names what made the run
     (``train`` or ``demo``) in run.json.
+
+    With ``dp`` the run is DP-FedAvg or DP-FTRL (``federated.dp.DPRun``):
+    the population is the training clients with text, cohorts are drawn as
+    the accountant assumes, eps after each round goes to metrics.csv and the
+    final (eps, delta, rho) with every DP setting to run.json.
+
+    ``track_clients``: ids whose rounds of participation run.json records
+    (``participation``), e.g. the clients holding audit canaries.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume:
-        vocab, model_config, config, data_config, command = _resume_settings(
+        vocab, model_config, config, data_config, command, dp = _resume_settings(
             run_dir, corpus, heldout_ids, config, log)
     else:
         prepare_run_dir(run_dir, command, overwrite=overwrite, replace_own=command == "demo")
@@ -238,7 +267,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     empty_clients = len(train_ids) - len(trainable)
     if not trainable:
         raise ConfigError("no training client has any sentence")
-    if config.clients_per_round > len(trainable):
+    dp_run = None
+    if dp is not None:
+        from keyboard_lm.federated.dp import DPRun
+
+        dp_run = DPRun(dp, trainable, config)
+        # The DP clip is the clip: the non-DP robust clipping is off.
+        config = dataclasses.replace(config, clip="none")
+    elif config.clients_per_round > len(trainable):
         raise ConfigError(f"--clients-per-round {config.clients_per_round} is more than the {len(trainable)} "
                           f"training clients with text in {corpus.name}")
     examples = example_client_data({c: encoded[c] for c in trainable})
@@ -247,7 +283,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     # Training computes the loss and example counts only: recall is measured
     # on held-out clients, and per-batch top-k over V words would cost more
     # than the cell itself (issue: TFF no slower than plain TensorFlow).
-    process = build_process(model_config, config, input_spec, metrics=False)
+    process = (dp_run.process(model_config, input_spec, config) if dp_run is not None
+               else build_process(model_config, config, input_spec, metrics=False))
     state = process.initialize()
     keras_model = build_model(model_config)
     shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
@@ -272,9 +309,10 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                 "from here on are not bit-identical to an uninterrupted run's")
     info = {
         "trainer": "federated", "command": command,
-        # Compression's stochastic rounding and dropout's masks are drawn by
-        # random ops inside TFF's runtime that no seed of ours reaches.
-        "reproducible": not config.compression and not config.dropout,
+        # Compression's stochastic rounding, dropout's masks and DP noise are
+        # drawn by random ops inside TFF's runtime that no seed of ours reaches
+        # (DP noise must not be predictable).
+        "reproducible": not config.compression and not config.dropout and dp_run is None,
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
                  "train_clients": len(train_ids),
                  "heldout_clients": len(heldout_ids), "empty_train_clients": empty_clients,
@@ -287,37 +325,60 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
     }
     if not resume:
-        save_run(run_dir, model_config, vocab, weights_dict(keras_model), {**info, "rounds_done": 0})
+        save_run(run_dir, model_config, vocab, weights_dict(keras_model),
+                 {**info, "rounds_done": 0, "differential_privacy": dp_run.info(0) if dp_run else None})
     log(f"federated {config.algorithm} ({config.server_optimizer if config.algorithm != 'fedatt' else 'attentive'}) "
         f"{model_config.model_type}: {keras_model.count_params():,} parameters, V={len(vocab):,}, "
         f"{len(trainable)} training clients ({empty_clients} without text), {len(heldout_ids)} held-out, "
         f"{config.clients_per_round}/round; upload {sent:,} B/client/round vs {raw:,} B float32")
+    if dp_run is not None:
+        log(_dp_summary(dp_run.info(config.rounds)))
 
     writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
     limit = math.log(len(vocab)) * loop.divergence_factor
     result, started = None, time.time()
     last_good = start_round
     examples_seen, elapsed_before = _totals_so_far(run_dir) if resume else (0, 0.0)
+    tracked = {c: [] for c in track_clients}
+    if resume and track_clients:
+        saved = load_run(run_dir).info.get("participation") or {}
+        tracked.update({c: [r for r in saved.get(c, []) if r <= start_round] for c in tracked})
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
-        sampled = sample_clients(trainable, config.clients_per_round, config.seed, round_num)
+        sampled = (dp_run.cohort(round_num) if dp_run is not None
+                   else sample_clients(trainable, config.clients_per_round, config.seed, round_num))
         datasets, failed = round_datasets(examples, sampled, data_config, config.seed, round_num, log)
-        if not datasets:
+        if datasets:
+            output = process.next(state, datasets)
+            train = output.metrics["client_work"]["train"]
+            train_loss, round_examples = float(train["loss"]), int(train["num_examples"])
+            zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
+            if not math.isfinite(train_loss) or train_loss > limit:
+                raise TrainingDivergedError(
+                    f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
+                    f"the last good checkpoint (round {last_good}) is kept in "
+                    f"{os.path.join(run_dir, CHECKPOINT_DIR)}")
+            state = output.state
+        elif sampled and failed == len(sampled):
             raise ConfigError(f"round {round_num}: every sampled client failed")
-        output = process.next(state, datasets)
-        train = output.metrics["client_work"]["train"]
-        train_loss = float(train["loss"])
-        zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
-        if not math.isfinite(train_loss) or train_loss > limit:
-            raise TrainingDivergedError(
-                f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
-                f"the last good checkpoint (round {last_good}) is kept in {os.path.join(run_dir, CHECKPOINT_DIR)}")
-        state = output.state
-        examples_seen += int(train["num_examples"])
-        row = {"round": round_num, "train_loss": train_loss, "examples": int(train["num_examples"]),
+        else:
+            # Poisson sampling drew nobody: no TFF round (it cannot aggregate zero
+            # clients), but the round counts for the accountant all the same.
+            log(f"round {round_num}: Poisson sampling drew no client; the model is unchanged")
+            train_loss, round_examples, zeroed = float("nan"), 0, 0
+        examples_seen += round_examples
+        for cid in sampled:
+            if cid in tracked:
+                tracked[cid].append(round_num)
+        row = {"round": round_num, "train_loss": train_loss if datasets else "", "examples": round_examples,
                "examples_seen": examples_seen, "clients": len(datasets),
                "failed_clients": failed, "non_finite_zeroed": zeroed,
                "upload_bytes_per_client": sent, "seconds": 0.0, **{k: "" for k in EVAL_KEYS}}
+        if dp_run is not None:
+            eps, rho = dp_run.epsilon(round_num)
+            row["epsilon"] = eps
+            if rho is not None:
+                row["rho"] = rho
         recall3 = None
         is_last = round_num == config.rounds
         if round_num % loop.eval_every == 0 or is_last:
@@ -338,14 +399,19 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             process.get_model_weights(state).assign_weights_to(keras_model)
             save_run(run_dir, model_config, vocab, weights_dict(keras_model),
                      {**info, "rounds_done": round_num,
-                      "final_metrics": result["pooled"] if result is not None else None})
+                      "final_metrics": result["pooled"] if result is not None else None,
+                      "differential_privacy": dp_run.info(round_num) if dp_run is not None else None,
+                      **({"participation": tracked} if track_clients else {})})
             asyncio.run(manager.save(state, round_num))
             last_good = round_num
-        log(_progress(round_num, config.rounds, train_loss, recall3, time.time() - started,
-                      round_num - start_round))
+        line = _progress(round_num, config.rounds, train_loss, recall3, time.time() - started,
+                         round_num - start_round)
+        log(line + (f"  eps {row['epsilon']:.3g}" if dp_run is not None else ""))
     writer.flush()
     _plot(run_dir)
     if result is not None:
         log(f"held-out after round {config.rounds}: {summarize(result)}")
+    if dp_run is not None:
+        log(_dp_summary(dp_run.info(config.rounds)))
     return result or {}
 

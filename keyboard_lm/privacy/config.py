@@ -52,3 +52,64 @@ class DPConfig:
             raise ConfigError(f"--dp-delta must be in (0, 1), got {self.delta}")
         if self.target_epsilon is not None and not (self.target_epsilon > 0):
             raise ConfigError(f"--dp-target-epsilon must be > 0, got {self.target_epsilon}")
+
+
+#: Client sampling per mechanism; the first is the default.
+SAMPLINGS = {"fedavg": ("poisson", "fixed"), "ftrl": ("schedule",)}
+
+
+@dataclasses.dataclass(frozen=True)
+class DPOptions:
+    """The DP settings a user gives, before the population is known.
+
+    ``train --dp`` knows the population (training clients with text) and the
+    cohort only once the corpus is encoded; ``for_population`` makes the
+    ``DPConfig`` then.  Each setting is checked here already, so a bad flag
+    fails before any data is read.
+
+    Attributes:
+      mechanism: ``fedavg`` (DP-FedAvg) or ``ftrl`` (DP-FTRL).
+      noise_multiplier: z; None with ``target_epsilon`` set: calibrated by
+        the planner to reach ``target_epsilon`` after the run's rounds.
+      clip, clip_quantile: fixed L2 clip, or the target quantile of adaptive
+        clipping (``fedavg`` only); exactly one.
+      delta: None for 1 / population**1.1.
+      sampling: ``poisson`` (default) or ``fixed`` for ``fedavg``;
+        ``schedule`` (cyclic, min separation) for ``ftrl``.
+      target_epsilon: the eps to calibrate z for (with ``noise_multiplier`` None).
+    """
+
+    mechanism: str
+    noise_multiplier: Optional[float] = None
+    clip: Optional[float] = None
+    clip_quantile: Optional[float] = None
+    delta: Optional[float] = None
+    sampling: Optional[str] = None
+    target_epsilon: Optional[float] = None
+
+    def __post_init__(self):
+        if self.mechanism not in MECHANISMS:
+            raise ConfigError(f"--dp: unknown mechanism {self.mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+        if (self.noise_multiplier is None) == (self.target_epsilon is None):
+            raise ConfigError("--dp needs exactly one of --dp-noise-multiplier and --dp-epsilon")
+        if self.sampling is None:
+            object.__setattr__(self, "sampling", SAMPLINGS[self.mechanism][0])
+        if self.sampling not in SAMPLINGS[self.mechanism]:
+            raise ConfigError(f"--dp-sampling {self.sampling} does not apply to --dp {self.mechanism}; "
+                              f"choose {' or '.join(SAMPLINGS[self.mechanism])}")
+        if self.target_epsilon is not None and not (0 < self.target_epsilon < math.inf):
+            raise ConfigError(f"--dp-epsilon must be a finite number > 0, got {self.target_epsilon}")
+        if self.target_epsilon is not None and self.sampling == "fixed":
+            raise ConfigError("--dp-epsilon calibrates z for Poisson sampling; with --dp-sampling fixed "
+                              "give --dp-noise-multiplier")
+        # Every single setting through DPConfig's own checks (any population will do here).
+        self.for_population(2**31 - 1, 1, noise_multiplier=self.noise_multiplier or 0.0)
+
+    def for_population(self, population: int, clients_per_round: int,
+                       noise_multiplier: Optional[float] = None) -> DPConfig:
+        """The ``DPConfig`` for ``population`` clients, ``clients_per_round`` a round."""
+        z = self.noise_multiplier if noise_multiplier is None else noise_multiplier
+        if z is None:
+            raise ConfigError("the noise multiplier is not calibrated yet (--dp-epsilon)")
+        return DPConfig(self.mechanism, z, population, clients_per_round, clip=self.clip,
+                        clip_quantile=self.clip_quantile, delta=self.delta, target_epsilon=self.target_epsilon)

@@ -1,0 +1,168 @@
+"""Issue 12: `train --dp fedavg|ftrl`, its accounting in metrics.csv, run.json and the model card,
+`--partition record`, and `audit canaries` end to end (tiny models on the embedded corpus)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import pytest
+
+from keyboard_lm.cli import main
+from keyboard_lm.data.partition import apply_partition
+from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.privacy import accounting
+from keyboard_lm.privacy.sampling import ftrl_schedule, poisson_sample, tree_sensitivity
+
+TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--dropout", "0"]
+
+
+def _rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def fedavg_run(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("dp") / "fedavg")
+    assert main(["train", "--out", out, *TINY, "--rounds", "3", "--eval-every", "3", "--clients-per-round", "30",
+                 "--dp", "fedavg", "--dp-noise-multiplier", "0.8", "--dp-clip", "0.5"]) == 0
+    return out
+
+
+def test_dp_fedavg_accounts_every_round_and_records_its_settings(fedavg_run):
+    run = load_run(fedavg_run)
+    dp = run.info["differential_privacy"]
+    n = dp["population"]
+    assert (dp["mechanism"], dp["noise_multiplier"], dp["clip"], dp["sampling"]) == ("fedavg", 0.8, 0.5, "poisson")
+    assert dp["clients_per_round"] == 30 and dp["sampling_probability"] == pytest.approx(30 / n)
+    assert dp["delta"] == pytest.approx(1 / n ** 1.1)  # the default delta
+    eps = [float(r["epsilon"]) for r in _rows(fedavg_run)]
+    assert eps == pytest.approx([accounting.fedavg_epsilon(0.8, 30 / n, t, dp["delta"]) for t in (1, 2, 3)])
+    assert eps[0] < eps[1] < eps[2] == pytest.approx(dp["epsilon"])
+    # DP noise is unseeded, and the DP clip replaced the robust one.
+    assert run.info["reproducible"] is False
+    assert run.info["federated"]["clip"] == "none"
+
+
+def test_dp_fedavg_cohorts_are_the_poisson_draws(fedavg_run):
+    from keyboard_lm.data.corpora import load_corpus
+    from keyboard_lm.data.preprocessing import encode_clients
+    from keyboard_lm.data.split import SplitConfig, split_clients
+
+    run = load_run(fedavg_run)
+    corpus = load_corpus(None, "default")
+    train_ids, _ = split_clients(corpus.client_ids, SplitConfig())
+    encoded = encode_clients({c: corpus.clients[c] for c in train_ids}, run.vocab, 20)
+    population = [c for c in train_ids if len(encoded[c][0])]
+    assert len(population) == run.info["differential_privacy"]["population"]
+    sizes = [int(r["clients"]) for r in _rows(fedavg_run)]
+    assert sizes == [len(poisson_sample(population, 30 / len(population), 0, t)) for t in (1, 2, 3)]
+
+
+def test_dp_model_card_carries_the_guarantee(fedavg_run, tmp_path):
+    out = str(tmp_path / "m.tflite")
+    assert main(["export", fedavg_run, "--out", out]) == 0
+    with open(out + ".card.json", encoding="utf-8") as f:
+        card = json.load(f)
+    dp = card["differential_privacy"]
+    assert dp["mechanism"] == "fedavg" and dp["epsilon"] == pytest.approx(
+        load_run(fedavg_run).info["differential_privacy"]["epsilon"])
+    assert dp["delta"] > 0 and dp["rounds"] == 3
+
+
+def test_dp_ftrl_calibrated_to_epsilon_follows_its_schedule_and_resumes(tmp_path):
+    out = str(tmp_path / "ftrl")
+    assert main(["train", "--out", out, *TINY, "--rounds", "3", "--eval-every", "3", "--clients-per-round", "40",
+                 "--dp", "ftrl", "--dp-epsilon", "4", "--dp-clip", "1"]) == 0
+    dp = load_run(out).info["differential_privacy"]
+    n = dp["population"]
+    # The planner calibrated z so that eps after all rounds is the target (to its tolerance).
+    assert dp["epsilon"] == pytest.approx(4.0, rel=2e-3) and dp["target_epsilon"] == 4.0
+    assert dp["rho"] == pytest.approx(tree_sensitivity(n, 40, 3) / (2 * dp["noise_multiplier"] ** 2))
+    assert dp["min_separation"] == n // 40 - 1 and dp["max_participations"] == 1
+    assert [int(r["clients"]) for r in _rows(out)] == [40, 40, 40]
+    assert [float(r["rho"]) for r in _rows(out)] == pytest.approx(
+        [tree_sensitivity(n, 40, t) / (2 * dp["noise_multiplier"] ** 2) for t in (1, 2, 3)])
+    # Resuming keeps the run's noise multiplier and accounts the rounds actually run.
+    assert main(["train", "--out", out, "--resume", "--rounds", "4"]) == 0
+    again = load_run(out).info["differential_privacy"]
+    assert again["noise_multiplier"] == dp["noise_multiplier"] and again["rounds"] == 4
+    assert again["epsilon"] >= dp["epsilon"]
+    assert ftrl_schedule(list(range(n)), 40, 4, 0).max_participations == again["max_participations"]
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--dp", "fedavg", "--dp-noise-multiplier", "-1", "--dp-clip", "1"], "noise-multiplier"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "0"], "--dp-clip"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--dp-delta", "1.5"], "--dp-delta"),
+    (["--dp", "fedavg", "--dp-epsilon", "0", "--dp-clip", "1"], "--dp-epsilon"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1"], "--dp-clip"),
+    (["--dp", "fedavg", "--dp-clip", "1"], "--dp-noise-multiplier"),
+    (["--dp", "ftrl", "--dp-noise-multiplier", "1", "--dp-clip-quantile", "0.5"], "--dp-clip-quantile"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--dp-sampling", "schedule"],
+     "--dp-sampling"),
+    (["--dp-noise-multiplier", "1"], "without --dp"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--algorithm", "fedatt"], "fedatt"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--clip", "5"], "--clip 5"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--compression"], "--compression"),
+    (["--dp", "ftrl", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--server-optimizer", "adam"], "adam"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--clients-per-round", "100000"],
+     "population"),
+    (["--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1", "--centralized"], "--centralized"),
+])
+def test_bad_dp_settings_fail_before_training(tmp_path, capsys, flags, words):
+    out = tmp_path / "run"
+    assert main(["train", "--out", str(out), *TINY, "--rounds", "2", *flags]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1, err
+    assert not (out / "metrics.csv").exists()
+
+
+def test_record_partition_makes_one_client_per_record(default_corpus):
+    per_record = apply_partition(default_corpus, "record")
+    assert len(per_record.client_ids) == default_corpus.num_records
+    assert all(len(v) == 1 for v in per_record.clients.values())
+    assert sorted(t for v in per_record.clients.values() for t in v) == sorted(
+        t for v in default_corpus.clients.values() for t in v)
+    some = default_corpus.client_ids[0]
+    mine = [cid for cid in per_record.client_ids if cid.rsplit("/", 1)[0] == some]
+    assert [per_record.clients[c][0] for c in mine] == default_corpus.clients[some]
+
+
+@pytest.mark.shakespeare
+def test_shakespeare_has_7097_speeches(shakespeare):
+    assert len(apply_partition(shakespeare, "record").client_ids) == 7097
+
+
+def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
+    out = str(tmp_path / "audit")
+    assert main(["audit", "canaries", "--out", out, *TINY, "--vocab-size", "2000", "--rounds", "2",
+                 "--eval-every", "2", "--clients-per-round", "20", "--canaries", "3", "--controls", "2",
+                 "--canary-repeats", "2,5", "--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "exposure of 5 canaries" in text and "eps " in text
+    with open(os.path.join(out, "audit.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    rows = report["rows"]
+    assert [r["repeats"] for r in rows] == [2, 5, 2, 0, 0]
+    assert all(0 <= r["exposure"] <= r["max_exposure"] for r in rows)
+    # Participation is what the run's own Poisson draws gave each canary's client.
+    run = load_run(out)
+    for r in rows[:3]:
+        assert r["participations"] == len(run.info["participation"][r["client"]])
+    assert report["differential_privacy"]["epsilon"] == run.info["differential_privacy"]["epsilon"]
+    # The planted corpus is the one trained on; re-auditing gives the same ranks.
+    assert main(["audit", "canaries", "--run", out, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [r["rank"] for r in again["rows"]] == [r["rank"] for r in rows]
+
+
+def test_audit_canaries_refuses_bad_input(tmp_path, capsys):
+    assert main(["audit", "canaries", *TINY]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--out", str(tmp_path / "a"), "--canary-repeats", "0,3"]) == 2
+    assert "--canary-repeats" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--run", str(tmp_path)]) == 2
+    assert "canaries.json" in capsys.readouterr().err
