@@ -1,0 +1,524 @@
+"""Memorization audit with planted canaries: the exposure of Carlini et al. 2019.
+
+"The Secret Sharer" (Carlini et al. 2019) measures unintended memorization by
+planting random secrets ("canaries") in the training data and ranking each,
+after training, among every secret it could have been.  Ramaswamy et al.
+2020 audit Gboard's federated language models this way.  Here:
+
+- A ``CanaryFormat`` is a fixed prefix and S secret slots, each one token of
+  an alphabet A; the randomness space R = A^S has |R| = len(A)**S members.
+  ``make_canaries`` draws distinct secrets, ``plant_canaries`` inserts each
+  ``repeats[i]`` times, as separate records, into one training client.
+- The log-perplexity of a canary, in bits, is -sum log2 p(slot | BOS, prefix,
+  earlier slots) over the S secret slots (``canary_log_perplexity``).
+  Carlini et al. score the whole sequence; the prefix term is the same for
+  every candidate, so ranks, and with them exposure, are unchanged.
+- Exposure = log2|R| - log2(rank), rank = 1 + the number of candidates with a
+  strictly lower log-perplexity (``exact_exposure``).  When |R| is too large
+  to score, Carlini et al. fit a skew-normal to the log-perplexities of a
+  random sample of candidates: exposure = -log2 CDF(canary)
+  (``extrapolated_exposure``).  ``audit`` picks one by |R|; ``audit_run``
+  audits a run directory.
+
+The default format is ``my number is`` + 4 slots over ten nouns, ``air body
+city dust money paper people power time world``: |R| = 10^4, at most 13.3
+bits, scored exhaustively in seconds.  The alphabet and prefix must be in the
+vocabulary of a model trained without any canary, or a clean model could not
+be audited at all.  With 10,000-word vocabularies (checked with
+``Vocabulary.from_sentences`` on each whole corpus, and on the training
+clients of 100 held-out split seeds):
+
+- digits fail: the tokenizer keeps "1" as a token, but the embedded default
+  corpus never has "6", "8" or "9" and Tiny Shakespeare has only "3";
+- the number words fail: "eight" never occurs in the default corpus, "zero"
+  never in Tiny Shakespeare, and the other nine occur in 1 to 3 default
+  conversations each, so 11 of the 100 splits drop one of "one" .. "ten"
+  (without "eight", with "twenty") from the training vocabulary;
+- the prefix "my pin is" fails: "pin" never occurs in the default corpus.
+
+Each of the ten nouns is used by at least 10 clients of each corpus ("money":
+10 default conversations, "paper": 11 Shakespeare roles), and "number" by 9
+of each, so every split keeps them all.  Every token is its own spec token,
+so ``" ".join(prefix + secret)`` tokenizes into exactly prefix + secret, one
+sentence (``CanaryFormat`` checks this for any format).
+
+Exact ties count in the canary's favour (it ranks ahead of every candidate
+with an equal score): exposure is never understated, the conservative side
+for a privacy audit; ``audit`` reports how many ties there were.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+import numpy as np
+
+from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.evaluation import log_softmax
+from keyboard_lm.text.spec import SPECIAL_TOKENS
+from keyboard_lm.text.tokenizer import sentences
+from keyboard_lm.text.vocabulary import Vocabulary
+
+DEFAULT_PREFIX = ("my", "number", "is")
+DEFAULT_ALPHABET = ("air", "body", "city", "dust", "money", "paper", "people", "power", "time", "world")
+DEFAULT_SLOTS = 4
+#: Largest |R| ranked exactly, candidate by candidate: the 670-unit CIFG
+#: scores 10^4 default-format candidates in about 3 s on 2 cores, so 10^5 in
+#: about half a minute; beyond it, extrapolate.
+DEFAULT_MAX_EXHAUSTIVE = 100_000
+#: Random candidates the skew-normal is fitted to (Carlini et al. fit to a sample too).
+DEFAULT_SAMPLE_SIZE = 10_000
+MIN_SAMPLE_SIZE = 100
+SCORE_BATCH = 256
+# Stream tags: drawing the secrets, planting them and sampling candidates use independent streams of one seed.
+_MAKE, _PLANT, _SAMPLE = 1, 2, 3
+_LN2 = math.log(2.0)
+_Z_CLIP = 40.0
+
+
+def _rng(seed: int, tag: int) -> np.random.Generator:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"canary seed must be an integer >= 0, got {seed!r}")
+    return np.random.default_rng([int(seed), tag])
+
+
+def _words(what: str, value) -> tuple[str, ...]:
+    """A space-separated string or a sequence of words -> a tuple of single spec tokens."""
+    words = tuple(value.split()) if isinstance(value, str) else tuple(value)
+    for w in words:
+        if not isinstance(w, str) or sentences(w) != [[w]]:
+            got = sentences(w) if isinstance(w, str) else type(w).__name__
+            raise ConfigError(f"canary {what} word {w!r} is not a single token of the text spec "
+                              f"(it tokenizes to {got})")
+    return words
+
+
+@dataclasses.dataclass(frozen=True)
+class CanaryFormat:
+    """A prefix and ``slots`` secret tokens from ``alphabet`` (see the module docstring).
+
+    ``prefix`` and ``alphabet`` may be given as space-separated strings.
+    Secret number i is the base-len(alphabet) expansion of i, most
+    significant slot first.
+    """
+
+    prefix: tuple[str, ...] = DEFAULT_PREFIX
+    alphabet: tuple[str, ...] = DEFAULT_ALPHABET
+    slots: int = DEFAULT_SLOTS
+
+    def __post_init__(self):
+        object.__setattr__(self, "prefix", _words("prefix", self.prefix))
+        object.__setattr__(self, "alphabet", _words("alphabet", self.alphabet))
+        if len(self.alphabet) < 2:
+            raise ConfigError(f"canary alphabet needs at least 2 tokens, got {list(self.alphabet)}")
+        dup = next((t for i, t in enumerate(self.alphabet) if t in self.alphabet[:i]), None)
+        if dup is not None:
+            raise ConfigError(f"canary alphabet lists {dup!r} twice")
+        if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
+            raise ConfigError(f"canary slots must be an integer >= 1, got {self.slots!r}")
+
+    @property
+    def space_size(self) -> int:
+        """|R| = len(alphabet) ** slots (an exact Python int)."""
+        return len(self.alphabet) ** self.slots
+
+    @property
+    def max_exposure(self) -> float:
+        """log2 |R|, the exposure of a canary ranked first."""
+        return self.slots * math.log2(len(self.alphabet))
+
+    def secret(self, index: int) -> tuple[str, ...]:
+        """Secret number ``index`` of R."""
+        if not 0 <= index < self.space_size:
+            raise ConfigError(f"secret index {index} is outside 0..{self.space_size - 1}")
+        k, out = len(self.alphabet), []
+        for _ in range(self.slots):
+            index, d = divmod(index, k)
+            out.append(self.alphabet[d])
+        return tuple(reversed(out))
+
+    def index(self, secret: Sequence[str]) -> int:
+        """The number of ``secret`` in R (inverse of ``secret``)."""
+        if len(secret) != self.slots or any(t not in self.alphabet for t in secret):
+            raise ConfigError(f"{list(secret)} is not a secret of {self.slots} tokens from the canary alphabet")
+        i = 0
+        for t in secret:
+            i = i * len(self.alphabet) + self.alphabet.index(t)
+        return i
+
+    def text(self, secret: Sequence[str]) -> str:
+        """The record planted for ``secret``: prefix and secret joined by spaces."""
+        self.index(secret)
+        return " ".join((*self.prefix, *secret))
+
+    def parse(self, text: str) -> tuple[str, ...]:
+        """The secret of a canary ``text``; ConfigError unless it tokenizes to prefix + secret."""
+        tokens = sentences(text)
+        n = len(self.prefix)
+        if len(tokens) != 1 or tuple(tokens[0][:n]) != self.prefix or len(tokens[0]) != n + self.slots \
+                or any(t not in self.alphabet for t in tokens[0][n:]):
+            raise ConfigError(f"{text!r} is not a canary of the format {' '.join(self.prefix)!r} + {self.slots} "
+                              f"alphabet tokens (it tokenizes to {tokens})")
+        return tuple(tokens[0][n:])
+
+    def to_dict(self) -> dict:
+        return {"prefix": list(self.prefix), "alphabet": list(self.alphabet), "slots": self.slots}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CanaryFormat":
+        unknown = set(d) - {"prefix", "alphabet", "slots"}
+        if unknown:
+            raise ConfigError(f"unknown canary format fields {sorted(unknown)}")
+        return cls(**d)
+
+
+@dataclasses.dataclass(frozen=True)
+class Canary:
+    """One secret of a format; ``text`` is what gets planted."""
+
+    format: CanaryFormat
+    secret: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return self.format.text(self.secret)
+
+
+def make_canaries(n: int, seed: int, prefix=DEFAULT_PREFIX, alphabet=DEFAULT_ALPHABET,
+                  slots: int = DEFAULT_SLOTS) -> list[Canary]:
+    """``n`` distinct secrets drawn uniformly from R without replacement, deterministic in ``seed``."""
+    fmt = CanaryFormat(prefix, alphabet, slots)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"number of canaries must be an integer >= 1, got {n!r}")
+    if n > fmt.space_size:
+        raise ConfigError(f"{n} canaries asked for, but the format has only {fmt.space_size} distinct secrets")
+    rng = _rng(seed, _MAKE)
+    if fmt.space_size < 2 ** 62:
+        return [Canary(fmt, fmt.secret(int(i))) for i in rng.choice(fmt.space_size, n, replace=False)]
+    # |R| beyond int64: draw slot by slot; a repeat has probability < n^2 / 2^63.
+    seen: dict[tuple[str, ...], None] = {}
+    while len(seen) < n:
+        seen.setdefault(tuple(fmt.alphabet[d] for d in rng.integers(0, len(fmt.alphabet), fmt.slots)))
+    return [Canary(fmt, s) for s in seen]
+
+
+def plant_canaries(corpus: Corpus, canaries: Sequence[Canary], repeats, clients: Sequence[str],
+                   seed: int) -> tuple[Corpus, dict]:
+    """A new corpus with canary i inserted ``repeats[i]`` times into one of ``clients``.
+
+    Each canary goes to one client (distinct clients while there are enough,
+    a seeded permutation of ``clients``), its copies as separate records at
+    seeded random positions among that client's records; every original
+    record stays, in its order.  Pass training clients only: a canary in a
+    held-out client is never trained on.
+
+    Args:
+      corpus: the corpus to plant into (left unchanged).
+      canaries: distinct canaries of one format (``make_canaries``).
+      repeats: copies of each canary (>= 1), one int for all or one per canary.
+      clients: ids of the clients that may receive a canary.
+      seed: the placement depends only on this and the arguments.
+    Returns:
+      (the new corpus, the placement record): a JSON-serializable dict with
+      the format, the seed, the planted corpus's fingerprint and one row per
+      canary (text, secret, repeats, client, positions in its records).
+    """
+    canaries = list(canaries)
+    if not canaries:
+        raise ConfigError("no canaries to plant")
+    fmt = canaries[0].format
+    if any(c.format != fmt for c in canaries):
+        raise ConfigError("canaries to plant must all share one format (prefix, alphabet, slots)")
+    if len(canaries) > fmt.space_size:
+        raise ConfigError(f"{len(canaries)} canaries, but the format has only {fmt.space_size} distinct secrets")
+    texts = [c.text for c in canaries]
+    dup = next((t for i, t in enumerate(texts) if t in texts[:i]), None)
+    if dup is not None:
+        raise ConfigError(f"canary {dup!r} is listed twice; canaries must be distinct")
+    reps = [repeats] * len(canaries) if isinstance(repeats, (int, np.integer)) else list(repeats)
+    if len(reps) != len(canaries):
+        raise ConfigError(f"{len(reps)} repeat counts for {len(canaries)} canaries")
+    for t, r in zip(texts, reps):
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1:
+            raise ConfigError(f"repeats of canary {t!r} must be an integer >= 1, got {r!r}")
+    ids = sorted(set(clients))
+    if not ids:
+        raise ConfigError("no clients to plant canaries into (the client list is empty)")
+    unknown = [c for c in ids if c not in corpus.clients]
+    if unknown:
+        raise ConfigError(f"client {unknown[0]!r} is not in {corpus.name}")
+    rng = _rng(seed, _PLANT)
+    order = rng.permutation(len(ids))
+    owner = [ids[order[i % len(ids)]] for i in range(len(canaries))]
+    new = {cid: list(records) for cid, records in corpus.clients.items()}
+    positions: list[list[int]] = [[] for _ in canaries]
+    for cid in sorted(set(owner)):
+        copies = [i for i, o in enumerate(owner) if o == cid for _ in range(int(reps[i]))]
+        copies = [copies[j] for j in rng.permutation(len(copies))]
+        total = len(new[cid]) + len(copies)
+        at = set(rng.choice(total, len(copies), replace=False).tolist())
+        originals, inserted, records = iter(new[cid]), iter(copies), []
+        for p in range(total):
+            if p in at:
+                i = next(inserted)
+                positions[i].append(p)
+                records.append(texts[i])
+            else:
+                records.append(next(originals))
+        new[cid] = records
+    planted = Corpus(f"{corpus.name}, {len(canaries)} canaries planted (seed {seed})", new, corpus.skipped)
+    rows = [{"text": t, "secret": list(c.secret), "repeats": int(r), "client": o, "positions": p}
+            for t, c, r, o, p in zip(texts, canaries, reps, owner, positions)]
+    return planted, {"format": fmt.to_dict(), "seed": int(seed), "corpus": corpus.name,
+                     "corpus_fingerprint": planted.fingerprint(), "canaries": rows}
+
+
+def _ids(fmt: CanaryFormat, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+    """(prefix ids, alphabet ids) under ``vocab``; ConfigError naming a token that is OOV."""
+    for what, tokens in (("prefix", fmt.prefix), ("alphabet", fmt.alphabet)):
+        for t in tokens:
+            if vocab.id_of(t) == vocab.special.oov_id:
+                raise ConfigError(f"canary {what} token {t!r} is not in the model's vocabulary (it would be "
+                                  f"scored as {vocab.special.oov}); choose canary words the vocabulary has")
+    return np.array(vocab.encode(fmt.prefix), np.int32), np.array(vocab.encode(fmt.alphabet), np.int32)
+
+
+def _tokens(fmt: CanaryFormat, vocab: Vocabulary, digits: np.ndarray) -> np.ndarray:
+    """Ids [N, prefix + slots] of the secrets given as alphabet positions [N, S]."""
+    prefix_ids, alphabet_ids = _ids(fmt, vocab)
+    return np.concatenate([np.broadcast_to(prefix_ids, (len(digits), len(prefix_ids))), alphabet_ids[digits]], axis=1)
+
+
+def _score(predict, tokens: np.ndarray, first: int, batch_size: int) -> np.ndarray:
+    """Bits of -log2 p(tokens[:, first:]) given BOS and the tokens before, for ids [N, L]."""
+    n = len(tokens)
+    if n == 0:
+        return np.zeros(0, np.float64)
+    # The inputs of ``data.examples.sentence_examples``: BOS, then each token predicts the next.
+    x = np.concatenate([np.full((n, 1), SPECIAL_TOKENS.bos_id, np.int32), tokens[:, :-1]], axis=1)  # [N, L]
+    out = np.empty(n, np.float64)
+    for start in range(0, n, batch_size):
+        xb = x[start:start + batch_size]
+        scores = np.asarray(predict(xb))  # [B, L, V]
+        if scores.ndim != 3 or scores.shape[:2] != xb.shape or scores.shape[2] <= tokens.max():
+            raise ConfigError(f"predict returned scores of shape {scores.shape} for inputs of shape {xb.shape}; "
+                              f"expected [batch, time, V] with V > {tokens.max()}")
+        logp = log_softmax(scores[:, first:, :])  # [B, L - first, V]
+        target = tokens[start:start + batch_size, first:, None]
+        out[start:start + len(xb)] = -np.take_along_axis(logp, target, axis=-1)[..., 0].sum(axis=1) / _LN2
+    if np.isnan(out).any():
+        raise ConfigError("the model's scores are not finite (NaN log-perplexity); is the run diverged?")
+    return out
+
+
+def canary_log_perplexity(predict, vocab: Vocabulary, texts: Sequence[str], fmt: CanaryFormat = CanaryFormat(),
+                          *, whole_sequence: bool = False, batch_size: int = SCORE_BATCH) -> np.ndarray:
+    """Log-perplexity in bits of each canary text under ``predict`` (Carlini et al. 2019).
+
+    Args:
+      predict: int32 ids [B, T] -> unnormalized scores [B, T, V] (logits,
+        as for ``evaluation.evaluate_predict_fn``).
+      vocab: the model's vocabulary.
+      texts: canaries of ``fmt``, each tokenizing to prefix + secret.
+      fmt: their format.
+      whole_sequence: score the prefix tokens too (Carlini et al.'s
+        definition); by default only the secret slots, which ranks the same.
+      batch_size: sequences per ``predict`` call.
+    Returns:
+      float64 [len(texts)]: -sum log2 p(token | BOS and the tokens before).
+    """
+    _ids(fmt, vocab)  # an OOV token fails before any text is parsed
+    digits = np.array([[fmt.alphabet.index(t) for t in fmt.parse(text)] for text in texts], np.int64)
+    tokens = _tokens(fmt, vocab, digits.reshape(-1, fmt.slots))  # [N, prefix + slots]
+    return _score(predict, tokens, 0 if whole_sequence else len(fmt.prefix), batch_size)
+
+
+def _check_scores(what: str, scores) -> np.ndarray:
+    scores = np.asarray(scores, np.float64).reshape(-1)
+    if scores.size == 0:
+        raise ConfigError(f"{what}: no log-perplexities given")
+    if np.isnan(scores).any():
+        raise ConfigError(f"{what}: log-perplexities contain NaN")
+    return scores
+
+
+def exact_exposure(canary_score: float, candidate_scores) -> float:
+    """Exposure log2|R| - log2(rank) of Carlini et al. 2019, R = all ``candidate_scores``.
+
+    rank = 1 + the number of candidates with a strictly lower log-perplexity;
+    candidates tied with the canary rank behind it (see the module
+    docstring).  0 for a canary ranked last, log2|R| for one ranked first.
+    """
+    scores = _check_scores("exact exposure", candidate_scores)
+    if math.isnan(canary_score):
+        raise ConfigError("exact exposure: the canary's log-perplexity is NaN")
+    rank = 1 + int(np.count_nonzero(scores < canary_score))
+    return math.log2(scores.size) - math.log2(min(rank, scores.size))
+
+
+def _fit_skewnorm(sample_scores) -> tuple[float, float, float]:
+    try:
+        from scipy.stats import skewnorm
+    except ImportError:
+        raise ConfigError("extrapolated exposure needs scipy (installed with the train extra)") from None
+    sample = _check_scores("extrapolated exposure", sample_scores)
+    if sample.size < MIN_SAMPLE_SIZE:
+        raise ConfigError(f"extrapolated exposure needs at least {MIN_SAMPLE_SIZE} sampled candidates, "
+                          f"got {sample.size}")
+    if not np.isfinite(sample).all() or np.ptp(sample) == 0:
+        raise ConfigError("extrapolated exposure: the sampled log-perplexities are infinite or all equal; "
+                          "no skew-normal fits them")
+    return tuple(float(v) for v in skewnorm.fit(sample))
+
+
+def _tail_exposure(canary_score: float, fit: tuple[float, float, float], space_size: int) -> float:
+    from scipy.stats import skewnorm
+
+    a, loc, scale = fit
+    # scipy's skewnorm CDF breaks down far from loc (about 10^3 scales up it returns CDF(loc)); 40 scales
+    # out it is already 1, or below 2 Phi(-40) < 2^-1100, so clipping there changes no exposure below 1,100 bits.
+    z = min(max((canary_score - loc) / scale, -_Z_CLIP), _Z_CLIP)
+    log_cdf = float(skewnorm.logcdf(z, a))  # log, not cdf: the tail below 2^-1074 still counts
+    return min(max(0.0, -log_cdf / _LN2), math.log2(space_size))
+
+
+def extrapolated_exposure(canary_score: float, sample_scores, space_size: int) -> float:
+    """Exposure from a skew-normal fit to sampled candidates (Carlini et al. 2019): -log2 CDF(canary).
+
+    Args:
+      canary_score: the canary's log-perplexity.
+      sample_scores: log-perplexities of candidates drawn uniformly from R.
+      space_size: |R|; the result is capped at log2|R|, the exact maximum.
+
+    The fit follows the bulk of the distribution.  Log-perplexities of
+    discrete secrets have a hard minimum that a skew-normal's tail overshoots,
+    so the most exposed canaries come out too low: on 10^5 secrets scored by
+    independent random slot distributions, 5,000 samples give 10 to 13 bits
+    for the first-ranked (16.6 exact) and within 0.5 bits from rank 1,000 on.
+    ``audit`` therefore ranks exactly up to ``DEFAULT_MAX_EXHAUSTIVE``.
+    """
+    if math.isnan(canary_score):
+        raise ConfigError("extrapolated exposure: the canary's log-perplexity is NaN")
+    if space_size < 1:
+        raise ConfigError(f"extrapolated exposure: space size must be >= 1, got {space_size}")
+    return _tail_exposure(canary_score, _fit_skewnorm(sample_scores), space_size)
+
+
+def _read_placements(placements: dict) -> tuple[CanaryFormat, list[tuple[Canary, int, str]]]:
+    try:
+        fmt = CanaryFormat.from_dict(placements["format"])
+        rows = [(Canary(fmt, fmt.parse(r["text"])), int(r["repeats"]), r["client"]) for r in placements["canaries"]]
+    except ConfigError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"not a canary placement record (missing or malformed {e})") from None
+    return fmt, rows
+
+
+def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Canary] = (),
+          max_exhaustive: int = DEFAULT_MAX_EXHAUSTIVE, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0,
+          batch_size: int = SCORE_BATCH) -> list[dict]:
+    """Exposure of every planted canary (and of unplanted ``controls``) under ``predict``.
+
+    Args:
+      predict, vocab: the model, as for ``canary_log_perplexity``.
+      placements: the record ``plant_canaries`` returned.
+      controls: canaries of the same format that were never planted (e.g.
+        the rest of a ``make_canaries`` draw): the exposure of a secret the
+        model never saw, reported with repeats 0.
+      max_exhaustive: rank exactly when |R| is at most this; else extrapolate.
+      sample_size: random candidates for the skew-normal fit.
+      seed: draws that sample.
+      batch_size: sequences per ``predict`` call.
+    Returns:
+      One row per canary: text, secret, repeats, client, log_perplexity
+      (bits, secret slots), rank and ties (exact only, else None), exposure,
+      max_exposure (log2|R|) and method (``exact`` or ``extrapolated``).
+    """
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
+    fmt, rows = _read_placements(placements)
+    planted = {c.secret for c, _, _ in rows}
+    for c in controls:
+        if c.format != fmt:
+            raise ConfigError(f"control canary {c.text!r} is not of the planted canaries' format")
+        if c.secret in planted:
+            raise ConfigError(f"control canary {c.text!r} was planted; controls must be secrets never planted")
+    rows += [(c, 0, None) for c in controls]
+    k = len(fmt.alphabet)
+    digits = np.array([[fmt.alphabet.index(t) for t in c.secret] for c, _, _ in rows], np.int64)  # [canaries, S]
+    out = []
+    if fmt.space_size <= max_exhaustive:
+        every = np.arange(fmt.space_size, dtype=np.int64)
+        all_digits = (every[:, None] // k ** np.arange(fmt.slots - 1, -1, -1)) % k  # [|R|, S], as CanaryFormat.secret
+        scores = _score(predict, _tokens(fmt, vocab, all_digits), len(fmt.prefix), batch_size)
+        ordered = np.sort(scores)
+        for (c, repeats, client), d in zip(rows, digits):
+            s = scores[int(d @ k ** np.arange(fmt.slots - 1, -1, -1))]
+            below = int(np.searchsorted(ordered, s, side="left"))
+            ties = int(np.searchsorted(ordered, s, side="right")) - below - 1
+            out.append(_row(c, repeats, client, s, below + 1, ties, exact_exposure(s, scores), fmt, "exact"))
+    else:
+        if sample_size < MIN_SAMPLE_SIZE:
+            raise ConfigError(f"sample_size must be >= {MIN_SAMPLE_SIZE} to fit a skew-normal, got {sample_size}")
+        sample = _rng(seed, _SAMPLE).integers(0, k, size=(sample_size, fmt.slots))  # uniform over R
+        fit = _fit_skewnorm(_score(predict, _tokens(fmt, vocab, sample), len(fmt.prefix), batch_size))
+        scores = _score(predict, _tokens(fmt, vocab, digits), len(fmt.prefix), batch_size)
+        for (c, repeats, client), s in zip(rows, scores):
+            out.append(_row(c, repeats, client, s, None, None, _tail_exposure(s, fit, fmt.space_size), fmt,
+                            "extrapolated"))
+    return out
+
+
+def _row(c: Canary, repeats, client, score, rank, ties, exposure, fmt: CanaryFormat, method: str) -> dict:
+    return {"text": c.text, "secret": list(c.secret), "repeats": repeats, "client": client,
+            "log_perplexity": float(score), "rank": rank, "ties": ties, "exposure": float(exposure),
+            "max_exposure": fmt.max_exposure, "method": method}
+
+
+def keras_predict_fn(model, seq_len: int):
+    """``predict`` for a Keras model on inputs [B, seq_len] (imports TensorFlow)."""
+    import tensorflow as tf
+
+    fn = tf.function(lambda x: model(x, training=False), input_signature=[tf.TensorSpec([None, seq_len], tf.int32)])
+    return lambda x: fn(x).numpy()
+
+
+def audit_run(run_dir: str, placements: dict, **kwargs) -> list[dict]:
+    """``audit`` of the model in a run directory (``models.checkpoint.load_run``).
+
+    ``kwargs`` go to ``audit``.  Whether the run was trained on the planted
+    corpus is for the caller to check: ``placements["corpus_fingerprint"]``
+    against the run's ``info["data"]["fingerprint"]`` (a clean run audited
+    with the same placements is the usual baseline).
+    """
+    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+
+    fmt, _ = _read_placements(placements)
+    run = load_run(run_dir)
+    _ids(fmt, run.vocab)  # fail on an OOV canary token before building the model
+    predict = keras_predict_fn(build_loaded_model(run), len(fmt.prefix) + fmt.slots)
+    return audit(predict, run.vocab, placements, **kwargs)
+
+
+def format_audit(rows: list[dict]) -> str:
+    """A plain-text table of ``audit``'s rows, in their order."""
+    if not rows:
+        return "(no canaries)"
+    head = ["canary", "repeats", "client", "log-ppl", "rank", "exposure", "max", "method"]
+    lines = []
+    for r in rows:
+        rank = "-" if r["rank"] is None else f"{r['rank']:,}" + (f" ({r['ties']} tied)" if r["ties"] else "")
+        lines.append([r["text"], str(r["repeats"]), "-" if r["client"] is None else str(r["client"]),
+                      f"{r['log_perplexity']:.2f}", rank, f"{r['exposure']:.2f}", f"{r['max_exposure']:.2f}",
+                      r["method"]])
+    widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
+    out = ["exposure in bits: log2|R| - log2(rank), or -log2 CDF when extrapolated; log-ppl in bits over the "
+           "secret slots; repeats 0: never planted",
+           "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths)))]
+    out += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+            for cells in lines]
+    return "\n".join(out)
