@@ -1,6 +1,7 @@
 """The aggregator's named parts, failing clients, whole-client sampling and the lazy TFF worker."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -129,3 +130,22 @@ def test_importing_the_federated_layer_starts_no_worker():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
                          check=True, timeout=300)
     assert out.stdout.split() == ["0", "1"]
+
+
+def test_sigterm_stops_the_worker_instead_of_orphaning_it():
+    code = ("import time\n"
+            "from keyboard_lm.federated.runtime import import_tff, _child_workers\n"
+            "tff = import_tff(); tff.federated_computation(lambda: 1)()\n"
+            "print(*_child_workers(), flush=True)\n"
+            "time.sleep(120)\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=REPO, env=env)
+    try:
+        workers = [int(p) for p in proc.stdout.readline().split()]
+        assert len(workers) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+    finally:
+        proc.kill()
+    assert not os.path.exists(f"/proc/{workers[0]}")

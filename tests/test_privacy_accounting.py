@@ -52,3 +52,28 @@ def test_fedavg_epsilon_is_sound_at_large_noise(z, q, rounds):
     # A fine fractional grid of orders made dp_accounting report negative divergences here.
     eps = accounting.fedavg_epsilon(z, q, rounds, 1e-5)
     assert 0 < eps < accounting.fedavg_epsilon(z / 2, q, rounds, 1e-5)
+
+
+def test_published_gboard_vector_from_the_schedules_tree_sensitivity():
+    # es-ES launch: z = 7, T = 2000, at most 6 participations >= 313 rounds apart: rho 0.81, eps 8.90
+    # at delta 1e-10 (a bound over all such patterns). The cyclic schedule with 6 participations
+    # 333 apart is one of those patterns; its exact rho must sit at (and not above) the bound.
+    from keyboard_lm.privacy.sampling import ftrl_participation, tree_sensitivity
+
+    assert ftrl_participation(334, 1, 2000) == (6, 333)
+    rho = tree_sensitivity(334, 1, 2000) / (2 * 7.0 ** 2)
+    assert 0.79 < rho <= 0.81
+    assert accounting.rho_to_epsilon(rho, 1e-10) == pytest.approx(8.90, abs=0.1)
+
+
+def test_ro_et_al_rho_needs_about_six_participations_five_hundred_rounds_apart():
+    # Ro et al.: z = 7 over 3000 rounds reported as rho = 1.05. One participation gives 0.12;
+    # the cyclic schedule with 6 participations 499 apart gives 1.02, 7 participations 498 apart 1.06.
+    from keyboard_lm.privacy.sampling import ftrl_participation, tree_sensitivity
+
+    k = 6500
+    six, seven = 3_250_000, 3_249_999  # populations: 500 K and just under
+    assert ftrl_participation(six, k, 3000) == (6, 499) and ftrl_participation(seven, k, 3000) == (7, 498)
+    rho6 = tree_sensitivity(six, k, 3000) / 98
+    rho7 = tree_sensitivity(seven, k, 3000) / 98
+    assert rho6 < 1.05 < rho7 and rho7 - rho6 < 0.05

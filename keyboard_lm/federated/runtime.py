@@ -6,7 +6,9 @@ may never run.  Left behind, that process keeps the parent's stdout open, so a
 pipeline such as ``keyboard-lm train ... | tee log`` never ends.
 ``import_tff`` wraps TFF's default context so that the first computation
 (not the import) starts the worker, with its output sent to /dev/null, and
-registers an exit hook that stops the workers this process started.
+registers an exit hook that stops the workers this process started.  A
+SIGTERM (``kill``, a job scheduler) ends the process through that same hook,
+not around it, unless the program installed its own handler.
 """
 
 from __future__ import annotations
@@ -89,9 +91,30 @@ def import_tff():
     logging.getLogger("absl").setLevel(logging.ERROR)
     if not _registered:
         atexit.register(stop_workers)
+        _exit_on_sigterm()
         _quiet_first_invocation()
         _registered = True
     return tff
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM raises SystemExit(143), so exit hooks run and no worker is orphaned.
+
+    With the default action the process dies at once and its busy worker keeps
+    running, re-parented to init.  Only the main thread can set handlers, and
+    a handler the program set itself is left alone.
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def workers_running() -> int:
