@@ -4,7 +4,12 @@ The core is compiled at Java 8 source level (as the APK's dexer needs) with the
 JDK on the machine and run with JUnit 4 from Debian's junit4 / libhamcrest-java
 packages (dev.sh installs them when missing and running as root). Skipped, with
 the reason, where javac or the JUnit jars are absent. The golden text-spec
-vectors shared with Python are handed to the Java tests as a line file.
+vectors shared with Python are handed to the Java tests as a line file; the
+predictor fixture (tests/golden/predictor_fixture.json) by its path, which the
+Java step engine's golden test reads itself; and, where a Python TFLite runtime
+is installed, full-distribution traces of every golden model written here with
+the Python ModelFile, so the Java engine is checked on every log-prob and state
+value, not only the fixture's top 3.
 """
 
 import io
@@ -14,6 +19,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO
@@ -73,6 +79,45 @@ def _bad_models(tmp: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+TRACE_STEPS = 300
+
+
+def _traces(tmp: Path) -> str | None:
+    """Per golden model, TRACE_STEPS step_full results of the TFLite runtime (see StepEngineTraceTest.java).
+
+    None where no TFLite runtime is installed (the Java trace test then skips).
+    """
+    try:
+        from keyboard_lm.inference.model_file import ModelFile
+        from keyboard_lm.inference.runtime import interpreter_class
+        interpreter_class()
+    except ImportError as e:
+        print(f"no full-distribution traces: {e}")
+        return None
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for model in sorted((REPO / "tests" / "golden" / "models").glob("*.tflite")):
+        m = ModelFile.load(str(model))
+        v = len(m.vocab)
+        out = io.BytesIO()
+        out.write(np.array([TRACE_STEPS, v, m.state_size], "<i4").tobytes())
+        state = m.initial_state()
+        for t in range(TRACE_STEPS):
+            if t % m.seq_len == 0:  # a new sentence: no state is older than seq_len inputs, as in a session
+                token, state = SPECIAL_TOKENS.bos_id, m.initial_state()
+            else:
+                token = int(rng.integers(SPECIAL_TOKENS.bos_id + 1, v))  # <bos> only where the state restarts
+            log_probs, state = m.step_full(token, state)
+            out.write(np.array([token], "<i4").tobytes())
+            out.write(np.asarray(log_probs, "<f4").tobytes() + np.asarray(state, "<f4").tobytes())
+        trace = tmp / (model.name + ".trace")
+        trace.write_bytes(out.getvalue())
+        lines.append(f"{model} {trace}")
+    return "\n".join(lines) + "\n"
+
+
 def test_java_core_passes_junit(tmp_path):
     javac, java = shutil.which("javac"), shutil.which("java")
     if not javac or not java:
@@ -97,9 +142,16 @@ def test_java_core_passes_junit(tmp_path):
     bad.mkdir()
     bad_models = tmp_path / "bad_models.txt"
     bad_models.write_text(_bad_models(bad), encoding="utf-8")
-    r = subprocess.run([java, f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}",
-                        f"-Dkblm.badmodels={bad_models}", "-cp", cp, "org.junit.runner.JUnitCore", *tests],
+    props = [f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}", f"-Dkblm.badmodels={bad_models}",
+             f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}"]
+    traces = _traces(tmp_path)
+    if traces is not None:
+        (tmp_path / "traces.txt").write_text(traces, encoding="utf-8")
+        props.append(f"-Dkblm.traces={tmp_path / 'traces.txt'}")
+    r = subprocess.run([java, *props, "-cp", cp, "org.junit.runner.JUnitCore", *tests],
                        capture_output=True, text=True, timeout=300)
+    # The engine tests print their per-model agreement (max |log-prob diff|); shown with pytest -s.
+    print("\n".join(line for line in r.stdout.splitlines() if line.startswith(("StepEngine", "  "))))
     summary = [line for line in r.stdout.splitlines() if line.startswith(("OK (", "Tests run:"))]
     print("JUnit:", " ".join(summary))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

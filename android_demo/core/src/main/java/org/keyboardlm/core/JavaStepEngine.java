@@ -1,0 +1,155 @@
+package org.keyboardlm.core;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.Arrays;
+import java.util.Map;
+
+/**
+ * A {@link StepEngine} that runs an exported keyboard_lm .tflite with no TFLite library: the
+ * flatbuffer is read by {@link TfliteModel}, the "step" and "step_full" signatures are found
+ * by name and each runs on its own {@link Interpreter}. Loading refuses, in one line naming
+ * the file, a model whose signatures, tensors or operators this engine does not know.
+ * Thread-safe: each call works on its own value array.
+ */
+public final class JavaStepEngine implements StepEngine {
+    public static final String STEP = "step";
+    public static final String STEP_FULL = "step_full";
+
+    private final Runner step;
+    private final Runner full;
+    private final int stateSize;
+    private final int vocabSize;
+    private final int topK;
+
+    /** One signature on one interpreter: tensor indices of token, state and the outputs. */
+    private static final class Runner {
+        final Interpreter graph;
+        final int token;
+        final int stateIn;
+        final int stateOut;
+        final Map<String, Integer> outputs;
+
+        Runner(TfliteModel model, String key, String[] outputNames) throws ModelFileException {
+            TfliteModel.Signature s = model.signature(key);
+            if (s == null) {
+                throw new ModelFileException(model.path + ": the model has no \"" + key + "\" signature (not exported by keyboard-lm export)");
+            }
+            if (!s.inputs.keySet().equals(new java.util.HashSet<String>(Arrays.asList("token", "state")))
+                    || !s.outputs.keySet().equals(new java.util.HashSet<String>(Arrays.asList(outputNames)))) {
+                throw new ModelFileException(model.path + ": signature " + key + " has inputs " + s.inputs.keySet() + " and outputs "
+                        + s.outputs.keySet() + ", expected [token, state] and " + Arrays.toString(outputNames));
+            }
+            graph = new Interpreter(model, s.subgraph);
+            token = s.inputs.get("token");
+            stateIn = s.inputs.get("state");
+            stateOut = s.outputs.get("state");
+            outputs = s.outputs;
+            expect(model, key, "token", token, TfliteModel.INT32, new int[] {1});
+            int size = graph.shapes[stateIn].length == 2 ? graph.shapes[stateIn][1] : -1;
+            expect(model, key, "state", stateIn, TfliteModel.FLOAT32, new int[] {1, size});
+            expect(model, key, "output state", stateOut, TfliteModel.FLOAT32, new int[] {1, size});
+        }
+
+        void expect(TfliteModel model, String key, String what, int tensor, int type, int[] shape) throws ModelFileException {
+            if (graph.types[tensor] != type || !Arrays.equals(graph.shapes[tensor], shape)) {
+                throw new ModelFileException(model.path + ": signature " + key + " " + what + " is "
+                        + TfliteModel.typeName(graph.types[tensor]) + Arrays.toString(graph.shapes[tensor]) + ", expected "
+                        + TfliteModel.typeName(type) + Arrays.toString(shape));
+            }
+        }
+
+        int[] shape(String output) {
+            return graph.shapes[outputs.get(output)];
+        }
+
+        Object[] run(int tokenId, float[] state) {
+            Object[] v = graph.newValues();
+            v[token] = new int[] {tokenId};
+            v[stateIn] = state.clone();
+            graph.run(v);
+            return v;
+        }
+    }
+
+    private JavaStepEngine(TfliteModel model) throws ModelFileException {
+        step = new Runner(model, STEP, new String[] {"top_ids", "top_log_probs", "state"});
+        full = new Runner(model, STEP_FULL, new String[] {"log_probs", "state"});
+        stateSize = step.graph.shapes[step.stateIn][1];
+        int[] logProbs = full.shape("log_probs");
+        int[] topIds = step.shape("top_ids");
+        if (logProbs.length != 2 || logProbs[0] != 1 || topIds.length != 2 || topIds[0] != 1
+                || !Arrays.equals(topIds, step.shape("top_log_probs")) || full.graph.shapes[full.stateIn][1] != stateSize
+                || full.graph.types[full.outputs.get("log_probs")] != TfliteModel.FLOAT32
+                || step.graph.types[step.outputs.get("top_ids")] != TfliteModel.INT32
+                || step.graph.types[step.outputs.get("top_log_probs")] != TfliteModel.FLOAT32) {
+            throw new ModelFileException(model.path + ": signature outputs log_probs " + Arrays.toString(logProbs) + ", top_ids "
+                    + Arrays.toString(topIds) + ", top_log_probs " + Arrays.toString(step.shape("top_log_probs"))
+                    + " are not those of a keyboard_lm step module");
+        }
+        vocabSize = logProbs[1];
+        topK = topIds[1];
+    }
+
+    /** Load {@code path} (a .tflite exported by keyboard-lm export). */
+    public static JavaStepEngine load(String path) throws ModelFileException {
+        byte[] data;
+        try {
+            data = Files.readAllBytes(Paths.get(path));
+        } catch (IOException e) {
+            throw new ModelFileException(path + ": cannot read the model file: " + e.getMessage());
+        }
+        return fromBytes(path, data);
+    }
+
+    /** The engine of a model file's bytes; {@code name} appears in error messages. */
+    public static JavaStepEngine fromBytes(String name, byte[] data) throws ModelFileException {
+        return new JavaStepEngine(TfliteModel.read(name, data));
+    }
+
+    @Override
+    public int stateSize() {
+        return stateSize;
+    }
+
+    @Override
+    public int vocabSize() {
+        return vocabSize;
+    }
+
+    @Override
+    public int topK() {
+        return topK;
+    }
+
+    @Override
+    public float[] initialState() {
+        return new float[stateSize];
+    }
+
+    private void check(int token, float[] state) {
+        if (token < 0 || token >= vocabSize) {
+            throw new IllegalArgumentException("token id " + token + " is outside the vocabulary [0, " + vocabSize + ")");
+        }
+        if (state == null || state.length != stateSize) {
+            throw new IllegalArgumentException("the state has " + (state == null ? "no" : String.valueOf(state.length))
+                    + " values, the model's has " + stateSize);
+        }
+    }
+
+    @Override
+    public TopStep step(int token, float[] state) {
+        check(token, state);
+        Object[] v = step.run(token, state);
+        return new TopStep((int[]) v[step.outputs.get("top_ids")], (float[]) v[step.outputs.get("top_log_probs")],
+                (float[]) v[step.stateOut]);
+    }
+
+    @Override
+    public FullStep stepFull(int token, float[] state) {
+        check(token, state);
+        Object[] v = full.run(token, state);
+        return new FullStep((float[]) v[full.outputs.get("log_probs")], (float[]) v[full.stateOut]);
+    }
+}
