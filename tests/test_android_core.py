@@ -10,10 +10,16 @@ Java step engine's golden test reads itself; and, where a Python TFLite runtime
 is installed, full-distribution traces of every golden model written here with
 the Python ModelFile, so the Java engine is checked on every log-prob and state
 value, not only the fixture's top 3.
+
+The APK build (android_demo/build_apk.sh) is run too where its tools are already
+on the machine (aapt, zipalign, apksigner, and the bullseye android.jar and dx
+unpacked under android_demo/build/tools by an earlier run of the script); it
+never downloads anything here (KBLM_NO_FETCH=1) and skips, saying so, elsewhere.
 """
 
 import io
 import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -151,7 +157,36 @@ def test_java_core_passes_junit(tmp_path):
     r = subprocess.run([java, *props, "-cp", cp, "org.junit.runner.JUnitCore", *tests],
                        capture_output=True, text=True, timeout=300)
     # The engine tests print their per-model agreement (max |log-prob diff|); shown with pytest -s.
-    print("\n".join(line for line in r.stdout.splitlines() if line.startswith(("StepEngine", "  "))))
+    # JUnitCore prints a dot per test, so a line may start with dots.
+    print("\n".join(line.lstrip(".") for line in r.stdout.splitlines()
+                    if line.lstrip(".").startswith(("StepEngine", "Session", "TextField", "ModelFile", "  "))))
     summary = [line for line in r.stdout.splitlines() if line.startswith(("OK (", "Tests run:"))]
     print("JUnit:", " ".join(summary))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+ANDROID_TOOLS = REPO / "android_demo" / "build" / "tools"
+ANDROID_JARS = [ANDROID_TOOLS / "usr/share/java/com.android.android-23.jar",
+                ANDROID_TOOLS / "usr/share/java/com.android.dx-10.0.0.jar"]
+
+
+def test_build_apk_builds_a_signed_verified_keyboard(tmp_path):
+    missing = [t for t in ("aapt", "zipalign", "apksigner", "javac", "java", "keytool") if not shutil.which(t)]
+    missing += [str(j.relative_to(REPO)) for j in ANDROID_JARS if not j.exists()]
+    if missing:
+        pytest.skip(f"APK tools absent ({', '.join(missing)}): run android_demo/build_apk.sh once as root to fetch them")
+    model = REPO / "tests" / "golden" / "models" / "gru_weight-only.tflite"
+    env = {**os.environ, "KBLM_APK_BUILD": str(tmp_path), "KBLM_ANDROID_TOOLS": str(ANDROID_TOOLS), "KBLM_NO_FETCH": "1"}
+    r = subprocess.run(["nice", "-n", "19", "bash", str(REPO / "android_demo" / "build_apk.sh"), str(model)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = r.stdout
+    assert "Verifies" in out and "Verified using v2 scheme (APK Signature Scheme v2): true" in out, out
+    assert "package: name='org.keyboardlm.demo'" in out and "sdkVersion:'21'" in out, out
+    apk = tmp_path / "keyboard_lm-demo-debug.apk"
+    with zipfile.ZipFile(apk) as z:
+        assert z.read("assets/model.tflite") == model.read_bytes()
+        dex = z.read("classes.dex")
+    for cls in ("org/keyboardlm/demo/KeyboardService", "org/keyboardlm/core/TextField", "org/keyboardlm/core/JavaStepEngine"):
+        assert f"L{cls};".encode() in dex, f"{cls} not in classes.dex"
+    print(next(line for line in out.splitlines() if line.startswith("[build_apk] built")))

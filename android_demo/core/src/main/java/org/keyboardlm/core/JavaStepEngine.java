@@ -1,8 +1,5 @@
 package org.keyboardlm.core;
 
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.Arrays;
 import java.util.Map;
 
@@ -94,13 +91,7 @@ public final class JavaStepEngine implements StepEngine {
 
     /** Load {@code path} (a .tflite exported by keyboard-lm export). */
     public static JavaStepEngine load(String path) throws ModelFileException {
-        byte[] data;
-        try {
-            data = Files.readAllBytes(Paths.get(path));
-        } catch (IOException e) {
-            throw new ModelFileException(path + ": cannot read the model file: " + e.getMessage());
-        }
-        return fromBytes(path, data);
+        return fromBytes(path, ModelArchive.readFile(path));
     }
 
     /** The engine of a model file's bytes; {@code name} appears in error messages. */

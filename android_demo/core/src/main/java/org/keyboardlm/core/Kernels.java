@@ -68,7 +68,17 @@ final class Kernels {
                         ? "custom operator " + c.op.customCode
                         : "operator " + BuiltinOperator.name(c.op.builtinCode) + " (builtin code " + c.op.builtinCode + ")";
                 throw new ModelFileException(c.graph.where + ", operator #" + c.op.index + ": " + what
-                        + " is not run by the Java step engine, which runs " + String.join(", ", supportedNames()));
+                        + " is not run by the Java step engine, which runs " + joined(supportedNames()));
         }
+    }
+
+    /** ", "-joined names (String.join is not in Android API 23, which the APK is built against). */
+    private static String joined(Iterable<String> names) {
+        StringBuilder b = new StringBuilder();
+        for (String n : names) {
+            if (b.length() > 0) b.append(", ");
+            b.append(n);
+        }
+        return b.toString();
     }
 }

@@ -1,21 +1,18 @@
 package org.keyboardlm.core;
 
-import java.io.ByteArrayOutputStream;
-import java.io.File;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.Collections;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
 import java.util.List;
-import java.util.zip.ZipEntry;
-import java.util.zip.ZipFile;
+import java.util.Map;
 
 /**
  * The keyboard_lm part of an exported .tflite: the zip appended after the
- * flatbuffer (keyboard_lm.json + vocab.txt), found by java.util.zip from the
- * end of the file; checked as keyboard_lm/inference/model_file.py checks it.
+ * flatbuffer (keyboard_lm.json + vocab.txt), read from the file's bytes by
+ * {@link EmbeddedZip}; checked as keyboard_lm/inference/model_file.py checks it.
  */
 public final class ModelArchive {
     public static final String FILE_FORMAT = "keyboard_lm.tflite/1";
@@ -23,43 +20,57 @@ public final class ModelArchive {
     public final String path;
     public final String metadataJson;
     public final List<String> vocab;
+    public final Vocabulary vocabulary;
     public final int seqLen;
 
-    private ModelArchive(String path, String metadataJson, List<String> vocab, int seqLen) {
+    private ModelArchive(String path, String metadataJson, Vocabulary vocabulary, int seqLen) {
         this.path = path;
         this.metadataJson = metadataJson;
-        this.vocab = vocab;
+        this.vocabulary = vocabulary;
+        this.vocab = vocabulary.tokens();
         this.seqLen = seqLen;
     }
 
+    /** Read and check {@code path}; every problem is a ModelFileException naming the file. */
     public static ModelArchive load(String path) throws ModelFileException {
-        File file = new File(path);
-        byte[] head = new byte[8];
-        try (RandomAccessFile f = new RandomAccessFile(file, "r")) {
-            if (f.length() < 8) {
-                throw new ModelFileException(path + ": not a TFLite model (shorter than 8 bytes); truncated or foreign file");
-            }
-            f.readFully(head);
+        return fromBytes(path, readFile(path));
+    }
+
+    static byte[] readFile(String path) throws ModelFileException {
+        // java.io, not java.nio.file (not in Android API 23).
+        try (RandomAccessFile f = new RandomAccessFile(path, "r")) {
+            long n = f.length();
+            if (n > Integer.MAX_VALUE - 8) throw new IOException("the file is larger than 2 GB");
+            byte[] data = new byte[(int) n];
+            f.readFully(data);
+            return data;
         } catch (IOException e) {
             throw new ModelFileException(path + ": cannot read the model file: " + e.getMessage());
         }
-        if (!new String(head, 4, 4, StandardCharsets.ISO_8859_1).equals("TFL3")) {
+    }
+
+    /** Check the bytes of a model file; {@code path} names it in error messages. */
+    public static ModelArchive fromBytes(String path, byte[] data) throws ModelFileException {
+        if (data.length < 8) {
+            throw new ModelFileException(path + ": not a TFLite model (shorter than 8 bytes); truncated or foreign file");
+        }
+        if (!new String(data, 4, 4, StandardCharsets.ISO_8859_1).equals("TFL3")) {
             throw new ModelFileException(path + ": not a TFLite model (no TFL3 identifier); truncated or foreign file");
         }
-        String meta;
-        String vocabText;
-        try (ZipFile z = new ZipFile(file)) {
-            ZipEntry m = z.getEntry("keyboard_lm.json");
-            ZipEntry v = z.getEntry("vocab.txt");
-            if (m == null || v == null) {
-                throw new ModelFileException(path + ": the model has no embedded vocabulary/metadata (not exported by keyboard-lm export)");
-            }
-            meta = read(z.getInputStream(m));
-            vocabText = read(z.getInputStream(v));
-        } catch (IOException e) {
+        Map<String, byte[]> files;
+        try {
+            files = EmbeddedZip.read(data);
+        } catch (EmbeddedZip.Bad e) {
             throw new ModelFileException(path + ": the model has no readable embedded vocabulary/metadata (" + e.getMessage()
                     + "); the file is truncated or was not exported by keyboard-lm export");
         }
+        byte[] m = files.get("keyboard_lm.json");
+        byte[] v = files.get("vocab.txt");
+        if (m == null || v == null) {
+            throw new ModelFileException(path + ": the model has no embedded vocabulary/metadata (not exported by keyboard-lm export)");
+        }
+        String meta = new String(m, StandardCharsets.UTF_8);
+        String vocabText = new String(v, StandardCharsets.UTF_8);
         String format = stringField(meta, "format");
         if (!FILE_FORMAT.equals(format)) {
             throw new ModelFileException(path + ": unknown model file format " + format + " (expected " + FILE_FORMAT + ")");
@@ -68,32 +79,43 @@ public final class ModelArchive {
         if (!TextSpec.VERSION.equals(spec)) {
             throw new ModelFileException(path + ": text spec " + spec + ", this version reads " + TextSpec.VERSION);
         }
-        List<String> vocab = new ArrayList<String>();
-        for (String line : vocabText.split("\n", -1)) {
-            if (!line.isEmpty()) vocab.add(line);
+        if (!vocabText.endsWith("\n")) {
+            throw new ModelFileException(path + ": the embedded vocabulary is empty or truncated (no final newline)");
+        }
+        Vocabulary vocabulary;
+        try {
+            vocabulary = new Vocabulary(Arrays.asList(vocabText.substring(0, vocabText.length() - 1).split("\n", -1)));
+        } catch (IllegalArgumentException e) {
+            String message = e.getMessage();
+            if (message.startsWith("vocabulary must start with the special tokens")) {
+                throw new ModelFileException(path + ": special tokens differ from this version's (" + message + ")");
+            }
+            throw new ModelFileException(path + "!vocab.txt: " + message);
         }
         Integer size = intField(meta, "vocab_size");
-        if (size == null || size != vocab.size()) {
-            throw new ModelFileException(path + ": the embedded vocabulary (" + vocab.size()
+        if (size == null || size != vocabulary.size()) {
+            throw new ModelFileException(path + ": the embedded vocabulary (" + vocabulary.size()
                     + " words) does not match the model's metadata (" + size + ")");
         }
-        if (vocab.size() < 4 || !vocab.get(0).equals("<pad>") || !vocab.get(1).equals("<bos>")
-                || !vocab.get(2).equals("<eos>") || !vocab.get(3).equals("<oov>")) {
-            throw new ModelFileException(path + ": special tokens differ from this version's");
+        String sha = stringField(meta, "vocab_sha256");
+        if (sha != null && !sha.equals(sha256(v))) {
+            throw new ModelFileException(path + ": the embedded vocabulary does not match the model's metadata (vocab_sha256)");
         }
         Integer seqLen = intField(meta, "seq_len");
-        return new ModelArchive(path, meta, Collections.unmodifiableList(vocab), seqLen == null ? 20 : seqLen);
+        if (seqLen != null && seqLen < 1) {
+            throw new ModelFileException(path + ": seq_len " + seqLen + " in the model's metadata is not positive");
+        }
+        return new ModelArchive(path, meta, vocabulary, seqLen == null ? 20 : seqLen);
     }
 
-    private static String read(InputStream in) throws IOException {
+    private static String sha256(byte[] data) {
         try {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            byte[] buf = new byte[8192];
-            int n;
-            while ((n = in.read(buf)) > 0) out.write(buf, 0, n);
-            return new String(out.toByteArray(), StandardCharsets.UTF_8);
-        } finally {
-            in.close();
+            byte[] d = MessageDigest.getInstance("SHA-256").digest(data);
+            StringBuilder b = new StringBuilder();
+            for (byte x : d) b.append(String.format("%02x", x & 0xff));
+            return b.toString();
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);  // every Java and Android runtime has SHA-256
         }
     }
 

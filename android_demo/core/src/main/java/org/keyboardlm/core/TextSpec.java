@@ -60,6 +60,11 @@ public final class TextSpec {
         }
     }
 
+    /** A letter, mark or digit: the characters words and numbers are made of. */
+    static boolean isWordChar(int cp) {
+        return isW(cp);
+    }
+
     private static boolean isDigit(int cp) {
         int t = Character.getType(cp);
         return t == Character.DECIMAL_DIGIT_NUMBER || t == Character.LETTER_NUMBER || t == Character.OTHER_NUMBER;
@@ -162,7 +167,7 @@ public final class TextSpec {
 
     /** Tokens and terminator runs of {@code text}, in order (spec step 2). */
     public static List<Item> scan(String text) {
-        int[] s = normalize(text).codePoints().toArray();
+        int[] s = codePoints(normalize(text));
         List<Item> out = new ArrayList<Item>();
         int i = 0;
         while (i < s.length) {
@@ -214,11 +219,21 @@ public final class TextSpec {
 
     /** Completion order of the spec: Unicode code point order of the normalized spelling. */
     public static int compareCodePoints(String a, String b) {
-        int[] x = a.codePoints().toArray();
-        int[] y = b.codePoints().toArray();
+        int[] x = codePoints(a);
+        int[] y = codePoints(b);
         for (int k = 0; k < Math.min(x.length, y.length); k++) {
             if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
         }
         return Integer.compare(x.length, y.length);
+    }
+
+    /** The code points of {@code s} (String.codePoints() is not in Android API 23). */
+    static int[] codePoints(String s) {
+        int[] out = new int[s.codePointCount(0, s.length())];
+        for (int i = 0, k = 0; i < s.length(); k++) {
+            out[k] = s.codePointAt(i);
+            i += Character.charCount(out[k]);
+        }
+        return out;
     }
 }

@@ -1,0 +1,116 @@
+package org.keyboardlm.core;
+
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.zip.CRC32;
+import java.util.zip.DataFormatException;
+import java.util.zip.Inflater;
+
+/**
+ * The zip archive appended to an exported .tflite, read from the file's bytes.
+ *
+ * Not java.util.zip.ZipFile: Android's ZipFile refuses a file that does not start with a
+ * zip local header, and the model file starts with the TFLite flatbuffer. As Python's
+ * zipfile does, the end-of-central-directory record is found from the end and offsets are
+ * corrected by the length of the data before the archive. Stored and deflated entries,
+ * CRC-checked; no zip64 (the archive holds a few kilobytes of text).
+ */
+final class EmbeddedZip {
+    private static final int EOCD = 0x06054b50;
+    private static final int CENTRAL = 0x02014b50;
+    private static final int LOCAL = 0x04034b50;
+
+    /** A zip that cannot be read; the message says what is wrong (no file name). */
+    static final class Bad extends Exception {
+        Bad(String message) {
+            super(message);
+        }
+    }
+
+    private EmbeddedZip() {}
+
+    private static int u16(byte[] b, long at) throws Bad {
+        if (at < 0 || at + 2 > b.length) throw new Bad("a zip record runs past the end of the file");
+        int i = (int) at;
+        return (b[i] & 0xff) | (b[i + 1] & 0xff) << 8;
+    }
+
+    private static long u32(byte[] b, long at) throws Bad {
+        if (at < 0 || at + 4 > b.length) throw new Bad("a zip record runs past the end of the file");
+        int i = (int) at;
+        return ((b[i] & 0xff) | (b[i + 1] & 0xff) << 8 | (b[i + 2] & 0xff) << 16 | (long) (b[i + 3] & 0xff) << 24);
+    }
+
+    /** Entry name -> uncompressed bytes, for every entry of the archive at the end of {@code data}. */
+    static Map<String, byte[]> read(byte[] data) throws Bad {
+        long eocd = -1;
+        for (long i = data.length - 22; i >= 0 && i >= data.length - 22 - 65535; i--) {
+            if (u32(data, i) == EOCD && i + 22 + u16(data, i + 20) == data.length) {
+                eocd = i;
+                break;
+            }
+        }
+        if (eocd < 0) throw new Bad("no zip end-of-central-directory record");
+        int entries = u16(data, eocd + 10);
+        long cdSize = u32(data, eocd + 12);
+        long cdOffset = u32(data, eocd + 16);
+        long delta = eocd - cdSize - cdOffset;  // bytes before the archive if its offsets are relative to it
+        if (delta < 0) throw new Bad("the zip central directory lies outside the file");
+        long p = cdOffset + delta;
+        Map<String, byte[]> out = new LinkedHashMap<String, byte[]>();
+        for (int e = 0; e < entries; e++) {
+            if (u32(data, p) != CENTRAL) throw new Bad("bad zip central directory entry " + e);
+            int method = u16(data, p + 10);
+            long crc = u32(data, p + 16);
+            long compressed = u32(data, p + 20);
+            long size = u32(data, p + 24);
+            int nameLen = u16(data, p + 28);
+            int extraLen = u16(data, p + 30);
+            int commentLen = u16(data, p + 32);
+            long local = u32(data, p + 42) + delta;
+            if (p + 46 + nameLen > data.length) throw new Bad("a zip record runs past the end of the file");
+            String name = new String(data, (int) p + 46, nameLen, StandardCharsets.UTF_8);
+            if (compressed == 0xffffffffL || size == 0xffffffffL || size > (1 << 26)) {
+                throw new Bad("zip entry " + name + " is too large (zip64)");
+            }
+            if (u32(data, local) != LOCAL) throw new Bad("zip entry " + name + " has no local header");
+            long start = local + 30 + u16(data, local + 26) + u16(data, local + 28);
+            if (start + compressed > data.length) throw new Bad("zip entry " + name + " runs past the end of the file");
+            out.put(name, contents(name, data, (int) start, (int) compressed, (int) size, method, crc));
+            p += 46 + nameLen + extraLen + commentLen;
+        }
+        return out;
+    }
+
+    private static byte[] contents(String name, byte[] data, int start, int compressed, int size, int method, long crc)
+            throws Bad {
+        byte[] out = new byte[size];
+        if (method == 0) {
+            if (compressed != size) throw new Bad("stored zip entry " + name + " has two sizes");
+            System.arraycopy(data, start, out, 0, size);
+        } else if (method == 8) {
+            Inflater inflater = new Inflater(true);
+            try {
+                inflater.setInput(data, start, compressed);
+                int n = 0;
+                while (n < size) {
+                    int got = inflater.inflate(out, n, size - n);
+                    if (got == 0 && (inflater.finished() || inflater.needsInput() || inflater.needsDictionary())) break;
+                    n += got;
+                }
+                if (n != size) throw new Bad("zip entry " + name + " inflates to " + n + " bytes, not " + size);
+            } catch (DataFormatException e) {
+                throw new Bad("zip entry " + name + " is corrupt (" + e.getMessage() + ")");
+            } finally {
+                inflater.end();
+            }
+        } else {
+            throw new Bad("zip entry " + name + " uses compression method " + method + " (only stored and deflated are read)");
+        }
+        CRC32 check = new CRC32();
+        check.update(out, 0, out.length);
+        if (check.getValue() != crc) throw new Bad("zip entry " + name + " fails its CRC check");
+        return out;
+    }
+}

@@ -1,0 +1,184 @@
+package org.keyboardlm.core;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * Next-word suggestions and word completion from one model file, following
+ * keyboard_lm/inference/predictor.py rule by rule. Special tokens (including OOV) and
+ * blocklisted words are never suggested. Thread-safe: sessions share it.
+ *
+ * <p>Ranking: log-prob descending, ties by id ascending (the golden fixture's order).
+ *
+ * <p>Completion candidates: the suggestable words w with {@code prefix <= w < prefix + U+10FFFF}
+ * in Unicode code point order ({@link TextSpec#compareCodePoints}), the range Python's
+ * {@code bisect} over {@code sorted(words)} takes; in effect, the words that start with the
+ * normalized prefix. Java's {@code String.compareTo} orders UTF-16 units, which differs for
+ * characters outside the Basic Multilingual Plane: U+10FFFF is the surrogate pair
+ * D8FF DFFF, below U+E000..U+FFFF, so a UTF-16 range would lose e.g. "x\uFF5E".
+ */
+public final class Predictor {
+    public final ModelFile model;
+    public final Vocabulary vocab;
+    private final boolean[] never;
+    private final int[] suggestable;
+    /** Suggestable words in code point order, as code point arrays, and their ids. */
+    private final int[][] sortedWords;
+    private final int[] sortedIds;
+    private final List<String> ignoredBlocklist;
+
+    /**
+     * @param blocklist words never to suggest; each entry is tokenized by the text spec and
+     *     every token found in the vocabulary is blocked; entries with no such token are kept
+     *     in {@link #ignoredBlocklistWords()} (Python ignores them silently).
+     */
+    public Predictor(ModelFile model, Iterable<String> blocklist) {
+        this.model = model;
+        this.vocab = model.vocab;
+        int v = vocab.size();
+        never = new boolean[v];
+        for (int i = 0; i < Vocabulary.SPECIAL_TOKENS.size(); i++) never[i] = true;
+        List<String> ignored = new ArrayList<String>();
+        if (blocklist != null) {
+            for (String word : blocklist) {
+                if (word == null) throw new IllegalArgumentException("blocklist entry is null");
+                boolean found = false;
+                for (String token : TextSpec.tokenize(word)) {
+                    if (vocab.contains(token)) {
+                        never[vocab.idOf(token)] = true;
+                        found = true;
+                    }
+                }
+                if (!found) ignored.add(word);
+            }
+        }
+        ignoredBlocklist = Collections.unmodifiableList(ignored);
+        int n = 0;
+        for (boolean b : never) if (!b) n++;
+        suggestable = new int[n];
+        final int[][] cps = new int[v][];
+        Integer[] order = new Integer[n];
+        for (int i = 0, k = 0; i < v; i++) {
+            if (!never[i]) {
+                suggestable[k] = i;
+                order[k++] = i;
+                cps[i] = TextSpec.codePoints(vocab.tokenOf(i));
+            }
+        }
+        Arrays.sort(order, new Comparator<Integer>() {
+            @Override
+            public int compare(Integer a, Integer b) {
+                int c = Predictor.compare(cps[a], cps[b]);
+                return c != 0 ? c : Integer.compare(a, b);
+            }
+        });
+        sortedWords = new int[n][];
+        sortedIds = new int[n];
+        for (int k = 0; k < n; k++) {
+            sortedIds[k] = order[k];
+            sortedWords[k] = cps[order[k]];
+        }
+    }
+
+    /** Load a .tflite exported by keyboard-lm export; ModelFileException names the file. */
+    public static Predictor load(String path, Iterable<String> blocklist) throws ModelFileException {
+        return new Predictor(ModelFile.load(path), blocklist);
+    }
+
+    /** Blocklist entries none of whose tokens is in the vocabulary (they block nothing). */
+    public List<String> ignoredBlocklistWords() {
+        return ignoredBlocklist;
+    }
+
+    public Session session() {
+        return new Session(this, model.seqLen);
+    }
+
+    /** A session that can rewind {@code rewindDepth} commits (see {@link Session#rewind}). */
+    public Session session(int rewindDepth) {
+        return new Session(this, rewindDepth);
+    }
+
+    /** The k most likely next words after {@code context}, most likely first (the strip's center). */
+    public List<Suggestion> suggest(String context, int k) {
+        Session s = session();
+        s.commit(context, true);
+        return s.suggestions(k);
+    }
+
+    /** The k most probable vocabulary words starting with {@code prefix} after {@code context}. */
+    public List<Suggestion> complete(String context, String prefix, int k) {
+        Session s = session();
+        s.commit(context, true);
+        return s.complete(prefix, k);
+    }
+
+    // -- shared by sessions ---------------------------------------------------------------
+
+    static int compare(int[] x, int[] y) {
+        for (int k = 0; k < Math.min(x.length, y.length); k++) {
+            if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
+        }
+        return Integer.compare(x.length, y.length);
+    }
+
+    /** Ids allowed in suggestions, ascending. */
+    int[] suggestableIds() {
+        return suggestable;
+    }
+
+    /** Completion candidates for a normalized, stripped prefix (see the class comment). */
+    int[] prefixIds(String prefix) {
+        int[] lo = TextSpec.codePoints(prefix);
+        int[] hi = Arrays.copyOf(lo, lo.length + 1);
+        hi[lo.length] = Character.MAX_CODE_POINT;
+        int a = bisectLeft(lo);
+        int b = bisectLeft(hi);
+        return Arrays.copyOfRange(sortedIds, a, Math.max(a, b));
+    }
+
+    private int bisectLeft(int[] key) {
+        int a = 0;
+        int b = sortedWords.length;
+        while (a < b) {
+            int mid = (a + b) >>> 1;
+            if (compare(sortedWords[mid], key) < 0) a = mid + 1;
+            else b = mid;
+        }
+        return a;
+    }
+
+    /** The k best of {@code ids} by log-prob descending, ties by id ascending; NaN ranks last. */
+    List<Suggestion> top(float[] logProbs, int[] ids, int k) {
+        if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
+        int[] best = new int[Math.min(k, ids.length)];
+        if (best.length == 0) return new ArrayList<Suggestion>();
+        int n = 0;
+        for (int id : ids) {
+            if (n == best.length && !before(logProbs, id, best[n - 1])) continue;
+            int j = n < best.length ? n++ : n - 1;
+            while (j > 0 && before(logProbs, id, best[j - 1])) {
+                best[j] = best[j - 1];
+                j--;
+            }
+            best[j] = id;
+        }
+        List<Suggestion> out = new ArrayList<Suggestion>(n);
+        for (int i = 0; i < n; i++) out.add(new Suggestion(vocab.tokenOf(best[i]), best[i], logProbs[best[i]]));
+        return out;
+    }
+
+    private static boolean before(float[] logProbs, int a, int b) {
+        float x = logProbs[a];
+        float y = logProbs[b];
+        if (x != y) {
+            if (Float.isNaN(x)) return false;
+            if (Float.isNaN(y)) return true;
+            return x > y;
+        }
+        return a < b;
+    }
+}
