@@ -166,3 +166,14 @@ def test_audit_canaries_refuses_bad_input(tmp_path, capsys):
     assert "--canary-repeats" in capsys.readouterr().err
     assert main(["audit", "canaries", "--run", str(tmp_path)]) == 2
     assert "canaries.json" in capsys.readouterr().err
+
+
+def test_adaptive_clip_is_recorded_every_round(tmp_path):
+    out = str(tmp_path / "adaptive")
+    assert main(["train", "--out", out, *TINY, "--rounds", "3", "--eval-every", "3", "--clients-per-round", "30",
+                 "--dp", "fedavg", "--dp-noise-multiplier", "0", "--dp-clip-quantile", "0.5"]) == 0
+    clips = [float(r["dp_clip"]) for r in _rows(out)]
+    # TFF's adaptive clip starts at 0.1 and moves geometrically towards the median update norm.
+    assert all(c > 0 for c in clips) and len(set(clips)) == 3
+    dp = load_run(out).info["differential_privacy"]
+    assert dp["clip"] == "adaptive" and dp["clip_quantile"] == 0.5 and dp["noise_batch_ratio"] is None

@@ -267,7 +267,9 @@ class DPRun:
                "population": c.population, "clients_per_round": c.clients_per_round,
                "sampling": self.options.sampling, "rounds": round_num,
                "epsilon": eps if math.isfinite(eps) else "inf", "rho": rho,
-               "noise_batch_ratio": c.noise_multiplier * (c.clip or 1.0) / c.clients_per_round,
+               # z*C/K, the noise std on the mean update (None with an adaptive clip: C moves).
+               "noise_batch_ratio": (c.noise_multiplier * c.clip / c.clients_per_round
+                                     if c.clip is not None else None),
                "unit": "user = one training client of the partition",
                "accountant": ("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
                               if self.schedule is not None else

@@ -206,13 +206,20 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
             ClientDataConfig(**run.info["client_data"]), run_command(run.info), options)
 
 
+def _dp_clip(aggregator_metrics, fallback):
+    """The DP clip the round used: the adaptive estimate TFF reports, else the fixed clip."""
+    query = (aggregator_metrics.get("inner") or {}).get("dp_query_metrics") or {}
+    return float(query["clip"]) if "clip" in query else fallback
+
+
 def _dp_summary(d: dict) -> str:
     """One line on a DP run's settings and its eps after all rounds."""
     name = "DP-FedAvg" if d["mechanism"] == "fedavg" else "DP-FTRL"
     eps = d["epsilon"] if isinstance(d["epsilon"], str) else f"{d['epsilon']:.3g}"
     return (f"{name}: noise multiplier {d['noise_multiplier']:.4g}, clip {d['clip']}, {d['sampling']} sampling, "
             f"{d['clients_per_round']} of {d['population']} clients a round; eps {eps} at delta {d['delta']:.3g} "
-            f"after {d['rounds']} rounds (noise-batch ratio {d['noise_batch_ratio']:.3g})")
+            f"after {d['rounds']} rounds" + (f" (noise-batch ratio {d['noise_batch_ratio']:.3g})"
+                                             if d["noise_batch_ratio"] is not None else ""))
 
 
 def _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab, seq_len, limit, round_num,
@@ -340,6 +347,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     last_good = start_round
     examples_seen, elapsed_before = _totals_so_far(run_dir) if resume else (0, 0.0)
     tracked = {c: [] for c in track_clients}
+    dp_clip = dp_run.config.clip if dp_run is not None else None
     if resume and track_clients:
         saved = load_run(run_dir).info.get("participation") or {}
         tracked.update({c: [r for r in saved.get(c, []) if r <= start_round] for c in tracked})
@@ -353,6 +361,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             train = output.metrics["client_work"]["train"]
             train_loss, round_examples = float(train["loss"]), int(train["num_examples"])
             zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
+            if dp_run is not None:
+                dp_clip = _dp_clip(output.metrics["aggregator"], dp_run.config.clip)
             if not math.isfinite(train_loss) or train_loss > limit:
                 raise TrainingDivergedError(
                     f"training diverged at round {round_num} (train loss {train_loss}, limit {limit:.1f}); "
@@ -377,6 +387,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         if dp_run is not None:
             eps, rho = dp_run.epsilon(round_num)
             row["epsilon"] = eps
+            row["dp_clip"] = dp_clip
             if rho is not None:
                 row["rho"] = rho
         recall3 = None
