@@ -1,0 +1,169 @@
+"""Privacy-utility and memorization benchmark (issue: differential privacy).
+
+Each row is one `keyboard-lm audit canaries` run on Tiny Shakespeare with one
+client per speech (`--partition record`, 6,387 training "users"; a user is a
+speech, not a speaker): held-out recall@3 and perplexity, eps at the run's
+delta, the noise-batch ratio z*C/K and the exposure of the planted canaries.
+eps = inf is the same unweighted, clipped, Poisson-sampled training with
+noise multiplier 0.
+
+    python benchmarks/privacy_benchmark.py --data ../shared/data/tinyshakespeare/input.txt \\
+        --out runs/privacy --jobs 2            # launch (rows run in order, --jobs at a time)
+    python benchmarks/privacy_benchmark.py --out runs/privacy --collect   # table from finished rows
+
+The table goes to benchmarks/results/privacy_benchmark.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+SGD = ["--server-optimizer", "sgd", "--server-momentum", "0"]
+NESTEROV = ["--server-optimizer", "nesterov"]
+ADAPTIVE = ["--dp-clip-quantile", "0.5"]
+FIXED = ["--dp-clip", "1.0"]
+
+#: (name, model, extra flags); in priority order.  DP-FedAvg rows use the
+#: non-DP default server (Nesterov 0.9) with the clip at the median update norm
+#: (adaptive, Andrew et al. 2021): a speech's update is ~0.02 at
+#: initialization and ~0.8 after 40 rounds, so a fixed clip of 1 adds noise for
+#: 50x the signal early on.  DP-FTRL is Kairouz et al.'s DP-FTRLM (heavy-ball
+#: 0.9) with a fixed clip (the tree takes no adaptive clip).  The ``_sgd`` and
+#: ``_nesterov`` rows (fixed clip 1) are the first attempts, kept as measured:
+#: with server SGD nothing beyond unigram counts is learnt in 40 rounds, and
+#: Nesterov with a fixed clip of 1 diverged at eps 10.
+ROWS = [
+    ("cifg_inf", "cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *ADAPTIVE, *NESTEROV]),
+    ("cifg_fedavg_eps10", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *ADAPTIVE, *NESTEROV]),
+    ("cifg_ftrl_eps10", "cifg", ["--dp", "ftrl", "--dp-epsilon", "10", "--dp-clip", "0.1"]),
+    ("cifg_fedavg_eps1", "cifg", ["--dp", "fedavg", "--dp-epsilon", "1", *ADAPTIVE, *NESTEROV]),
+    ("sicifg_inf", "si-cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *ADAPTIVE, *NESTEROV]),
+    ("sicifg_fedavg_eps10", "si-cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *ADAPTIVE, *NESTEROV]),
+    ("cifg_fedavg_eps5", "cifg", ["--dp", "fedavg", "--dp-epsilon", "5", *ADAPTIVE, *NESTEROV]),
+    ("cifg_ftrl_eps1", "cifg", ["--dp", "ftrl", "--dp-epsilon", "1", "--dp-clip", "0.1"]),
+    ("cifg_inf_sgd", "cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *FIXED, *SGD]),
+    ("cifg_fedavg_eps10_sgd", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *FIXED, *SGD]),
+    ("cifg_inf_nesterov", "cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *FIXED, *NESTEROV]),
+    ("cifg_fedavg_eps10_nesterov", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *FIXED, *NESTEROV]),
+]
+
+
+def command(data: str, out: str, name: str, model: str, extra: list[str], rounds: int, k: int):
+    return [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--data", data, "--format", "shakespeare",
+            "--partition", "record", "--model", model, "--rounds", str(rounds), "--eval-every", str(rounds // 2),
+            "--clients-per-round", str(k), "--out", os.path.join(out, name),
+            "--overwrite", *extra]
+
+
+def launch(args) -> None:
+    os.makedirs(args.out, exist_ok=True)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    rows = [r for r in ROWS if not args.only or r[0] in args.only.split(",")]
+    if not args.only:
+        rows = [r for r in rows if not r[0].endswith(("_sgd", "_nesterov"))]
+    running = []
+    for name, model, extra in rows:
+        while len(running) >= args.jobs:
+            running = [p for p in running if p.poll() is None]
+            time.sleep(5)
+        cmd = command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round)
+        log = open(os.path.join(args.out, f"{name}.log"), "w", encoding="utf-8")
+        print(" ".join(cmd), flush=True)
+        running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
+    for p in running:
+        p.wait()
+
+
+def collect(args) -> None:
+    rows = []
+    for name, model, _ in ROWS:
+        path = os.path.join(args.out, name, "audit.json")
+        log = os.path.join(args.out, f"{name}.log")
+        if not os.path.exists(path):
+            diverged = ""
+            if os.path.exists(log):
+                with open(log, encoding="utf-8") as f:
+                    diverged = next((line.strip() for line in f if "training diverged" in line), "")
+            if diverged:
+                rows.append({"row": name, "model": model, "diverged": diverged.split("error: ")[-1]})
+            continue
+        with open(path, encoding="utf-8") as f:
+            audit = json.load(f)
+        with open(os.path.join(args.out, name, "run.json"), encoding="utf-8") as f:
+            run = json.load(f)
+        dp, metrics = audit["differential_privacy"], audit["final_metrics"] or {}
+        planted = [r for r in audit["rows"] if r["repeats"] > 0]
+        trained = [r for r in planted if r.get("participations")]
+        controls = [r for r in audit["rows"] if r["repeats"] == 0]
+        rows.append({
+            "row": name, "model": model, "mechanism": dp["mechanism"] if dp["noise_multiplier"] else "none (z=0)",
+            "server": ("heavy-ball 0.9" if dp["mechanism"] == "ftrl" else run["federated"]["server_optimizer"]),
+            "clip": dp["clip"],
+            "epsilon": dp["epsilon"], "delta": dp["delta"], "noise_multiplier": dp["noise_multiplier"],
+            "noise_batch_ratio": dp["noise_batch_ratio"], "rho": dp.get("rho"),
+            "clients_per_round": dp["clients_per_round"], "population": dp["population"], "rounds": dp["rounds"],
+            "recall_at_3": metrics.get("recall_at_3"), "perplexity": metrics.get("perplexity"),
+            "max_exposure_trained": max((r["exposure"] for r in trained), default=None),
+            "mean_exposure_trained": (sum(r["exposure"] for r in trained) / len(trained)) if trained else None,
+            "canaries_trained": len(trained), "canaries_planted": len(planted),
+            "mean_exposure_controls": (sum(r["exposure"] for r in controls) / len(controls)) if controls else None,
+            "log2_R": audit["rows"][0]["max_exposure"] if audit["rows"] else None,
+            "seconds": run.get("elapsed_seconds"),
+        })
+    fmt = lambda v, f: "-" if v is None else (v if isinstance(v, str) else format(v, f))  # noqa: E731
+    lines = ["| row | model | mechanism | server | clip | eps | z | z*C/K (- : adaptive C) | recall@3 | perplexity | canaries trained | "
+             "max / mean exposure (trained) | mean exposure (controls) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "diverged" in r:
+            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 10)
+            continue
+        lines.append(f"| {r['row']} | {r['model']} | {r['mechanism']} | {r['server']} | {r['clip']} | "
+                     f"{fmt(r['epsilon'], '.3g')} | "
+                     f"{r['noise_multiplier']:.3g} | {fmt(r['noise_batch_ratio'], '.3g')} | {fmt(r['recall_at_3'], '.4f')} | "
+                     f"{fmt(r['perplexity'], '.1f')} | {r['canaries_trained']}/{r['canaries_planted']} | "
+                     f"{fmt(r['max_exposure_trained'], '.2f')} / {fmt(r['mean_exposure_trained'], '.2f')} | "
+                     f"{fmt(r['mean_exposure_controls'], '.2f')} |")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    done = [r for r in rows if "diverged" not in r]
+    head = (f"Measured {datetime.date.today()} on {machine}; two rows at a time on the 2 cores.\n"
+            f"delta = {done[0]['delta']:.3g}, population {done[0]['population']:,} speeches, "
+            f"{done[0]['clients_per_round']} per round, {done[0]['rounds']} rounds, log2|R| = "
+            f"{fmt(done[0]['log2_R'], '.2f')} bits.\n\n") if done else "no finished rows\n"
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "privacy_benchmark.md"), "w", encoding="utf-8") as f:
+        f.write(head + "\n".join(lines) + "\n")
+    with open(os.path.join(RESULTS, "privacy_benchmark.json"), "w", encoding="utf-8") as f:
+        json.dump({"machine": machine, "date": str(datetime.date.today()), "rows": rows}, f, indent=1)
+    print(head + "\n".join(lines))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", help="Tiny Shakespeare input.txt (to launch)")
+    p.add_argument("--out", required=True, help="directory of the runs")
+    p.add_argument("--jobs", type=int, default=1, help="rows trained at a time (1)")
+    p.add_argument("--rounds", type=int, default=40)
+    p.add_argument("--clients-per-round", type=int, default=100)
+    p.add_argument("--only", help="comma-separated row names")
+    p.add_argument("--collect", action="store_true", help="only write the table of finished rows")
+    args = p.parse_args()
+    if not args.collect:
+        if not args.data:
+            p.error("--data is needed to launch runs")
+        launch(args)
+    collect(args)
+
+
+if __name__ == "__main__":
+    main()
