@@ -110,7 +110,9 @@ def collect(args) -> None:
             "server": ("heavy-ball 0.9" if dp["mechanism"] == "ftrl" else run["federated"]["server_optimizer"]),
             "clip": dp["clip"],
             "epsilon": dp["epsilon"], "delta": dp["delta"], "noise_multiplier": dp["noise_multiplier"],
-            "noise_batch_ratio": dp["noise_batch_ratio"], "rho": dp.get("rho"),
+            # Runs made before run.json left it out claimed z*1/K for an adaptive clip.
+            "noise_batch_ratio": None if dp["clip"] == "adaptive" else dp["noise_batch_ratio"],
+            "rho": dp.get("rho"),
             "clients_per_round": dp["clients_per_round"], "population": dp["population"], "rounds": dp["rounds"],
             "recall_at_3": metrics.get("recall_at_3"), "perplexity": metrics.get("perplexity"),
             "max_exposure_trained": max((r["exposure"] for r in trained), default=None),
