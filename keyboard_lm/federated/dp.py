@@ -232,6 +232,9 @@ class DPRun:
         self.client_ids, self.seed = list(client_ids), config.seed
         self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
                          if options.mechanism == "ftrl" else None)
+        # eps after t rounds, asked for by the metrics row and again by run.json
+        # in the same round (fixed-size accounting costs ~0.25 s a call).
+        self._epsilon: dict[int, tuple[float, float | None]] = {}
 
     @property
     def sampling_probability(self) -> float:
@@ -247,6 +250,11 @@ class DPRun:
 
     def epsilon(self, round_num: int) -> tuple[float, float | None]:
         """(eps at the run's delta, rho-zCDP or None) after rounds 1..``round_num``."""
+        if round_num not in self._epsilon:
+            self._epsilon[round_num] = self._account(round_num)
+        return self._epsilon[round_num]
+
+    def _account(self, round_num: int) -> tuple[float, float | None]:
         c = self.config
         if round_num == 0:
             return 0.0, (0.0 if self.schedule is not None else None)

@@ -255,10 +255,12 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     the accountant assumes, eps after each round goes to metrics.csv and the
     final (eps, delta, rho) with every DP setting to run.json.
 
-    ``track_clients``: ids whose rounds of participation run.json records
+    ``track_clients``: ids whose rounds of participation run.json records (a fresh run only)
     (``participation``), e.g. the clients holding audit canaries.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
+    if resume and track_clients:
+        raise ConfigError("tracking client participation needs a fresh run, not a resumed one")
     if resume:
         vocab, model_config, config, data_config, command, dp = _resume_settings(
             run_dir, corpus, heldout_ids, config, log)
@@ -348,9 +350,6 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     examples_seen, elapsed_before = _totals_so_far(run_dir) if resume else (0, 0.0)
     tracked = {c: [] for c in track_clients}
     dp_clip = dp_run.config.clip if dp_run is not None else None
-    if resume and track_clients:
-        saved = load_run(run_dir).info.get("participation") or {}
-        tracked.update({c: [r for r in saved.get(c, []) if r <= start_round] for c in tracked})
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
         sampled = (dp_run.cohort(round_num) if dp_run is not None
