@@ -8,6 +8,16 @@ the same interface: [h, c] for CIFG/SI-CIFG/LSTM, [s] for GRU):
   words, special tokens excluded.
 * ``step_full(token, state) -> log_probs float32[1, V], state``: the full
   next-word distribution, for prefix completion.
+* ``step_personal(token int32[1], token_weight float32[1, 1], embedding
+  float32[1, D], state) -> logits float32[1, V], output float32[1, D], state``:
+  for personal words (issue 13). The input is ``token_weight * row(token) +
+  embedding``: (word, 1, zeros) for a vocabulary word, (any, 0, adapted
+  embedding) for a personal word typed as context, which so enters the model
+  through its own embedding instead of the ``<oov>`` row. ``output`` is the
+  vector the tied output layer multiplies, so a personal word's logit is
+  ``output . its adapted embedding``, normalized together with ``logits``.
+  One signature, not two: each subgraph costs ~3.3 KB of tensor metadata and
+  the paper-size file has ~6.5 KB left under the 1.4 MiB budget.
 
 Only GATHER, FULLY_CONNECTED/BATCH_MATMUL, ADD, MUL, SUB, LOGISTIC, TANH,
 RELU, MAX, DIV, SELECT, SPLIT, CONCATENATION, STRIDED_SLICE, LOG_SOFTMAX and TOPK_V2 are
@@ -49,12 +59,23 @@ class StepModule(tf.Module):
         def step_full(token, state):
             return self._step_full(token, state)
 
+        def step_personal(token, token_weight, embedding, state):
+            x = tf.gather(self.embedding_layer.table(), token) * token_weight + embedding
+            return self._personal(x, state)
+
+        self.embedding_dim = int(self.embedding_layer.embeddings.shape[1])
+        personal_spec = [spec[0], tf.TensorSpec([1, 1], tf.float32, name="token_weight"),
+                         tf.TensorSpec([1, self.embedding_dim], tf.float32, name="embedding"), spec[1]]
         self.step = tf.function(step, input_signature=spec)
         self.step_full = tf.function(step_full, input_signature=spec)
+        self.step_personal = tf.function(step_personal, input_signature=personal_spec)
 
-    def _advance(self, token, state):
-        table = self.embedding_layer.table()  # [V, D]; constant-folded by the converter
-        x = tf.gather(table, token)  # [1, D]
+    def concrete_functions(self) -> list:
+        """Every signature, in the order the file lists them."""
+        return [f.get_concrete_function() for f in (self.step, self.step_full, self.step_personal)]
+
+    def _cell(self, x, state):
+        """(output [1, D], new state) after input embedding ``x``."""
         if isinstance(self.cell, ProjectedGRUCell):
             out, s = self.cell.step(x, state)
             new_state = s
@@ -62,8 +83,18 @@ class StepModule(tf.Module):
             h, c = tf.split(state, self.state_sizes, axis=-1)
             out, c_new = self.cell.step(x, h, c)
             new_state = tf.concat([out, c_new], axis=-1)
+        return out, new_state
+
+    def _advance(self, token, state):
+        table = self.embedding_layer.table()  # [V, D]; constant-folded by the converter
+        out, new_state = self._cell(tf.gather(table, token), state)  # [1, D]
         logits = tf.matmul(out, table, transpose_b=True)  # [1, V], tied output
         return tf.nn.log_softmax(logits), new_state
+
+    def _personal(self, x, state):
+        out, new_state = self._cell(x, state)
+        logits = tf.matmul(out, self.embedding_layer.table(), transpose_b=True)
+        return {"logits": logits, "output": out, "state": new_state}
 
     def _step(self, token, state):
         log_probs, new_state = self._advance(token, state)

@@ -68,7 +68,7 @@ def convert(run: Run, k: int = 3, quantization: str = "auto") -> tuple[bytes, St
     # but no activation rounding: the hybrid kernels do that at run time.
     export_config = dataclasses.replace(run.model_config, quantization="weight-only" if trained != "none" else "none")
     module = StepModule(build_loaded_model(run, export_config), k=k)
-    functions = [module.step.get_concrete_function(), module.step_full.get_concrete_function()]
+    functions = module.concrete_functions()
     converter = tf.lite.TFLiteConverter.from_concrete_functions(functions, module)
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if mode == "dynamic-range":
@@ -98,7 +98,9 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
                            "oov": [sp.oov, sp.oov_id]},
         "vocab_size": len(run.vocab), "vocab_sha256": run.vocab.fingerprint(), "state_size": module.state_size,
         "state_layout": module.state_sizes, "top_k": module.k,
-        "signatures": {"step": ["token", "state", "top_ids", "top_log_probs"], "step_full": ["token", "state", "log_probs"]},
+        "signatures": {"step": ["token", "state", "top_ids", "top_log_probs"], "step_full": ["token", "state", "log_probs"],
+                       "step_personal": ["token", "token_weight", "embedding", "state", "logits", "output"]},
+        "embedding_dim": module.embedding_dim,
         "seq_len": run.info.get("hyperparameters", {}).get("seq_len", 20),
         "split": run.info.get("data", {}).get("split"),
         # The corpus the model was trained on (format and fingerprint; no path of the training

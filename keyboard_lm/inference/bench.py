@@ -24,14 +24,17 @@ def _pcts(samples_s: list[float]) -> dict:
             "mean_ms": float(a.mean()), "n": len(a)}
 
 
-def run(predictor: Predictor, text: str, repeats: int = 3) -> dict:
-    """Time suggestions and completions while streaming ``text`` word by word."""
+def run(predictor: Predictor, text: str, repeats: int = 3, personal: str | None = None) -> dict:
+    """Time suggestions and completions while streaming ``text`` word by word.
+
+    ``personal``: a personal-state file every session loads (its words join every suggestion).
+    """
     words = text.split()
     if len(words) < 50:
         raise ValueError("bench text needs at least 50 words")
     suggest_s, complete_s, raw_step_s = [], [], []
     for _ in range(repeats):
-        session = predictor.session()
+        session = predictor.session(personal=personal)
         for word in words:
             t0 = time.perf_counter()
             session.commit(word + " ")
@@ -52,7 +55,7 @@ def run(predictor: Predictor, text: str, repeats: int = 3) -> dict:
     for n in (1, 50):
         samples = []
         for _ in range(50):
-            s = predictor.session()
+            s = predictor.session(personal=personal)
             for w in words[:n - 1]:
                 s.commit(w + " ")
             t0 = time.perf_counter()
@@ -62,7 +65,8 @@ def run(predictor: Predictor, text: str, repeats: int = 3) -> dict:
         by_len[f"context_{n}_words"] = _pcts(samples)
     out = {"suggestion": _pcts(suggest_s), "completion": _pcts(complete_s), "raw_step": _pcts(raw_step_s),
            **by_len, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-           "machine": platform.machine(), "model_bytes": model.size_bytes, "budget_ms": BUDGET_MS}
+           "machine": platform.machine(), "model_bytes": model.size_bytes, "budget_ms": BUDGET_MS,
+           "personal_words": len(session.personal.words) if session.personal is not None else 0}
     out["suggestion_p99_over_budget"] = out["suggestion"]["p99_ms"] / BUDGET_MS
     out["completion_p99_over_budget"] = out["completion"]["p99_ms"] / BUDGET_MS
     out["flatness_50_over_1"] = out["context_50_words"]["p50_ms"] / out["context_1_words"]["p50_ms"]

@@ -6,6 +6,7 @@ The file is a TFLite flatbuffer followed by a zip archive of associated files
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -44,6 +45,14 @@ class ModelFile:
         #: Inputs per training chunk; sessions restart the state after this many (see predictor.py).
         self.seq_len = int(meta.get("seq_len", 20))
         self._data = data
+        #: sha256 of the file's bytes: what a char encoder and a personal state file are tied to.
+        self.fingerprint = hashlib.sha256(data).hexdigest()
+        #: D, the tied embedding size (an input embedding for step_embedding has this many floats).
+        self.embedding_dim = int(meta.get("embedding_dim") or meta["model"]["embedding_dim"])
+        #: Files exported before issue 13 have no step_personal signature.
+        self.has_personal_signatures = "step_personal" in meta.get("signatures", {})
+        self._one, self._zero = np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32)
+        self._zeros = np.zeros((1, self.embedding_dim), np.float32)
         self._runtime = runtime
         self._local = threading.local()
         self._runners()  # fail now, naming the file, if the interpreter cannot run it
@@ -90,7 +99,9 @@ class ModelFile:
             try:
                 # One thread per interpreter: a keyboard serves one suggestion at a time.
                 interpreter = interpreter_class(self._runtime)(model_content=self._data, num_threads=1)
-                runners = (interpreter.get_signature_runner("step"), interpreter.get_signature_runner("step_full"))
+                runners = [interpreter.get_signature_runner("step"), interpreter.get_signature_runner("step_full")]
+                if self.has_personal_signatures:
+                    runners.append(interpreter.get_signature_runner("step_personal"))
             except (ValueError, RuntimeError) as e:
                 raise ModelFileError(f"{self.path}: the TFLite interpreter cannot load the model: {e}") from None
             self._local.runners = runners
@@ -108,6 +119,24 @@ class ModelFile:
         """(log-probs [V], new state) after ``token``."""
         out = self._runners()[1](token=np.array([token], np.int32), state=state)
         return out["log_probs"][0], out["state"]
+
+    def _personal_runner(self):
+        if not self.has_personal_signatures:
+            raise ModelFileError(f"{self.path}: the model has no step_personal signature (exported before personal "
+                                 "words existed); re-export the run with this version's keyboard-lm export")
+        return self._runners()[2]
+
+    def step_hidden(self, token: int, state: np.ndarray):
+        """(vocabulary logits [V], output [D], new state) after ``token`` (personal words, issue 13)."""
+        out = self._personal_runner()(token=np.array([token], np.int32), token_weight=self._one,
+                                      embedding=self._zeros, state=state)
+        return out["logits"][0], out["output"][0], out["state"]
+
+    def step_embedding(self, embedding: np.ndarray, state: np.ndarray):
+        """As ``step_hidden``, with an input embedding [D] in place of a token's row (a personal word)."""
+        x = np.asarray(embedding, np.float32).reshape(1, self.embedding_dim)
+        out = self._personal_runner()(token=np.zeros(1, np.int32), token_weight=self._zero, embedding=x, state=state)
+        return out["logits"][0], out["output"][0], out["state"]
 
     def predict_log_probs(self, x: np.ndarray) -> np.ndarray:
         """[B, T] ids -> [B, T, V] log-probs, each row from a fresh state (for evaluation)."""

@@ -62,50 +62,125 @@ class PersonalState:
         hid = np.maximum(self.base @ self.w1 + self.b1, 0.0)
         return self.base + hid @ self.w2 + self.b2
 
-    def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
-        """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
-        # adapted embeddings change only in add_words/train/load: compute them once per change
+    def adapted_embedding(self, index: int) -> np.ndarray:
+        """The adapted embedding [d] of personal word ``index`` (its input when typed as context)."""
+        self._refresh()
+        return self._adapted_cache[index]
+
+    def _refresh(self) -> None:
         if getattr(self, "_adapted_cache", None) is None or self._adapted_cache.shape[0] != len(self.words):
             self._adapted_cache = self.adapted()
+
+    def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
+        """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
+        self._refresh()  # adapted embeddings change only in add_words/train/load: computed once per change
         return np.concatenate([vocab_logits, output @ self._adapted_cache.T], axis=-1)
 
+    _PARAMS = ("w1", "b1", "w2", "b2")
+
+    def index_of(self, word: str) -> int | None:
+        """The personal index of ``word`` (its joint id is V + index), or None."""
+        if getattr(self, "_index", None) is None or len(self._index) != len(self.words):
+            self._index = {w: i for i, w in enumerate(self.words)}
+        return self._index.get(word)
+
+    @staticmethod
+    def _frozen_part(vocab_logits: np.ndarray, targets: np.ndarray):
+        """What the frozen model fixes once: log-sum-exp of the vocabulary logits and each vocabulary target's logit.
+
+        The vocabulary logits never change while the adapter trains, so an epoch costs
+        O(N * n * d) instead of O(N * V).
+        """
+        vocab_logits = np.asarray(vocab_logits, np.float32)
+        m = vocab_logits.max(1)
+        lse = m + np.log(np.exp(vocab_logits - m[:, None]).sum(1))
+        n_vocab = vocab_logits.shape[1]
+        in_vocab = targets < n_vocab
+        target_logit = np.zeros(len(targets), np.float32)
+        target_logit[in_vocab] = vocab_logits[np.flatnonzero(in_vocab), targets[in_vocab]]
+        return n_vocab, lse, in_vocab, target_logit
+
+    def _loss_and_grads(self, outputs, frozen, targets, grads: bool = True):
+        n_vocab, lse_vocab, in_vocab, target_logit = frozen
+        pre = self.base @ self.w1 + self.b1
+        hid = np.maximum(pre, 0.0)
+        emb = self.base + hid @ self.w2 + self.b2  # [n, d]
+        z = outputs @ emb.T  # [N, n] personal logits
+        m = np.maximum(z.max(1), lse_vocab)
+        lse = m + np.log(np.exp(lse_vocab - m) + np.exp(z - m[:, None]).sum(1))  # joint normalizer
+        rows = np.arange(len(targets))
+        personal_rows = np.flatnonzero(~in_vocab)
+        score = target_logit.copy()
+        score[personal_rows] = z[personal_rows, targets[personal_rows] - n_vocab]
+        loss = float(np.mean(lse - score))
+        if not grads:
+            return loss, None
+        g = np.exp(z - lse[:, None])  # d loss / d personal logits
+        g[personal_rows, targets[personal_rows] - n_vocab] -= 1.0
+        g /= len(rows)
+        g_emb = g.T @ outputs  # [n, d]
+        g_pre = (g_emb @ self.w2.T) * (pre > 0)
+        return loss, {"w1": self.base.T @ g_pre, "b1": g_pre.sum(0), "w2": hid.T @ g_emb, "b2": g_emb.sum(0)}
+
+    def _check_targets(self, vocab_logits, targets, what: str) -> np.ndarray:
+        targets = np.asarray(targets)
+        if targets.size == 0:
+            raise ConfigError(f"no {what} examples")
+        if targets.max() >= vocab_logits.shape[1] + len(self.words) or targets.min() < 0:
+            raise ConfigError(f"{what} target outside the vocabulary + personal words")
+        return targets
+
     def train(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray, *,
-              epochs: int = 50, learning_rate: float = 0.05) -> list[float]:
-        """Full-batch gradient descent on the adapter only (global model frozen).
+              epochs: int = 50, learning_rate: float = 0.05, optimizer: str = "sgd",
+              validation: tuple | None = None, patience: int = 5) -> list[float]:
+        """Full-batch training of the adapter only (global model frozen).
 
         Args:
           outputs: [N, d] model outputs h at each personalisation position.
           vocab_logits: [N, V] the frozen model's vocabulary logits there.
           targets: [N] ids in the joint space (V + personal index).
-        Returns: cross-entropy per epoch.
+          optimizer: "sgd" (plain gradient descent) or "adam" (Kingma & Ba, default betas).
+          validation: optional (outputs, vocab_logits, targets) of held-out positions: after each
+            epoch their loss is measured, the adapter with the lowest one is kept, and training
+            stops after ``patience`` epochs without a gain (Shenoy's early-stop split).
+        Returns: training cross-entropy per epoch (``self.last_training`` has the validation curve
+        and the kept epoch).
         """
-        n_vocab = vocab_logits.shape[1]
-        targets = np.asarray(targets)
-        if targets.size == 0:
-            raise ConfigError("no personalisation examples")
-        if targets.max() >= n_vocab + len(self.words) or targets.min() < 0:
-            raise ConfigError("personalisation target outside the vocabulary + personal words")
-        losses = []
-        for _ in range(epochs):
-            pre = self.base @ self.w1 + self.b1
-            hid = np.maximum(pre, 0.0)
-            emb = self.base + hid @ self.w2 + self.b2  # [n, d]
-            z = np.concatenate([vocab_logits, outputs @ emb.T], axis=1)  # [N, V+n]
-            z = z - z.max(1, keepdims=True)
-            p = np.exp(z)
-            p /= p.sum(1, keepdims=True)
-            losses.append(float(-np.mean(np.log(p[np.arange(len(targets)), targets] + 1e-12))))
-            g = p
-            g[np.arange(len(targets)), targets] -= 1.0
-            g /= len(targets)
-            g_emb = g[:, n_vocab:].T @ outputs  # [n, d]
-            g_w2 = hid.T @ g_emb
-            g_b2 = g_emb.sum(0)
-            g_pre = (g_emb @ self.w2.T) * (pre > 0)
-            self.w1 -= learning_rate * (self.base.T @ g_pre)
-            self.b1 -= learning_rate * g_pre.sum(0)
-            self.w2 -= learning_rate * g_w2
-            self.b2 -= learning_rate * g_b2
+        if optimizer not in ("sgd", "adam"):
+            raise ConfigError(f"unknown adapter optimizer {optimizer!r}; choose sgd or adam")
+        targets = self._check_targets(vocab_logits, targets, "personalisation")
+        outputs = np.asarray(outputs, np.float32)
+        frozen = self._frozen_part(vocab_logits, targets)
+        if validation is not None:
+            val_targets = self._check_targets(validation[1], validation[2], "validation")
+            val = (np.asarray(validation[0], np.float32), self._frozen_part(validation[1], val_targets), val_targets)
+            best = (self._loss_and_grads(*val, grads=False)[0], 0, {k: getattr(self, k).copy() for k in self._PARAMS})
+        moments = {k: (np.zeros_like(getattr(self, k)), np.zeros_like(getattr(self, k))) for k in self._PARAMS}
+        losses, val_losses = [], []
+        for epoch in range(1, epochs + 1):
+            loss, grads = self._loss_and_grads(outputs, frozen, targets)
+            losses.append(loss)
+            for k, g in grads.items():
+                if optimizer == "adam":
+                    m, v = moments[k]
+                    m[...] = 0.9 * m + 0.1 * g
+                    v[...] = 0.999 * v + 0.001 * g * g
+                    step = (m / (1 - 0.9 ** epoch)) / (np.sqrt(v / (1 - 0.999 ** epoch)) + 1e-8)
+                else:
+                    step = g
+                setattr(self, k, (getattr(self, k) - learning_rate * step).astype(np.float32))
+            if validation is not None:
+                val_loss = self._loss_and_grads(*val, grads=False)[0]
+                val_losses.append(val_loss)
+                if val_loss < best[0]:
+                    best = (val_loss, epoch, {k: getattr(self, k).copy() for k in self._PARAMS})
+                elif epoch - best[1] >= patience:
+                    break
+        if validation is not None:
+            for k, value in best[2].items():
+                setattr(self, k, value)
+        self.last_training = {"train_loss": losses, "validation_loss": val_losses,
+                              "kept_epoch": best[1] if validation is not None else len(losses)}
         self._adapted_cache = None
         return losses
 

@@ -14,6 +14,17 @@ state restarts from zeros before the next word, so a 1,000-word field without
 punctuation is scored exactly as the trainer scored it, memory stays bounded,
 and the stateless ``Predictor.suggest`` (which replays only the current chunk
 of the last sentence) returns what the streaming session returns.
+
+Personal words (issue 13, Shenoy & Nguyen): a Session may hold a
+``PersonalState`` (keyboard_lm.inference.personal): the user's own words
+outside the vocabulary, embedded by the char encoder (a second small .tflite
+given to ``Predictor.load(..., char_encoder=)``) and adapted by a per-user
+residual MLP trained on the phone (``Session.personalize``). Their logits
+(model output . adapted embedding) join the vocabulary's before the softmax,
+so suggestions and completion rank both; a personal word typed as context
+enters the model through its adapted embedding (the file's ``step_personal``
+signature), not as ``<oov>``. The state is saved to one file per user and
+never leaves the device: no method here sends it anywhere.
 """
 
 from __future__ import annotations
@@ -23,21 +34,34 @@ from typing import Iterable
 
 import numpy as np
 
+from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
+from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, CharEncoderFile, PersonalState
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 class Predictor:
     """Suggestions from one .tflite file; thread-safe (one interpreter per thread)."""
 
-    def __init__(self, model: ModelFile, blocklist: Iterable[str] = ()):
+    def __init__(self, model: ModelFile, blocklist: Iterable[str] = (), char_encoder: CharEncoderFile | None = None):
         self.model = model
         self.vocab = model.vocab
+        if char_encoder is not None:
+            fp = char_encoder.meta.get("model_fingerprint")
+            if fp != model.fingerprint:
+                raise ConfigError(f"{char_encoder.path}: the char encoder was trained for model {str(fp)[:12]}, "
+                                  f"not {model.path} ({model.fingerprint[:12]})")
+            if int(char_encoder.meta.get("embedding_dim", -1)) != model.embedding_dim:
+                raise ConfigError(f"{char_encoder.path}: embeds into {char_encoder.meta.get('embedding_dim')} dims, "
+                                  f"the model uses {model.embedding_dim}")
+        self.char_encoder = char_encoder
+        self._blocked_spellings = set()
         v = len(self.vocab)
         self._never = np.zeros(v, bool)
         self._never[list(SPECIAL_TOKENS.ids)] = True
         for word in blocklist:
             for token in tokenizer.tokenize(word):
+                self._blocked_spellings.add(token)  # also kept out of personal words
                 if token in self.vocab:
                     self._never[self.vocab.id_of(token)] = True
         # Words sorted by spelling, for prefix ranges in complete().
@@ -47,12 +71,22 @@ class Predictor:
         self._sorted_ids = np.array([i for _, i in words], np.int64)
 
     @classmethod
-    def load(cls, path: str, blocklist: Iterable[str] = (), runtime: str | None = None) -> "Predictor":
-        """Load a .tflite exported by ``keyboard-lm export``; raises ModelFileError naming the file."""
-        return cls(ModelFile.load(path, runtime=runtime), blocklist)
+    def load(cls, path: str, blocklist: Iterable[str] = (), runtime: str | None = None,
+             char_encoder: str | None = None) -> "Predictor":
+        """Load a .tflite exported by ``keyboard-lm export``; raises ModelFileError naming the file.
 
-    def session(self) -> "Session":
-        return Session(self)
+        ``char_encoder``: the encoder file built for this model (``keyboard-lm personal encoder``),
+        needed to add personal words.
+        """
+        encoder = CharEncoderFile(char_encoder, runtime=runtime) if char_encoder is not None else None
+        return cls(ModelFile.load(path, runtime=runtime), blocklist, char_encoder=encoder)
+
+    def session(self, personal: str | None = None) -> "Session":
+        """A new text field; ``personal``: a user's personal-state file to load into it."""
+        session = Session(self)
+        if personal is not None:
+            session.load_personal(personal)
+        return session
 
     def suggest(self, context: str, k: int = 3) -> list[tuple[str, float]]:
         """(word, probability) pairs for the word after ``context``, most likely first.
@@ -99,22 +133,58 @@ class Session:
         self.predictor = predictor
         self._model = predictor.model
         self._all_ids = predictor._suggestable()
+        self.personal: PersonalState | None = None
+        self._personal_sorted: list[tuple[str, int]] = []
         self.reset()
+
+    # -- model steps ---------------------------------------------------------
+    def _personal_active(self) -> bool:
+        return self.personal is not None and len(self.personal.words) > 0
+
+    def _step(self, token: int | None, personal_index: int | None, state: np.ndarray) -> None:
+        """One model input: a vocabulary id, or a personal word (its adapted embedding)."""
+        self._last_input = (token, personal_index, state)  # to redo the step if personal words arrive
+        if self._personal_active():
+            if personal_index is not None:
+                logits, output, self._state = self._model.step_embedding(
+                    self.personal.adapted_embedding(personal_index), state)
+            else:
+                logits, output, self._state = self._model.step_hidden(token, state)
+            z = self.personal.logits(output, logits)
+            m = z.max()
+            self._log_probs = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
+            self._output, self._vocab_logits = output, logits
+        else:
+            self._log_probs, self._state = self._model.step_full(token, state)
+            self._output = self._vocab_logits = None
+
+    def _redo_last_step(self) -> None:
+        token, personal_index, state = self._last_input
+        if personal_index is not None and not self._personal_active():
+            personal_index, token = None, SPECIAL_TOKENS.oov_id
+        self._step(token, personal_index, state)
 
     def reset(self) -> None:
         """Start a new sentence/field: the state after ``<bos>``."""
-        self._log_probs, self._state = self._model.step_full(SPECIAL_TOKENS.bos_id, self._model.initial_state())
+        self._step(SPECIAL_TOKENS.bos_id, None, self._model.initial_state())
         self.words_in_sentence = 0
         self.steps = 1
         self.inputs_in_chunk = 1  # <bos> is the first input of the first chunk
 
     def commit_word(self, word: str) -> None:
-        """Advance by one already-normalized token (one model step)."""
+        """Advance by one already-normalized token (one model step).
+
+        A personal word enters through its adapted embedding; any other word outside the
+        vocabulary as ``<oov>``.
+        """
         if self.inputs_in_chunk == self._model.seq_len:
             # A new training chunk: the model never saw a state older than seq_len inputs.
             self._state = self._model.initial_state()
             self.inputs_in_chunk = 0
-        self._log_probs, self._state = self._model.step_full(self.predictor.vocab.id_of(word), self._state)
+        personal_index = None
+        if word not in self.predictor.vocab and self._personal_active():
+            personal_index = self.personal.index_of(word)
+        self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state)
         self.words_in_sentence += 1
         self.inputs_in_chunk += 1
         self.steps += 1
@@ -145,14 +215,212 @@ class Session:
             else:
                 self.commit_word(token)
 
+    # -- suggestions -----------------------------------------------------------
+    def _top(self, ids: np.ndarray, personal: list[int], k: int) -> list[tuple[str, float]]:
+        if not personal:
+            return self.predictor._top(self._log_probs, ids, k)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        n_vocab = len(self.predictor.vocab)
+        joint = np.concatenate([ids, n_vocab + np.asarray(personal, np.int64)])
+        scores = self._log_probs[joint]
+        pick = np.argpartition(-scores, k - 1)[:k] if len(joint) > k else np.arange(len(joint))
+        pick = pick[np.argsort(-scores[pick], kind="stable")]
+        words = self.personal.words
+        return [(self.predictor.vocab.token_of(int(joint[i])) if joint[i] < n_vocab else words[joint[i] - n_vocab],
+                 float(np.exp(scores[i]))) for i in pick]
+
     def suggestions(self, k: int = 3) -> list[tuple[str, float]]:
-        """Next-word candidates after the committed text (shown after a space)."""
-        return self.predictor._top(self._log_probs, self._all_ids, k)
+        """Next-word candidates after the committed text (shown after a space), personal words included."""
+        personal = list(range(len(self.personal.words))) if self._personal_active() else []
+        return self._top(self._all_ids, personal, k)
 
     def complete(self, prefix: str, k: int = 3) -> list[tuple[str, float]]:
-        """The most probable vocabulary words that start with ``prefix`` (being typed)."""
+        """The most probable words that start with ``prefix`` (being typed): vocabulary and personal words."""
         normalized = tokenizer.normalize(prefix).strip()
         if not normalized:
             return self.suggestions(k)
-        return self.predictor._top(self._log_probs, self.predictor._prefix_ids(normalized), k)
+        personal = []
+        if self._personal_active():
+            lo = bisect.bisect_left(self._personal_sorted, (normalized,))
+            hi = bisect.bisect_left(self._personal_sorted, (normalized + "\U0010ffff",))
+            personal = [i for _, i in self._personal_sorted[lo:hi]]
+        return self._top(self.predictor._prefix_ids(normalized), personal, k)
 
+    # -- personal words (issue 13) ---------------------------------------------
+    def _personal_state(self) -> PersonalState:
+        if self.personal is None:
+            self.personal = PersonalState(self._model.fingerprint, self._model.embedding_dim)
+        return self.personal
+
+    def _personal_changed(self) -> None:
+        self._personal_sorted = sorted((w, i) for i, w in enumerate(self.personal.words))
+        self._redo_last_step()  # the current suggestions now include (or re-score) personal words
+
+    def _classify(self, words) -> dict:
+        """Sort candidate words into new personal words and the ones that cannot or need not be added."""
+        if isinstance(words, str):
+            raise ConfigError("personal words must be a list of words, not one string")
+        out = {"added": [], "in_vocabulary": [], "already_personal": [], "blocked": []}
+        seen = set()
+        for i, word in enumerate(words):
+            if not isinstance(word, str) or not word.strip():
+                raise ConfigError(f"personal word {i} is empty or whitespace: {word!r}")
+            tokens = tokenizer.tokenize(word)
+            if len(tokens) != 1:
+                raise ConfigError(f"personal word {i} {word[:40]!r} is {len(tokens)} tokens {tokens[:5]} after "
+                                  "normalization; a personal word must be one token")
+            token = tokens[0]
+            if token in self.predictor.vocab:
+                out["in_vocabulary"].append(token)
+            elif token in self.predictor._blocked_spellings:
+                out["blocked"].append(token)
+            elif (self.personal is not None and self.personal.index_of(token) is not None) or token in seen:
+                out["already_personal"].append(token)
+            else:
+                seen.add(token)
+                out["added"].append(token)
+        return out
+
+    def add_personal_words(self, words) -> dict:
+        """Add the user's own words zero-shot (char-encoder embeddings, no training).
+
+        Words are normalized like typed text and must be one token each. Returns what happened
+        to every word: ``added``, ``in_vocabulary`` (already predictable), ``already_personal``
+        and ``blocked`` (blocklisted). Above the cap of MAX_PERSONAL_WORDS nothing is added and a
+        ConfigError says so; a word the encoder cannot take (longer than its byte limit) likewise.
+        """
+        if self.predictor.char_encoder is None:
+            raise ConfigError("personal words need the char encoder: Predictor.load(model, char_encoder=ENCODER.tflite)")
+        if not self._model.has_personal_signatures:
+            self._model._personal_runner()  # raises the re-export error
+        result = self._classify(words)
+        if result["added"]:
+            state = self._personal_state()
+            if len(state.words) + len(result["added"]) > MAX_PERSONAL_WORDS:
+                raise ConfigError(f"{len(state.words)} + {len(result['added'])} personal words exceed the cap of "
+                                  f"{MAX_PERSONAL_WORDS}; nothing was added (pass the user's most frequent words first)")
+            state.add_words(result["added"], self.predictor.char_encoder.encode(result["added"]))
+            self._personal_changed()
+        return result
+
+    def _positions(self, sentences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(model outputs [N, d], vocabulary logits [N, V], joint targets [N]) at every word of ``sentences``.
+
+        The frozen model is stepped as a session steps it (chunks of seq_len inputs); personal
+        words in the context enter through their current adapted embeddings.
+        """
+        outputs, logits, targets = [], [], []
+        n_vocab, oov = len(self.predictor.vocab), SPECIAL_TOKENS.oov_id
+        for sentence in sentences:
+            state, inputs = self._model.initial_state(), 0
+            token, index = SPECIAL_TOKENS.bos_id, None
+            for word in sentence:
+                if inputs == self._model.seq_len:
+                    state, inputs = self._model.initial_state(), 0
+                if index is None:
+                    lg, out, state = self._model.step_hidden(token, state)
+                else:
+                    lg, out, state = self._model.step_embedding(self.personal.adapted_embedding(index), state)
+                inputs += 1
+                index = self.personal.index_of(word) if word not in self.predictor.vocab else None
+                token = self.predictor.vocab.id_of(word) if index is None else None
+                outputs.append(out)
+                logits.append(lg)
+                targets.append(n_vocab + index if index is not None else (token if token is not None else oov))
+        return (np.asarray(outputs, np.float32).reshape(-1, self._model.embedding_dim),
+                np.asarray(logits, np.float32).reshape(-1, n_vocab), np.asarray(targets, np.int64))
+
+    def personalize(self, texts, *, validation_texts=None, **options) -> dict:
+        """Learn this user's words from their own text, on the device (see ``personalize_sentences``).
+
+        ``texts``: a string or a list of strings the user typed. ``validation_texts``: the
+        user's held-out text for early stopping (default: ``validation_fraction`` of the
+        sentences of ``texts``).
+        """
+        def split(t):
+            if isinstance(t, str):
+                t = [t]
+            return [s for text in t for s in tokenizer.sentences(text)]
+
+        return self.personalize_sentences(split(texts), None if validation_texts is None else split(validation_texts),
+                                          **options)
+
+    def personalize_sentences(self, sentences, validation_sentences=None, *, max_words: int = MAX_PERSONAL_WORDS,
+                              epochs: int = 100, learning_rate: float = 0.003, validation_fraction: float = 0.1,
+                              patience: int = 5, seed: int = 0) -> dict:
+        """``personalize`` on tokenized sentences (lists of normalized tokens).
+
+        The most frequent out-of-vocabulary words of ``sentences`` (at most ``max_words`` and the
+        room left under the cap; the rest are counted in ``not_added``, not dropped silently;
+        words the encoder cannot take are counted in ``unencodable``) are added zero-shot, then
+        the adapter alone is trained (Adam, full batch) to predict every word of ``sentences``
+        with the global model frozen. The epoch with the lowest loss on
+        ``validation_sentences`` (or on ``validation_fraction`` of ``sentences``, when there are
+        at least 10) is kept: Shenoy's early-stop split. Returns a report.
+        """
+        import collections
+        import random
+        import time
+
+        sentences = [list(s) for s in sentences if len(s)]
+        if not sentences:
+            raise ConfigError("personalize needs text with at least one word")
+        if not 0 <= validation_fraction < 1:
+            raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
+        if self.predictor.char_encoder is None:
+            raise ConfigError("personal words need the char encoder: Predictor.load(model, char_encoder=ENCODER.tflite)")
+        start = time.perf_counter()
+        counts = collections.Counter(w for s in sentences for w in s if w not in self.predictor.vocab
+                                     and w not in self.predictor._blocked_spellings)
+        existing = set(self.personal.words) if self.personal is not None else set()
+        limit = self.predictor.char_encoder.max_bytes
+        candidates = [w for w, _ in counts.most_common() if w not in existing]
+        unencodable = [w for w in candidates if len(w.encode("utf-8")) > limit]
+        candidates = [w for w in candidates if len(w.encode("utf-8")) <= limit]
+        room = min(max_words, MAX_PERSONAL_WORDS - len(existing))
+        added = self.add_personal_words(candidates[:room])["added"] if candidates[:room] else []
+        report = {"sentences": len(sentences), "words_added": added, "not_added": len(candidates) - len(added),
+                  "unencodable": len(unencodable)}
+        if self.personal is None or not self.personal.words:
+            report.update(trained=False, reason="no word outside the vocabulary", seconds=time.perf_counter() - start)
+            return report
+        if epochs == 0:  # the words only, zero-shot
+            report.update(trained=False, reason="epochs=0", personal_words=len(self.personal.words),
+                          seconds=time.perf_counter() - start)
+            return report
+        if validation_sentences is None:
+            order = list(range(len(sentences)))
+            random.Random(seed).shuffle(order)
+            n_val = int(len(sentences) * validation_fraction) if len(sentences) >= 10 else 0
+            validation_sentences = [sentences[i] for i in order[:n_val]]
+            sentences = [sentences[i] for i in order[n_val:]]
+        validation_sentences = [list(s) for s in validation_sentences if len(s)]
+        h, lg, t = self._positions(sentences)
+        validation = self._positions(validation_sentences) if validation_sentences else None
+        losses = self.personal.train(h, lg, t, epochs=epochs, learning_rate=learning_rate, optimizer="adam",
+                                     validation=validation, patience=patience)
+        self._personal_changed()
+        report.update(self.personal.last_training)
+        report.update({"training_positions": len(t),
+                       "validation_positions": 0 if validation is None else len(validation[2]),
+                       "personal_words": len(self.personal.words), "epochs_run": len(losses), "trained": True,
+                       "seconds": time.perf_counter() - start})
+        return report
+
+    def save_personal(self, path: str) -> None:
+        """Write this user's personal words and adapter to ``path`` (one file, tied to this model)."""
+        if self.personal is None:
+            raise ConfigError("this session has no personal words to save")
+        self.personal.save(path)
+
+    def load_personal(self, path: str) -> None:
+        """Replace this session's personal state by the one in ``path``; a file of another model is refused."""
+        state = PersonalState.load(path, self._model.fingerprint)
+        if state.base.shape[1] != self._model.embedding_dim:
+            raise ConfigError(f"{path}: personal embeddings are {state.base.shape[1]}-dim, the model uses "
+                              f"{self._model.embedding_dim}")
+        if state.words and not self._model.has_personal_signatures:
+            self._model._personal_runner()  # raises the re-export error
+        self.personal = state
+        self._personal_changed()

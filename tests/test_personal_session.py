@@ -1,0 +1,217 @@
+"""Personal words in a Session (issue 13): the exported step_personal signature, zero-shot words,
+on-device personalization, personal words as context, the per-user state file and bad input.
+
+Real components: a model trained and exported by keyboard-lm, a char encoder exported to
+TFLite, the TFLite interpreter.
+"""
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.model_file import ModelFile
+from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, PersonalState
+from keyboard_lm.inference.predictor import Predictor
+from keyboard_lm.personal.char_encoder import CharEncoderConfig, build_char_encoder
+
+try:
+    from keyboard_lm.export.char_encoder_export import export_char_encoder
+except ImportError:
+    from export.char_encoder_export import export_char_encoder
+
+# Made-up words: outside any vocabulary, long enough not to occur by chance in binary files.
+WORDS = ["zorblaxen", "quuxifying", "flimbertwig"]
+TEXTS = ["i love zorblaxen and quuxifying. the zorblaxen is mine. my good zorblaxen, my lord.",
+         "quuxifying is a flimbertwig of zorblaxen. give me zorblaxen now."] * 12
+
+
+@pytest.fixture(scope="module")
+def encoder_path(small_tflite, tmp_path_factory):
+    model = ModelFile.load(small_tflite)
+    cfg = CharEncoderConfig(embedding_dim=model.embedding_dim, max_bytes=24)
+    path = str(tmp_path_factory.mktemp("enc") / "char_encoder.tflite")
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(0)
+    export_char_encoder(build_char_encoder(cfg), path, max_bytes=cfg.max_bytes, model_fingerprint=model.fingerprint)
+    return path
+
+
+@pytest.fixture()
+def predictor(small_tflite, encoder_path):
+    return Predictor.load(small_tflite, char_encoder=encoder_path)
+
+
+def test_step_personal_matches_step_full_and_takes_an_embedding(small_run, tmp_path):
+    from keyboard_lm.export.tflite_export import export_run
+    from keyboard_lm.models.checkpoint import load_run
+
+    path = str(tmp_path / "float.tflite")
+    export_run(small_run, path, quantization="none")
+    model = ModelFile.load(path)
+    table = load_run(small_run).weights["embedding/embeddings:0"]
+    state = model.initial_state()
+    for token in (1, 7, 42):
+        log_probs, s_full = model.step_full(token, state)
+        logits, output, s_hidden = model.step_hidden(token, state)
+        np.testing.assert_allclose(s_hidden, s_full, atol=1e-6)
+        z = logits - logits.max()
+        np.testing.assert_allclose(z - np.log(np.exp(z).sum()), log_probs, atol=1e-5)
+        np.testing.assert_allclose(output @ table.T, logits, rtol=1e-4, atol=1e-4)  # tied output
+        e_logits, e_output, e_state = model.step_embedding(table[token], state)
+        np.testing.assert_allclose(e_state, s_hidden, atol=1e-5)
+        np.testing.assert_allclose(e_logits, logits, atol=1e-4)
+        state = s_full
+
+
+def test_session_without_personal_words_is_unchanged(small_tflite, predictor):
+    plain = Predictor.load(small_tflite).session()
+    s = predictor.session()
+    for text in ("", "my lord", "to be or not to be, that is"):
+        plain.reset(); s.reset()
+        plain.commit(text); s.commit(text)
+        assert s.suggestions(5) == plain.suggestions(5)
+        assert s.complete("th") == plain.complete("th")
+
+
+def test_add_personal_words_reports_every_word_and_changes_the_distribution(predictor):
+    s = predictor.session()
+    s.commit("my good")
+    before = s.suggestions(3)
+    result = s.add_personal_words(["Zorblaxen", "the", "zorblaxen", "quuxifying"])
+    assert result == {"added": ["zorblaxen", "quuxifying"], "in_vocabulary": ["the"],
+                      "already_personal": ["zorblaxen"], "blocked": []}
+    assert s.personal.words == ["zorblaxen", "quuxifying"]
+    # the joint softmax gives the personal words some mass, the vocabulary keeps its order
+    probs = dict(s.suggestions(len(predictor.vocab) + 2))
+    assert 0 < probs["zorblaxen"] < 1 and 0 < probs["quuxifying"] < 1
+    specials = float(np.exp(s._log_probs[:4]).sum())  # never suggested, still in the softmax
+    assert abs(sum(probs.values()) + specials - 1) < 1e-3
+    assert [w for w, _ in s.suggestions(5) if w not in WORDS][:3] == [w for w, _ in before]
+    assert [w for w, _ in s.complete("zorb")] == ["zorblaxen"]
+    assert s.add_personal_words(["quuxifying"])["already_personal"] == ["quuxifying"]
+
+
+def test_personalize_learns_the_users_words_on_device(small_tflite, encoder_path, predictor, tmp_path):
+    model_bytes, encoder_bytes = open(small_tflite, "rb").read(), open(encoder_path, "rb").read()
+    s = predictor.session()
+    s.commit("i love")
+    zero_shot = dict(s.suggestions(len(predictor.vocab) + 5))
+    report = s.personalize(TEXTS)
+    assert report["trained"] and set(WORDS) <= set(report["words_added"]) and report["not_added"] == 0
+    assert report["validation_positions"] > 0 and report["kept_epoch"] >= 1
+    assert min(report["validation_loss"]) < report["train_loss"][0]
+    s.reset(); s.commit("i love")
+    assert s.suggestions(1)[0][0] == "zorblaxen", s.suggestions(3)
+    assert dict(s.suggestions(3))["zorblaxen"] > 10 * zero_shot.get("zorblaxen", 0)
+    assert s.complete("quux")[0][0] == "quuxifying"
+    # a personal word typed as context enters through its embedding, not as <oov>
+    a, b = predictor.session(), predictor.session()
+    a.personal = s.personal; a._personal_changed()
+    b.personal = s.personal; b._personal_changed()
+    a.commit("my good zorblaxen")
+    b.commit("my good unknownwordzz")  # outside vocabulary and personal words: <oov>
+    assert a.suggestions(3) != b.suggestions(3)
+    c = Predictor.load(small_tflite).session()
+    c.commit("my good unknownwordzz")
+    assert [w for w, _ in b.suggestions(3)] != [] and c.steps == b.steps
+    # nothing personal reached the shipped files
+    assert open(small_tflite, "rb").read() == model_bytes and open(encoder_path, "rb").read() == encoder_bytes
+    for word in WORDS:
+        assert word.encode() not in model_bytes and word.encode() not in encoder_bytes
+    state_file = tmp_path / "user.personal"
+    s.save_personal(str(state_file))
+    assert b"zorblaxen" in state_file.read_bytes() or "zorblaxen" in np.load(state_file)["words"].tolist()
+
+
+def test_personal_state_saves_and_loads_and_refuses_another_model(predictor, small_tflite, tmp_path):
+    s = predictor.session()
+    s.personalize(TEXTS)
+    s.reset(); s.commit("i love")
+    want = s.suggestions(3)
+    path = str(tmp_path / "user.personal")
+    s.save_personal(path)
+    t = predictor.session(personal=path)
+    t.commit("i love")
+    assert t.suggestions(3) == want
+    assert t.complete("flimb") == s.complete("flimb")
+    # a state written for another model is refused, and the session keeps what it had
+    other = PersonalState("0" * 64, predictor.model.embedding_dim)
+    other.add_words(["otherword"], np.zeros((1, predictor.model.embedding_dim)))
+    other_path = str(tmp_path / "other.personal")
+    other.save(other_path)
+    with pytest.raises(ConfigError, match="belongs to model 000000000000"):
+        t.load_personal(other_path)
+    assert t.personal.words == s.personal.words
+    junk = tmp_path / "junk.personal"
+    junk.write_bytes(b"not a state")
+    with pytest.raises(ConfigError, match="not a keyboard_lm personal state file"):
+        t.load_personal(str(junk))
+    with pytest.raises(ConfigError, match="no personal words to save"):
+        predictor.session().save_personal(str(tmp_path / "x.personal"))
+
+
+@pytest.mark.parametrize("word, match", [("", "empty or whitespace"), ("   ", "empty or whitespace"),
+                                         ("two words", "2 tokens"), ("x" * 25, "above the encoder's limit")])
+def test_bad_personal_words_are_refused_and_nothing_is_added(predictor, word, match):
+    s = predictor.session()
+    s.add_personal_words(["zorblaxen"])
+    with pytest.raises(ConfigError, match=match):
+        s.add_personal_words(["quuxifying", word])
+    assert s.personal.words == ["zorblaxen"]
+
+
+def test_the_cap_refuses_or_truncates_with_a_count(predictor):
+    s = predictor.session()
+    with pytest.raises(ConfigError, match=f"cap of {MAX_PERSONAL_WORDS}; nothing was added"):
+        s.add_personal_words([f"zzq{i}" for i in range(10_000)])
+    assert s.personal is None or s.personal.words == []
+    text = " ".join(f"zzq{i} zzq{i}" if i < 5 else f"zzq{i}" for i in range(1_200)) + "."
+    report = s.personalize([text], epochs=2)
+    assert report["personal_words"] == MAX_PERSONAL_WORDS and report["not_added"] == 200
+    assert s.personal.words[:5] == [f"zzq{i}" for i in range(5)]  # the most frequent first
+
+
+def test_blocklisted_and_in_vocabulary_words_never_become_personal(small_tflite, encoder_path):
+    p = Predictor.load(small_tflite, blocklist=["zorblaxen"], char_encoder=encoder_path)
+    s = p.session()
+    assert s.add_personal_words(["zorblaxen", "quuxifying"])["blocked"] == ["zorblaxen"]
+    report = s.personalize(TEXTS, epochs=3)
+    assert "zorblaxen" not in s.personal.words and "zorblaxen" not in report["words_added"]
+    assert all(w not in dict(s.suggestions(50)) for w in ("zorblaxen",))
+
+
+def test_encoder_of_another_model_and_missing_encoder_are_refused(small_tflite, tmp_path):
+    cfg = CharEncoderConfig(embedding_dim=ModelFile.load(small_tflite).embedding_dim)
+    other = str(tmp_path / "other_encoder.tflite")
+    export_char_encoder(build_char_encoder(cfg), other, max_bytes=cfg.max_bytes, model_fingerprint="f" * 64)
+    with pytest.raises(ConfigError, match="trained for model ffffffffffff"):
+        Predictor.load(small_tflite, char_encoder=other)
+    with pytest.raises(ConfigError, match="need the char encoder"):
+        Predictor.load(small_tflite).session().add_personal_words(["zorblaxen"])
+
+
+def test_a_model_exported_without_step_personal_is_named(small_tflite, encoder_path, tmp_path):
+    data = open(small_tflite, "rb").read()
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    # the archive is appended after the flatbuffer: rewrite it without the step_personal signature
+    flat_end = data.find(b"PK\x03\x04")
+    meta = json.loads(files["keyboard_lm.json"])
+    del meta["signatures"]["step_personal"]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("keyboard_lm.json", json.dumps(meta))
+        z.writestr("vocab.txt", files["vocab.txt"])
+    old = tmp_path / "old.tflite"
+    old.write_bytes(data[:flat_end] + buf.getvalue())
+    model = ModelFile.load(str(old))
+    assert not model.has_personal_signatures
+    s = Predictor(model).session()
+    s.commit("my lord")  # suggestions work as before
+    assert len(s.suggestions(3)) == 3
+    with pytest.raises(ConfigError, match="no step_personal signature"):
+        model.step_hidden(1, model.initial_state())
