@@ -47,3 +47,25 @@ def check_budget(breakdown: SizeBreakdown, budget_bytes: int | None) -> None:
             f"the exported model would be {breakdown.total:,} bytes, over the budget of {budget_bytes:,} bytes "
             f"by {breakdown.total - budget_bytes:,}; nothing was written. Size breakdown:\n{breakdown.table()}\n"
             "Shrink the vocabulary or the cell, or raise --budget-bytes.")
+
+
+#: 1.6 MiB for what ships with personal words: the 1.4 MiB model budget plus 0.2 MiB
+#: for the personalization add-on (the char encoder file, issue 13).
+DEFAULT_PERSONAL_BUDGET_BYTES = 1_677_721
+
+
+def check_personal_budget(model_bytes: int, encoder_bytes: int,
+                          budget_bytes: int | None = DEFAULT_PERSONAL_BUDGET_BYTES) -> None:
+    """Raise ConfigError when the model file and the char encoder file together exceed the budget.
+
+    Both files ship to the device, so the budget covers their sum; None or 0 means no budget.
+    """
+    if not budget_bytes:
+        return
+    total = model_bytes + encoder_bytes
+    if total > budget_bytes:
+        raise ConfigError(
+            f"the model file ({model_bytes:,} bytes) and the char encoder file ({encoder_bytes:,} bytes) would be "
+            f"{total:,} bytes together, over the personalization budget of {budget_bytes:,} bytes by "
+            f"{total - budget_bytes:,}; nothing was written. Shrink the encoder (fewer channels or a smaller "
+            "byte embedding) or the model, or raise the budget.")

@@ -39,3 +39,33 @@ def test_encoder_learns_tied_embeddings_of_a_trained_run(small_run):
     mean_baseline = float(np.mean((targets - targets.mean(0)) ** 2))
     assert losses[-1] < losses[0]
     assert float(np.mean((pred - targets) ** 2)) < 0.7 * mean_baseline
+
+
+def test_vocabulary_words_leave_out_specials_and_over_long_words():
+    from keyboard_lm.personal.char_encoder import vocabulary_word_ids
+
+    tokens = ["<pad>", "<bos>", "<eos>", "<oov>", "the", "x" * 9, "naïve"]
+    words, ids, too_long = vocabulary_word_ids(tokens, max_bytes=8)
+    assert words == ["the", "naïve"] and list(ids) == [4, 6] and too_long == 1
+
+
+def test_context_statistics_and_top3_threshold_match_brute_force():
+    """logsumexp of the other logits, and top-3 membership with specials excluded, on random logits with ties."""
+    from keyboard_lm.personal.char_encoder import context_statistics, third_best_excluding
+
+    rng = np.random.default_rng(0)
+    # halves: every logit is exact in float32 whatever the summation order, and ties occur
+    table = (np.round(2 * rng.standard_normal((12, 3))) / 2).astype(np.float32)
+    h = (np.round(2 * rng.standard_normal((300, 3))) / 2).astype(np.float32)
+    targets = rng.integers(0, 12, 300)
+    stats = context_statistics(table, h, targets, chunk=7)
+    for n in range(300):
+        z = (table @ h[n]).astype(np.float64)
+        others = np.delete(z, targets[n])
+        assert stats["others_lse"][n] == pytest.approx(np.log(np.exp(others).sum()), rel=1e-5)
+        for w in range(4, 12):  # word w's column replaced by a score s: in the top 3 iff fewer than 3 others beat it
+            for s in (z[w], z[w] + 0.125, z[w] - 0.125):
+                rest = np.delete(z, w)[4:]  # the other non-special columns (w >= 4: the specials stay first)
+                want = (rest > s).sum() < 3
+                got = s >= third_best_excluding(stats["top_vals"][n], stats["top_ids"][n], np.array(w))
+                assert bool(got) == bool(want), (n, w, s)

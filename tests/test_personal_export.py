@@ -36,3 +36,43 @@ def test_foreign_file_refused(tmp_path):
     p.write_bytes(b"junk")
     with pytest.raises(ConfigError, match="not a keyboard_lm char encoder"):
         CharEncoderFile(str(p))
+
+
+def test_personal_budget_covers_model_and_encoder_files():
+    try:
+        from keyboard_lm.export.budget import (
+            DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget)
+    except ImportError:
+        from export.budget import DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
+
+    assert DEFAULT_PERSONAL_BUDGET_BYTES == int(1.6 * 2**20) == DEFAULT_BUDGET_BYTES + int(0.2 * 2**20)
+    check_personal_budget(1_400_000, 277_721)  # exactly at the default budget
+    with pytest.raises(ConfigError) as e:
+        check_personal_budget(1_400_000, 277_722)
+    assert "1,400,000 bytes" in str(e.value) and "277,722 bytes" in str(e.value) and "by 1;" in str(e.value)
+    with pytest.raises(ConfigError, match="over the personalization budget of 100 bytes by 50"):
+        check_personal_budget(100, 50, 100)
+    check_personal_budget(10**9, 10**9, None)
+    check_personal_budget(10**9, 10**9, 0)
+
+
+def test_encoder_metadata_takes_numbers_only(tmp_path):
+    try:
+        from keyboard_lm.export.char_encoder_export import char_encoder_bytes
+    except ImportError:
+        from export.char_encoder_export import char_encoder_bytes
+
+    cfg = CharEncoderConfig(byte_dim=4, channels=8, kernel=3, max_bytes=8, embedding_dim=4)
+    enc = build_char_encoder(cfg)
+    with pytest.raises(ConfigError, match="metadata.top.words\\[1\\] is str 'rosalind'"):
+        char_encoder_bytes(enc, max_bytes=8, model_fingerprint="fp", metadata={"top": {"words": [1, "rosalind"]}})
+    with pytest.raises(ConfigError, match="may not set model_fingerprint"):
+        char_encoder_bytes(enc, max_bytes=8, model_fingerprint="fp", metadata={"model_fingerprint": 1})
+    with pytest.raises(ConfigError, match="needs the fingerprint"):
+        char_encoder_bytes(enc, max_bytes=8, model_fingerprint="")
+    path = str(tmp_path / "enc.tflite")
+    size = export_char_encoder(enc, path, max_bytes=8, model_fingerprint="fp",
+                               metadata={"heldout": {"recall": np.float32(0.25), "ce": float("nan"), "n": np.int64(3)}})
+    meta = CharEncoderFile(path).meta
+    assert meta["heldout"] == {"recall": 0.25, "ce": None, "n": 3} and meta["max_bytes"] == 8
+    assert size == (tmp_path / "enc.tflite").stat().st_size and [p.name for p in tmp_path.iterdir()] == ["enc.tflite"]

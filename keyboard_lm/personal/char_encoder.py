@@ -2,18 +2,39 @@
 
 Shenoy & Nguyen (OOV adapter): byte embeddings E=100, a convolution with D=200
 channels and kernel K=4, max-pooled over the spelling, then projected to the
-model's embedding dimension (96 in Hard et al.). Trained centrally to reproduce
-the embeddings of in-vocabulary words (a regression on the frozen tied table),
-so unseen spellings land near words spelled alike.
+model's embedding dimension (96 in Hard et al.). Trained centrally on the
+in-vocabulary words with the language model frozen, by two terms:
+
+* reproduction (MSE): encoder(spelling of w) ~= E[w], the word's row of the
+  tied table, so unseen spellings land near words spelled alike;
+* in context (cross-entropy): at positions of the model's training text with
+  output h_t and next word w_t, the logits are h_t . E^T with w_t's own column
+  replaced by h_t . encoder(spelling of w_t).  That is the situation at
+  inference, where a personal word's logit h . enc(word) competes with the
+  vocabulary's true logits, so the encoder learns what wins there rather than
+  only what is close to E[w].
+
+Because everything but the replaced column is frozen, the in-context loss of a
+position is softplus(m_t - h_t . enc(w_t)) with m_t = logsumexp of the other
+V - 1 logits, computed once before training: a step costs one encoder pass over
+the target spellings, not a V-wide matmul.
+
+A seeded share of the vocabulary words is held out (never an MSE target nor an
+in-context target) to measure zero-shot quality on spellings the encoder has
+never seen, and to pick the epoch that is kept.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import time
+from typing import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 PAD, BOW, EOW = 0, 1, 2  # byte ids are shifted by 3 to leave room for these
 
@@ -66,6 +87,526 @@ def build_char_encoder(config: CharEncoderConfig = CharEncoderConfig()) -> tf.ke
     return tf.keras.Model(ids, out, name="char_encoder")
 
 
+#: Ids below this are the special tokens (pad, bos, eos, oov): never a word to encode or to predict.
+N_SPECIAL = len(SPECIAL_TOKENS.ids)
+#: Positions whose thresholds are sampled for the false-suggestion rate (pairs with every held-out word).
+FALSE_SUGGESTION_POSITIONS = 2000
+#: Positions (any target) of the joint held-out evaluation, where all held-out words are personal at once.
+JOINT_POSITIONS = 10_000
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextExamples:
+    """What the frozen language model computed on its training text: the in-context training data.
+
+    Attributes:
+      table: [V, D] the tied embedding table as the model computes with it.
+      outputs: [N, D] the model output h_t at each position (the input of the tied output layer).
+      targets: [N] vocabulary id of the word that followed; special-token targets are skipped.
+    """
+
+    table: np.ndarray
+    outputs: np.ndarray
+    targets: np.ndarray
+
+    def __post_init__(self):
+        table = np.asarray(self.table, np.float32)
+        outputs = np.asarray(self.outputs, np.float32)
+        targets = np.asarray(self.targets)
+        if table.ndim != 2 or table.shape[0] <= N_SPECIAL:
+            raise ConfigError(f"context embedding table must be [V, D] with V > {N_SPECIAL}, got shape {table.shape}")
+        if outputs.ndim != 2 or outputs.shape[1] != table.shape[1]:
+            raise ConfigError(f"context outputs have shape {outputs.shape}, expected [N, {table.shape[1]}] "
+                              "(the embedding table's dimension)")
+        if targets.shape != (outputs.shape[0],) or (targets.size and not np.issubdtype(targets.dtype, np.integer)):
+            raise ConfigError(f"context targets have shape {targets.shape} and dtype {targets.dtype}, "
+                              f"expected {outputs.shape[0]} integer ids")
+        if targets.size and (targets.min() < 0 or targets.max() >= table.shape[0]):
+            raise ConfigError(f"context targets must be vocabulary ids in [0, {table.shape[0]}), "
+                              f"got [{targets.min()}, {targets.max()}]")
+        if not (np.isfinite(table).all() and np.isfinite(outputs).all()):
+            raise ConfigError("context embedding table or outputs contain NaN/Inf")
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "outputs", outputs)
+        object.__setattr__(self, "targets", targets.astype(np.int64))
+
+
+@dataclasses.dataclass
+class CharEncoderFit:
+    """A trained encoder and how it got there.
+
+    Attributes:
+      encoder: the Keras encoder with the kept epoch's weights.
+      history: one dict of metrics per epoch; entry 0 is the untrained encoder.
+      best_epoch: the epoch whose weights ``encoder`` holds (>= 1).
+      train_index, heldout_index: indices into the ``words`` given for training and held out.
+      settings: the training settings (numbers only; no word).
+    """
+
+    encoder: tf.keras.Model
+    history: list[dict]
+    best_epoch: int
+    train_index: np.ndarray
+    heldout_index: np.ndarray
+    settings: dict
+
+    @property
+    def metrics(self) -> dict:
+        """The metrics of the kept epoch."""
+        return self.history[self.best_epoch]
+
+    @property
+    def train_losses(self) -> list[float]:
+        """Mean training loss of each epoch (1..epochs)."""
+        return [h["train_loss"] for h in self.history[1:]]
+
+
+def vocabulary_word_ids(tokens: Sequence[str], max_bytes: int) -> tuple[list[str], np.ndarray, int]:
+    """(words, their ids, number left out) of a vocabulary in id order: specials and over-long words left out.
+
+    Over-long words cannot be encoded without truncation (two would collide), so
+    they are neither trained on nor counted in any metric.
+    """
+    words, ids, too_long = [], [], 0
+    for i, tok in enumerate(tokens):
+        if i < N_SPECIAL:
+            continue
+        if len(tok.encode("utf-8")) > max_bytes:
+            too_long += 1
+            continue
+        words.append(tok)
+        ids.append(i)
+    return words, np.asarray(ids, np.int64), too_long
+
+
+def _top4_non_special(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The 4 largest logits among the non-special columns of each row, descending: (values, ids)."""
+    zz = z[:, N_SPECIAL:]
+    k = min(4, zz.shape[1])
+    part = np.argpartition(-zz, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(zz, part, 1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    vals, ids = np.take_along_axis(vals, order, 1), np.take_along_axis(part, order, 1) + N_SPECIAL
+    if k < 4:  # a vocabulary of fewer than 4 words: the missing ranks never beat anything
+        pad = 4 - k
+        vals = np.concatenate([vals, np.full((len(z), pad), -np.inf, np.float32)], 1)
+        ids = np.concatenate([ids, np.full((len(z), pad), -1, ids.dtype)], 1)
+    return vals.astype(np.float32), ids
+
+
+def third_best_excluding(top_vals: np.ndarray, top_ids: np.ndarray, word_ids: np.ndarray) -> np.ndarray:
+    """The 3rd largest non-special logit of each position once ``word_ids``' own column is taken out.
+
+    A word whose (replaced) logit reaches this value is in the top 3 with the
+    special tokens excluded.  ``top_vals``/``top_ids``: [..., 4] from the full
+    logits; ``word_ids`` broadcasts against [...].
+    """
+    in_top3 = (top_ids[..., :3] == np.asarray(word_ids)[..., None]).any(-1)
+    return np.where(in_top3, top_vals[..., 3], top_vals[..., 2])
+
+
+def context_statistics(table: np.ndarray, outputs: np.ndarray, targets: np.ndarray,
+                       chunk: int = 2048) -> dict[str, np.ndarray]:
+    """What the in-context loss and recall need from the frozen model, computed once.
+
+    Returns per position: ``others_lse`` (logsumexp of the V - 1 logits other
+    than the target's, specials included), ``true_logit`` (h . E[target]) and
+    ``top_vals``/``top_ids`` ([N, 4], the largest non-special logits).
+    """
+    n = len(targets)
+    out = {"others_lse": np.empty(n, np.float32), "true_logit": np.empty(n, np.float32),
+           "top_vals": np.empty((n, 4), np.float32), "top_ids": np.empty((n, 4), np.int64)}
+    table_t = np.ascontiguousarray(table.T)
+    for a in range(0, n, chunk):
+        b = min(n, a + chunk)
+        z = outputs[a:b] @ table_t  # [chunk, V]
+        rows, t = np.arange(b - a), targets[a:b]
+        out["true_logit"][a:b] = z[rows, t]
+        out["top_vals"][a:b], out["top_ids"][a:b] = _top4_non_special(z)
+        z[rows, t] = -np.inf
+        top = z.max(1, keepdims=True)
+        out["others_lse"][a:b] = top[:, 0] + np.log(np.exp(z - top).sum(1))
+    return out
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, x)
+
+
+def _logsumexp(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(z, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.squeeze(top, axis) + np.log(np.sum(np.exp(z - top), axis=axis))
+
+
+def _encode_all(encoder: tf.keras.Model, spellings: np.ndarray, batch: int = 4096) -> np.ndarray:
+    if not len(spellings):
+        return np.zeros((0, encoder.output_shape[-1]), np.float32)
+    return np.concatenate([encoder(spellings[a:a + batch], training=False).numpy()
+                           for a in range(0, len(spellings), batch)])
+
+
+def _mean(x) -> float:
+    return float(np.mean(x)) if np.size(x) else float("nan")
+
+
+class _JointEvaluation:
+    """The device's situation on held-out text: every held-out word is a personal word at once.
+
+    At a fixed sample of positions (any target), the held-out words' columns are
+    replaced by h . enc(word) and everything else is the frozen model's.  Its
+    cross-entropy and recall@3 (special tokens excluded) count both sides: a
+    held-out word must win where it follows and lose where it does not, so an
+    encoder cannot score by giving every word a large generic vector.  The
+    references are the model itself (``_true_row``) and the closed vocabulary
+    with the held-out words removed (``_removed``: they can never be suggested).
+    """
+
+    def __init__(self, contexts: ContextExamples, positions: np.ndarray, held_ids: np.ndarray, chunk: int = 2048):
+        v = contexts.table.shape[0]
+        self.h = contexts.outputs[positions]
+        self.targets = contexts.targets[positions]
+        held_local = np.full(v, -1, np.int64)
+        held_local[held_ids] = np.arange(len(held_ids))
+        self.target_local = held_local[self.targets]  # -1: the target is not a held-out word
+        self.held_target = self.target_local >= 0
+        n = len(positions)
+        self.free_lse = np.empty(n, np.float32)  # over the frozen columns that stay (specials included)
+        self.frozen_target = np.empty(n, np.float32)
+        self.free_top_vals = np.empty((n, 4), np.float32)  # non-special frozen columns that stay
+        self.free_top_ids = np.empty((n, 4), np.int64)
+        true_ce, true_hit, removed_hit = np.empty(n), np.empty(n, bool), np.empty(n, bool)
+        table_t = np.ascontiguousarray(contexts.table.T)
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            z = self.h[a:b] @ table_t
+            rows, t = np.arange(b - a), self.targets[a:b]
+            zt = z[rows, t]
+            self.frozen_target[a:b] = zt
+            true_ce[a:b] = _logsumexp(z) - zt
+            vals, ids = _top4_non_special(z)
+            true_hit[a:b] = zt >= third_best_excluding(vals, ids, t)
+            z[:, held_ids] = -np.inf
+            self.free_lse[a:b] = _logsumexp(z)
+            vals, ids = _top4_non_special(z)
+            self.free_top_vals[a:b], self.free_top_ids[a:b] = vals, ids
+            removed_hit[a:b] = ~self.held_target[a:b] & (zt >= third_best_excluding(vals, ids, t))
+        self.references = {
+            "heldout_joint_ce_true_row": _mean(true_ce), "heldout_joint_recall_at_3_true_row": _mean(true_hit),
+            "heldout_joint_word_recall_at_3_true_row": _mean(true_hit[self.held_target]),
+            "heldout_joint_recall_at_3_removed": _mean(removed_hit), "heldout_joint_positions": n,
+            "heldout_joint_word_positions": int(self.held_target.sum()),
+        }
+
+    def __call__(self, held_embeddings: np.ndarray) -> dict:
+        scores = self.h @ held_embeddings.T  # [n, held]
+        rows = np.flatnonzero(self.held_target)
+        s_t = self.frozen_target.copy()
+        s_t[rows] = scores[rows, self.target_local[rows]]
+        ce = np.logaddexp(self.free_lse, _logsumexp(scores)) - s_t
+        # competitors above the target: the 3 best remaining frozen columns (the target's own left out) ...
+        own = self.free_top_ids == self.targets[:, None]
+        ranked = np.where(own, -np.inf, self.free_top_vals)
+        ranked = -np.sort(-ranked, axis=1)[:, :3]
+        above = (ranked > s_t[:, None]).sum(1)
+        # ... and the held-out words' encodings (the target's own score is not above itself)
+        above += (scores > s_t[:, None]).sum(1)
+        hit = above < 3
+        return {"heldout_joint_ce": _mean(ce), "heldout_joint_recall_at_3": _mean(hit),
+                "heldout_joint_word_recall_at_3": _mean(hit[self.held_target]), **self.references}
+
+
+def fit_char_encoder(
+    words,
+    embeddings: np.ndarray,
+    *,
+    word_ids=None,
+    contexts: ContextExamples | None = None,
+    config: CharEncoderConfig = CharEncoderConfig(),
+    epochs: int = 30,
+    batch_size: int = 128,
+    context_batch_size: int = 512,
+    learning_rate: float = 3e-3,
+    mse_weight: float = 1.0,
+    context_weight: float = 1.0,
+    context_loss: str = "shared",
+    personal_share: float = 0.1,
+    heldout_fraction: float = 0.1,
+    select_by: str | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> CharEncoderFit:
+    """Train the encoder on MSE to the tied rows and, given ``contexts``, on in-context cross-entropy.
+
+    Args:
+      words: spellings (special tokens excluded by the caller; see ``vocabulary_word_ids``).
+      embeddings: float [len(words), embedding_dim], the MSE targets: rows of the frozen tied table.
+      word_ids: vocabulary id of each word (needed with ``contexts``).
+      contexts: frozen-model outputs and next-word ids; positions whose target is a
+        special token, or not among ``words``, are skipped.
+      mse_weight, context_weight: loss = mse_weight * MSE + context_weight * in-context CE
+        (context_weight 0 with contexts: MSE-only training, in-context metrics still reported).
+      context_loss: which vocabulary columns the encoder's logits replace in the in-context softmax.
+        ``"target"``: at each position only the target's own column, h_t . enc(w_t) against
+        the other V - 1 true logits.  Nothing in it asks a word's encoding to *lose* where
+        another word follows, and it is won by giving every word one large generic vector
+        (measured: held-out words then enter the top 3 at most positions where they are not
+        the next word).  ``"shared"`` (default): the targets of a
+        ``personal_share`` of each batch's positions are its personal words; their columns
+        are replaced at every position of the batch and the cross-entropy is taken at all of
+        them, so an encoding must win where its word follows and lose where ordinary text
+        goes on -- the device's situation, where personal words compete at every position
+        and most next words are not personal.  ``personal_share`` 1 makes every target of
+        the batch personal, and inflating all encodings together then pays again
+        (measured), so keep it near the share of personal words in a user's text.
+      heldout_fraction: seeded share of ``words`` held out: never an MSE target nor an
+        in-context target; their positions measure zero-shot quality.
+      select_by: which epoch is kept: ``"joint"`` (lowest held-out joint cross-entropy, see
+        ``_JointEvaluation``; the default with contexts), ``"context"`` (lowest held-out
+        in-context cross-entropy with only the target's column replaced), ``"mse"`` (lowest
+        held-out MSE; the default without contexts) or ``"last"``.
+      seed: seed of the held-out choice, initialization and shuffling.
+      log: called with one line per epoch.
+    """
+    words = list(words)
+    embeddings = np.asarray(embeddings, np.float32)
+    if len(words) != len(embeddings):
+        raise ConfigError(f"{len(words)} words but {len(embeddings)} embedding rows")
+    if embeddings.ndim != 2 or embeddings.shape[1] != config.embedding_dim:
+        raise ConfigError(f"embeddings are {embeddings.shape[1] if embeddings.ndim == 2 else embeddings.shape}-dim, "
+                          f"char encoder expects {config.embedding_dim}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("context_batch_size", context_batch_size)):
+        if value < 1:
+            raise ConfigError(f"char encoder {name} must be >= 1, got {value}")
+    if not learning_rate > 0:
+        raise ConfigError(f"char encoder learning_rate must be > 0, got {learning_rate}")
+    if not (mse_weight >= 0 and context_weight >= 0):
+        raise ConfigError(f"loss weights must be >= 0, got mse_weight {mse_weight}, context_weight {context_weight}")
+    if not 0.0 <= heldout_fraction < 1.0:
+        raise ConfigError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
+    if context_loss not in ("target", "shared"):
+        raise ConfigError(f"context_loss must be 'target' or 'shared', got {context_loss!r}")
+    if not 0.0 < personal_share <= 1.0:
+        raise ConfigError(f"personal_share must be in (0, 1], got {personal_share}")
+    use_context = contexts is not None and context_weight > 0
+    if not (mse_weight > 0 or use_context):
+        raise ConfigError("nothing to train: mse_weight is 0 and there is no in-context term "
+                          "(give contexts and a context_weight > 0)")
+    if not words:
+        raise ConfigError("no words to train the char encoder on")
+    x = encode_spellings(words, config.max_bytes)
+    n_words = len(words)
+
+    # Held-out words: a seeded permutation of the given order, decided before anything else is drawn.
+    n_held = 0
+    if heldout_fraction:
+        n_held = max(1, int(round(n_words * heldout_fraction)))
+        if n_held >= n_words:
+            raise ConfigError(f"{n_words} words are too few to hold out {heldout_fraction:.0%} and train on the rest")
+    perm = np.random.default_rng(seed).permutation(n_words)
+    heldout_index, train_index = np.sort(perm[:n_held]), np.sort(perm[n_held:])
+    is_held = np.zeros(n_words, bool)
+    is_held[heldout_index] = True
+
+    references = {}
+    if n_held:
+        mean_row = embeddings[train_index].mean(0)
+        references["heldout_mse_mean_row"] = _mean((embeddings[heldout_index] - mean_row) ** 2)
+    train_pos = held_pos = fs_pos = np.zeros(0, np.int64)
+    usable = np.zeros(0, np.int64)
+    joint = stats = None
+    if contexts is not None:
+        if word_ids is None:
+            raise ConfigError("in-context training needs word_ids: the vocabulary id of each word")
+        word_ids = np.asarray(word_ids, np.int64)
+        v = contexts.table.shape[0]
+        if word_ids.shape != (n_words,):
+            raise ConfigError(f"{len(word_ids)} word ids for {n_words} words")
+        if contexts.table.shape[1] != config.embedding_dim:
+            raise ConfigError(f"context embedding table is {contexts.table.shape[1]}-dim, "
+                              f"char encoder expects {config.embedding_dim}")
+        if word_ids.min() < N_SPECIAL or word_ids.max() >= v:
+            raise ConfigError(f"word ids must be non-special vocabulary ids in [{N_SPECIAL}, {v})")
+        if len(np.unique(word_ids)) != n_words:
+            raise ConfigError("word ids repeat: each word needs its own vocabulary id")
+        word_of_id = np.full(v, -1, np.int64)
+        word_of_id[word_ids] = np.arange(n_words)
+        pos_word = word_of_id[contexts.targets]  # -1: a special token or a word not given
+        usable = np.flatnonzero(pos_word >= 0)
+        train_pos = usable[~is_held[pos_word[usable]]]
+        held_pos = usable[is_held[pos_word[usable]]]
+        if use_context and not len(train_pos):
+            raise ConfigError("no in-context training position: every target is a special token, "
+                              "a held-out word or not among the words")
+        stats = context_statistics(contexts.table, contexts.outputs[usable], contexts.targets[usable])
+        row_of = np.full(len(contexts.targets), -1, np.int64)  # position -> row of ``stats``
+        row_of[usable] = np.arange(len(usable))
+        if n_held and len(usable):
+            held_ids = word_ids[heldout_index]
+            sample_rng = np.random.default_rng([seed, 1])
+            fs_pos = np.sort(sample_rng.choice(usable, min(len(usable), FALSE_SUGGESTION_POSITIONS), replace=False))
+            joint_pos = np.sort(sample_rng.choice(usable, min(len(usable), JOINT_POSITIONS), replace=False))
+            joint = _JointEvaluation(contexts, joint_pos, held_ids)
+            references.update(joint.references)
+        if len(held_pos):
+            r, t = row_of[held_pos], contexts.targets[held_pos]
+            thr = third_best_excluding(stats["top_vals"][r], stats["top_ids"][r], t)
+            references["heldout_context_ce_true_row"] = _mean(_softplus(stats["others_lse"][r] - stats["true_logit"][r]))
+            references["heldout_recall_at_3_true_row"] = _mean(stats["true_logit"][r] >= thr)
+        if len(fs_pos):
+            r = row_of[fs_pos]
+            fs_thr = third_best_excluding(stats["top_vals"][r][:, None, :], stats["top_ids"][r][:, None, :],
+                                          held_ids[None, :])  # [positions, held-out words]
+            fs_other = contexts.targets[fs_pos][:, None] != held_ids[None, :]
+            true_scores = contexts.outputs[fs_pos] @ contexts.table[held_ids].T
+            references["heldout_false_top3_rate_true_row"] = _mean((true_scores >= fs_thr)[fs_other])
+
+    if select_by is None:
+        select_by = "joint" if joint is not None else ("mse" if n_held else "last")
+    needs = {"joint": joint is not None, "context": len(held_pos) > 0, "mse": n_held > 0, "last": True}
+    if select_by not in needs:
+        raise ConfigError(f"select_by must be 'joint', 'context', 'mse' or 'last', got {select_by!r}")
+    if not needs[select_by]:
+        raise ConfigError(f"select_by {select_by!r} needs held-out words" +
+                          (" with in-context positions (contexts and heldout_fraction > 0)" if select_by != "mse" else
+                           " (heldout_fraction > 0)"))
+
+    def evaluate() -> dict:
+        enc = _encode_all(encoder, x)
+        m = {"train_words_mse": _mean((enc[train_index] - embeddings[train_index]) ** 2)}
+        if n_held:
+            m["heldout_mse"] = _mean((enc[heldout_index] - embeddings[heldout_index]) ** 2)
+        if len(held_pos):
+            r = row_of[held_pos]
+            s = np.einsum("nd,nd->n", contexts.outputs[held_pos], enc[pos_word[held_pos]])
+            thr = third_best_excluding(stats["top_vals"][r], stats["top_ids"][r], contexts.targets[held_pos])
+            m["heldout_context_ce"] = _mean(_softplus(stats["others_lse"][r] - s))
+            m["heldout_recall_at_3"] = _mean(s >= thr)
+        if len(fs_pos):
+            scores = contexts.outputs[fs_pos] @ enc[heldout_index].T
+            m["heldout_false_top3_rate"] = _mean((scores >= fs_thr)[fs_other])
+        if joint is not None:
+            m.update(joint(enc[heldout_index]))
+        return {**m, **references}
+
+    tf.keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng([seed, 2])
+    encoder = build_char_encoder(config)
+    optimizer = tf.keras.optimizers.Adam(learning_rate)
+    optimizer.build(encoder.trainable_variables)
+    length, dim = config.max_bytes + 2, config.embedding_dim
+    vocab_size = contexts.table.shape[0] if contexts is not None else 0
+    table_t = tf.constant(contexts.table) if use_context and context_loss == "shared" else None
+
+    def context_term(xc, hc, mc, uids, labels):
+        if context_loss == "target":
+            # only the target's column is the encoder's: softplus(logsumexp(others) - h . enc(target))
+            s = tf.reduce_sum(hc * encoder(xc, training=True), axis=-1)
+            return tf.reduce_mean(tf.nn.softplus(mc - s))
+        # the personal words' columns are their encodings at every position of the batch
+        frozen = tf.matmul(hc, table_t, transpose_b=True)  # [B, V]
+        frozen += -1e9 * tf.scatter_nd(uids[:, None], tf.ones_like(uids, tf.float32), [vocab_size])
+        personal = tf.matmul(hc, encoder(xc, training=True), transpose_b=True)  # [B, personal words]
+        logits = tf.concat([frozen, personal], axis=1)
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, length], tf.int32), tf.TensorSpec([None, dim], tf.float32),
+                                  tf.TensorSpec([None, length], tf.int32), tf.TensorSpec([None, dim], tf.float32),
+                                  tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32),
+                                  tf.TensorSpec([None], tf.int32)])
+    def train_step(xw, yw, xc, hc, mc, uids, labels):
+        with tf.GradientTape() as tape:
+            mse = tf.reduce_mean(tf.square(encoder(xw, training=True) - yw))
+            ce = context_term(xc, hc, mc, uids, labels) if use_context else tf.constant(0.0)
+            loss = mse_weight * mse + context_weight * ce
+        grads = tape.gradient(loss, encoder.trainable_variables)
+        optimizer.apply_gradients(zip(grads, encoder.trainable_variables))
+        return loss, mse, ce
+
+    def word_stream():
+        while True:  # reshuffled each pass, so every training word is drawn equally often
+            yield from rng.permutation(train_index)
+
+    def context_batch(pos):
+        hc = contexts.outputs[pos]
+        if context_loss == "target":
+            return x[pos_word[pos]], hc, stats["others_lse"][row_of[pos]], empty_i, empty_i
+        # the batch's personal words: the targets of its first personal_share of positions (the order is shuffled)
+        personal = np.unique(pos_word[pos[:max(1, round(personal_share * len(pos)))]])
+        local = np.searchsorted(personal, pos_word[pos])
+        is_personal = personal[np.minimum(local, len(personal) - 1)] == pos_word[pos]
+        labels = np.where(is_personal, vocab_size + local, contexts.targets[pos]).astype(np.int32)
+        return x[personal], hc, empty_f, word_ids[personal].astype(np.int32), labels
+
+    empty_x, empty_h = np.zeros((0, length), np.int32), np.zeros((0, dim), np.float32)
+    empty_i, empty_f = np.zeros(0, np.int32), np.zeros(0, np.float32)
+    words_it = word_stream()
+    steps = math.ceil(len(train_pos) / context_batch_size) if use_context else math.ceil(len(train_index) / batch_size)
+    history = [{"epoch": 0, **evaluate()}]
+    best, best_weights = None, None
+    for epoch in range(1, epochs + 1):
+        started = time.time()
+        sums = np.zeros(3)
+        order = rng.permutation(train_pos) if use_context else None
+        for i in range(steps):
+            if use_context:
+                wb = np.fromiter(words_it, np.int64, count=batch_size)
+                batch = context_batch(order[i * context_batch_size:(i + 1) * context_batch_size])
+            else:
+                wb = np.fromiter(words_it, np.int64, count=min(batch_size, len(train_index) - i * batch_size))
+                batch = (empty_x, empty_h, empty_f, empty_i, empty_i)
+            sums += [float(v) for v in train_step(x[wb], embeddings[wb], *batch)]
+        if not use_context:
+            words_it = word_stream()  # MSE only: an epoch is exactly one pass over the training words
+        loss, mse, ce = sums / steps
+        if not math.isfinite(loss):
+            raise ConfigError(f"char encoder training diverged at epoch {epoch} (loss {loss}); "
+                              "lower the learning rate")
+        row = {"epoch": epoch, "train_loss": loss, "train_mse": mse, **({"train_context_ce": ce} if use_context else {}),
+               **evaluate(), "seconds": round(time.time() - started, 2)}
+        history.append(row)
+        score = {"joint": row.get("heldout_joint_ce"), "context": row.get("heldout_context_ce"),
+                 "mse": row.get("heldout_mse"), "last": -epoch}[select_by]
+        improved = best is None or score < best[0]
+        if improved:
+            best = (score, epoch)
+            best_weights = [w.copy() for w in encoder.get_weights()]
+        if log:
+            log(_epoch_line(row, epochs, improved and select_by != "last"))
+    encoder.set_weights(best_weights)
+    settings = {"epochs": epochs, "best_epoch": best[1], "batch_size": batch_size,
+                "context_batch_size": context_batch_size, "learning_rate": learning_rate, "mse_weight": mse_weight,
+                "context_weight": context_weight if contexts is not None else 0.0,
+                "context_loss_shared": int(context_loss == "shared"), "personal_share": personal_share,
+                "heldout_fraction": heldout_fraction, "seed": seed, "words": n_words, "train_words": len(train_index),
+                "heldout_words": n_held, "positions": int(len(contexts.targets)) if contexts is not None else 0,
+                "train_positions": int(len(train_pos)), "heldout_positions": int(len(held_pos)),
+                "skipped_positions": int(len(contexts.targets) - len(usable)) if contexts is not None else 0,
+                # numbers only (the settings ship in the encoder file): 0 last, 1 mse, 2 context, 3 joint
+                "selected_by": ["last", "mse", "context", "joint"].index(select_by),
+                **{k: getattr(config, k) for k in ("byte_dim", "channels", "kernel", "max_bytes", "embedding_dim")}}
+    return CharEncoderFit(encoder, history, best[1], train_index, heldout_index, settings)
+
+
+def _epoch_line(row: dict, epochs: int, best: bool) -> str:
+    parts = [f"char encoder epoch {row['epoch']}/{epochs}  train loss {row['train_loss']:.4f}"]
+    if "heldout_mse" in row:
+        parts.append(f"held-out mse {row['heldout_mse']:.5f} (mean row {row['heldout_mse_mean_row']:.5f})")
+    if "heldout_context_ce" in row:
+        parts.append(f"in-context ce {row['heldout_context_ce']:.3f} (true rows {row['heldout_context_ce_true_row']:.3f})")
+        parts.append(f"zero-shot recall@3 {row['heldout_recall_at_3']:.4f} (true rows "
+                     f"{row['heldout_recall_at_3_true_row']:.4f})")
+    if "heldout_false_top3_rate" in row:
+        parts.append(f"false top-3 {row['heldout_false_top3_rate']:.5f} "
+                     f"(true rows {row['heldout_false_top3_rate_true_row']:.5f})")
+    if "heldout_joint_ce" in row:
+        parts.append(f"joint ce {row['heldout_joint_ce']:.3f} (true rows {row['heldout_joint_ce_true_row']:.3f})  "
+                     f"joint recall@3 {row['heldout_joint_recall_at_3']:.4f} (true rows "
+                     f"{row['heldout_joint_recall_at_3_true_row']:.4f}, removed "
+                     f"{row['heldout_joint_recall_at_3_removed']:.4f})")
+    return "  ".join(parts) + f"  ({row['seconds'] if 'seconds' in row else 0:.0f}s){'  *best' if best else ''}"
+
+
 def train_char_encoder(
     words,
     embeddings: np.ndarray,
@@ -75,33 +616,33 @@ def train_char_encoder(
     batch_size: int = 128,
     learning_rate: float = 3e-3,
     seed: int = 0,
+    word_ids=None,
+    contexts: ContextExamples | None = None,
+    context_weight: float = 1.0,
+    context_loss: str = "shared",
+    heldout_fraction: float = 0.0,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[tf.keras.Model, list[float]]:
-    """Fit the encoder so encoder(spelling of w) ~= E[w] for in-vocabulary words.
+    """Fit the encoder so encoder(spelling of w) ~= E[w] for in-vocabulary words (and, with ``contexts``,
+    so that it predicts them in context); ``fit_char_encoder`` has the options and the full report.
 
     Args:
       words: spellings (special tokens excluded by the caller).
       embeddings: float [len(words), embedding_dim], rows of the frozen tied table.
     Returns:
-      (encoder, per-epoch mean squared error).
+      (encoder, per-epoch mean training loss).
     """
-    if len(words) != len(embeddings):
-        raise ConfigError(f"{len(words)} words but {len(embeddings)} embedding rows")
-    if embeddings.shape[1] != config.embedding_dim:
-        raise ConfigError(f"embeddings are {embeddings.shape[1]}-dim, char encoder expects {config.embedding_dim}")
-    tf.keras.utils.set_random_seed(seed)
-    x = encode_spellings(list(words), config.max_bytes)
-    y = np.asarray(embeddings, dtype=np.float32)
-    encoder = build_char_encoder(config)
-    encoder.compile(optimizer=tf.keras.optimizers.Adam(learning_rate), loss="mse")
-    hist = encoder.fit(x, y, epochs=epochs, batch_size=batch_size, shuffle=True, verbose=0)
-    return encoder, [float(v) for v in hist.history["loss"]]
+    fit = fit_char_encoder(words, embeddings, word_ids=word_ids, contexts=contexts, config=config, epochs=epochs,
+                           batch_size=batch_size, learning_rate=learning_rate, context_weight=context_weight,
+                           context_loss=context_loss, heldout_fraction=heldout_fraction, seed=seed, log=log)
+    return fit.encoder, fit.train_losses
 
 
-def vocabulary_targets(vocab, embedding_table: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The trainable (word, embedding row) pairs of a vocabulary: specials and over-long words left out."""
-    n_special = len(vocab.special.tokens)
-    words, rows = [], []
-    for i, tok in enumerate(vocab.tokens[n_special:], start=n_special):
-        words.append(tok)
-        rows.append(i)
-    return words, np.asarray(embedding_table)[rows]
+def vocabulary_targets(vocab, embedding_table: np.ndarray, *, max_bytes: int | None = None
+                       ) -> tuple[list[str], np.ndarray]:
+    """The trainable (word, embedding row) pairs of a vocabulary: specials (and, given ``max_bytes``,
+    words longer than that) left out."""
+    if max_bytes is None:
+        max_bytes = max((len(t.encode("utf-8")) for t in vocab.tokens), default=0)
+    words, ids, _ = vocabulary_word_ids(vocab.tokens, max_bytes)
+    return words, np.asarray(embedding_table)[ids]
