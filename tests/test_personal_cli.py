@@ -1,0 +1,71 @@
+"""The personal-words commands as a user runs them (issue 13): encoder, add, train, predict --personal."""
+import json
+import os
+
+import pytest
+
+from keyboard_lm.cli import main
+
+TEXT = ("i love zorblaxen and quuxifying. the zorblaxen is mine. my good zorblaxen, my lord. "
+        "quuxifying is a joy of zorblaxen. give me zorblaxen now. ") * 10
+
+
+@pytest.fixture(scope="module")
+def encoder(small_run, small_tflite, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("personal_cli") / "encoder.tflite")
+    assert main(["personal", "encoder", small_run, "--model", small_tflite, "--out", out, "--epochs", "1",
+                 "--max-positions", "3000"]) == 0
+    return out
+
+
+def test_encoder_command_writes_a_file_tied_to_the_model(encoder, small_tflite, capsys):
+    import hashlib
+    import zipfile
+
+    with zipfile.ZipFile(encoder) as z:
+        meta = json.loads(z.read("char_encoder.json"))
+    assert meta["model_fingerprint"] == hashlib.sha256(open(small_tflite, "rb").read()).hexdigest()
+
+
+def test_encoder_command_refuses_over_budget_and_writes_nothing(small_run, small_tflite, tmp_path, capsys):
+    out = tmp_path / "enc.tflite"
+    assert main(["personal", "encoder", small_run, "--model", small_tflite, "--out", str(out), "--epochs", "1",
+                 "--max-positions", "500", "--budget-bytes", "60000"]) == 2
+    assert "budget" in capsys.readouterr().err and not out.exists()
+
+
+def test_add_train_predict_round_trip(encoder, small_tflite, tmp_path, capsys):
+    state = str(tmp_path / "user.personal")
+    common = ["--model", small_tflite, "--char-encoder", encoder, "--state", state]
+    assert main(["personal", "add", *common, "Zorblaxen", "the"]) == 0
+    out = capsys.readouterr().out
+    assert "added: zorblaxen" in out and "in vocabulary: the" in out and os.path.exists(state)
+    text = tmp_path / "typed.txt"
+    text.write_text(TEXT, encoding="utf-8")
+    assert main(["personal", "train", *common, "--text", str(text)]) == 0
+    out = capsys.readouterr().out
+    assert "new personal words (quuxifying" in out and "adapter:" in out and f"wrote {state}" in out
+    assert main(["predict", small_tflite, "i love", "--char-encoder", encoder, "--personal", state, "--json"]) == 0
+    words = [p["word"] for p in json.loads(capsys.readouterr().out)]
+    assert words[0] == "zorblaxen"
+    assert main(["predict", small_tflite, "i love", "--char-encoder", encoder, "--personal", state,
+                 "--complete", "quu"]) == 0
+    assert capsys.readouterr().out.startswith("quuxifying\t")
+
+
+def test_bad_input_is_one_clear_error(encoder, small_tflite, tmp_path, capsys):
+    state = str(tmp_path / "user.personal")
+    common = ["--model", small_tflite, "--char-encoder", encoder, "--state", state]
+    assert main(["personal", "add", *common, "   "]) == 2
+    assert "empty or whitespace" in capsys.readouterr().err and not os.path.exists(state)
+    assert main(["personal", "add", *common, "x" * 40]) == 2
+    assert "above the encoder's limit" in capsys.readouterr().err
+    assert main(["personal", "train", *common, "--text", str(tmp_path / "missing.txt")]) == 2
+    assert "cannot read the text" in capsys.readouterr().err
+    junk = tmp_path / "junk.personal"
+    junk.write_bytes(b"junk")
+    assert main(["personal", "add", "--model", small_tflite, "--char-encoder", encoder, "--state", str(junk),
+                 "zorblaxen"]) == 2
+    assert "not a keyboard_lm personal state file" in capsys.readouterr().err
+    assert junk.read_bytes() == b"junk"  # nothing lost
+    assert main(["predict", small_tflite, "--personal", state]) == 2
