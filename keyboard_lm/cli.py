@@ -538,6 +538,7 @@ def cmd_personal_encoder(args) -> int:
     report = build_char_encoder_file(args.run_dir, args.model, args.out, corpus=corpus,
                                      client_ids=run_training_clients(run, corpus), epochs=args.epochs,
                                      max_positions=args.max_positions, seed=args.seed,
+                                     context_weight=args.context_weight,
                                      budget_bytes=args.budget_bytes or None, log=print)
     m = report["metrics"]
     print(f"char encoder for {args.model}: {report['encoder_bytes']:,} bytes (model + encoder "
@@ -768,6 +769,9 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--max-positions", type=positive_int, default=100_000,
                     help="contexts sampled from the training clients for the in-context loss (100000)")
     pe.add_argument("--seed", type=non_negative_int, default=0)
+    pe.add_argument("--context-weight", type=non_negative_float, default=0.0,
+                    help="weight of the in-context loss next to the embedding regression; 0 = regression only, "
+                         "the best measured on Tiny Shakespeare (docs/personalization.md) (0)")
     pe.add_argument("--budget-bytes", type=non_negative_int, default=1_677_721,
                     help="fail if model + encoder would be larger (1677721 = 1.6 MiB; 0 = no budget)")
     pe.set_defaults(func=cmd_personal_encoder)

@@ -77,3 +77,44 @@ def test_state_round_trips_and_refuses_other_model(tmp_path):
     (tmp_path / "junk").write_bytes(b"not a state")
     with pytest.raises(ConfigError, match="not a keyboard_lm personal state"):
         PersonalState.load(str(tmp_path / "junk"), "model-a")
+
+
+def _two_words_same_spelling_signal(per_word, seed=0):
+    """Two personal words with the same char-encoder embedding, each following its own context."""
+    s = PersonalState("fp", 8, hidden=16, per_word=per_word)
+    s.add_words(["alpha", "beta"], np.ones((2, 8), np.float32))
+    rng = np.random.default_rng(seed)
+    h = rng.standard_normal((200, 8)).astype(np.float32)
+    vl = rng.standard_normal((200, 5)).astype(np.float32)
+    t = np.where(h[:, 0] > 0, 5, 6)  # which word follows depends on the context
+    s.train(h, vl, t, epochs=200, learning_rate=0.03, optimizer="adam")
+    z = s.logits(h, vl)
+    return float(np.mean(z.argmax(1) == t))
+
+
+def test_per_word_parameters_separate_words_the_shared_mlp_cannot():
+    # the residual MLP maps equal inputs to equal outputs: at best one of the two words wins everywhere
+    assert _two_words_same_spelling_signal(per_word=False) <= 0.6
+    assert _two_words_same_spelling_signal(per_word=True) >= 0.9
+
+
+def test_adam_with_validation_keeps_the_best_epoch_and_state_round_trips(tmp_path):
+    s = PersonalState("fp", 8, hidden=16, per_word=True)
+    s.add_words(["alpha", "beta"], np.random.default_rng(0).standard_normal((2, 8)))
+    rng = np.random.default_rng(1)
+    h, vl = rng.standard_normal((60, 8)).astype(np.float32), rng.standard_normal((60, 5)).astype(np.float32)
+    t = rng.integers(0, 7, 60)  # noise: training overfits, validation loss rises
+    val = (rng.standard_normal((30, 8)).astype(np.float32), rng.standard_normal((30, 5)).astype(np.float32),
+           rng.integers(0, 7, 30))
+    s.train(h, vl, t, epochs=300, learning_rate=0.05, optimizer="adam", validation=val, patience=10)
+    info = s.last_training
+    assert len(info["train_loss"]) < 300  # stopped early
+    best = min([info["initial_validation_loss"], *info["validation_loss"]])
+    assert best < info["validation_loss"][-1]  # it got worse after the kept epoch
+    now = s._loss_and_grads(val[0], s._frozen_part(val[1], val[2]), val[2], grads=False)[0]
+    assert now == pytest.approx(best, abs=1e-6)  # the kept epoch's adapter is restored
+    path = str(tmp_path / "s.personal")
+    s.save(path)
+    back = PersonalState.load(path, "fp")
+    assert back.per_word and back.words == ["alpha", "beta"]
+    np.testing.assert_allclose(back.logits(h, vl), s.logits(h, vl), rtol=1e-6)

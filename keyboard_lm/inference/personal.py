@@ -27,7 +27,8 @@ class PersonalState:
     the zero-shot char-encoder embeddings unchanged.
     """
 
-    def __init__(self, fingerprint: str, embedding_dim: int, hidden: int = 128, seed: int = 0):
+    def __init__(self, fingerprint: str, embedding_dim: int, hidden: int = 128, seed: int = 0,
+                 per_word: bool = False):
         if not fingerprint:
             raise ConfigError("personal state needs the model fingerprint it belongs to")
         self.fingerprint = fingerprint
@@ -38,6 +39,11 @@ class PersonalState:
         self.b1 = np.zeros(hidden, np.float32)
         self.w2 = np.zeros((hidden, embedding_dim), np.float32)
         self.b2 = np.zeros(embedding_dim, np.float32)
+        #: per_word: besides the shared MLP, each personal word gets its own embedding offset and
+        #: logit bias (zero until trained), for words whose spelling says little about their use.
+        self.per_word = per_word
+        self.offset = np.zeros((0, embedding_dim), np.float32)  # [n, d]
+        self.bias = np.zeros(0, np.float32)  # [n]
 
     def add_words(self, words, embeddings: np.ndarray) -> None:
         """Add words with their char-encoder embeddings [len(words), d]; refuses above MAX_PERSONAL_WORDS."""
@@ -55,12 +61,14 @@ class PersonalState:
         if new:
             self.words += [w for w, _ in new]
             self.base = np.concatenate([self.base, np.stack([e for _, e in new])])
+            self.offset = np.concatenate([self.offset, np.zeros((len(new), self.base.shape[1]), np.float32)])
+            self.bias = np.concatenate([self.bias, np.zeros(len(new), np.float32)])
             self._adapted_cache = None
 
     def adapted(self) -> np.ndarray:
-        """Adapted embeddings [n, d] = base + relu(base W1 + b1) W2 + b2."""
+        """Adapted embeddings [n, d] = base + relu(base W1 + b1) W2 + b2 (+ each word's offset)."""
         hid = np.maximum(self.base @ self.w1 + self.b1, 0.0)
-        return self.base + hid @ self.w2 + self.b2
+        return self.base + hid @ self.w2 + self.b2 + self.offset
 
     def adapted_embedding(self, index: int) -> np.ndarray:
         """The adapted embedding [d] of personal word ``index`` (its input when typed as context)."""
@@ -74,9 +82,11 @@ class PersonalState:
     def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
         """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
         self._refresh()  # adapted embeddings change only in add_words/train/load: computed once per change
-        return np.concatenate([vocab_logits, output @ self._adapted_cache.T], axis=-1)
+        return np.concatenate([vocab_logits, output @ self._adapted_cache.T + self.bias], axis=-1)
 
-    _PARAMS = ("w1", "b1", "w2", "b2")
+    @property
+    def _PARAMS(self) -> tuple:
+        return ("w1", "b1", "w2", "b2", "offset", "bias") if self.per_word else ("w1", "b1", "w2", "b2")
 
     def index_of(self, word: str) -> int | None:
         """The personal index of ``word`` (its joint id is V + index), or None."""
@@ -104,8 +114,8 @@ class PersonalState:
         n_vocab, lse_vocab, in_vocab, target_logit = frozen
         pre = self.base @ self.w1 + self.b1
         hid = np.maximum(pre, 0.0)
-        emb = self.base + hid @ self.w2 + self.b2  # [n, d]
-        z = outputs @ emb.T  # [N, n] personal logits
+        emb = self.base + hid @ self.w2 + self.b2 + self.offset  # [n, d]
+        z = outputs @ emb.T + self.bias  # [N, n] personal logits
         m = np.maximum(z.max(1), lse_vocab)
         lse = m + np.log(np.exp(lse_vocab - m) + np.exp(z - m[:, None]).sum(1))  # joint normalizer
         rows = np.arange(len(targets))
@@ -120,7 +130,8 @@ class PersonalState:
         g /= len(rows)
         g_emb = g.T @ outputs  # [n, d]
         g_pre = (g_emb @ self.w2.T) * (pre > 0)
-        return loss, {"w1": self.base.T @ g_pre, "b1": g_pre.sum(0), "w2": hid.T @ g_emb, "b2": g_emb.sum(0)}
+        return loss, {"w1": self.base.T @ g_pre, "b1": g_pre.sum(0), "w2": hid.T @ g_emb, "b2": g_emb.sum(0),
+                      "offset": g_emb, "bias": g.sum(0)}
 
     def _check_targets(self, vocab_logits, targets, what: str) -> np.ndarray:
         targets = np.asarray(targets)
@@ -132,7 +143,7 @@ class PersonalState:
 
     def train(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray, *,
               epochs: int = 50, learning_rate: float = 0.05, optimizer: str = "sgd",
-              validation: tuple | None = None, patience: int = 5) -> list[float]:
+              validation: tuple | None = None, patience: int = 5, weight_decay: float = 0.0) -> list[float]:
         """Full-batch training of the adapter only (global model frozen).
 
         Args:
@@ -143,6 +154,7 @@ class PersonalState:
           validation: optional (outputs, vocab_logits, targets) of held-out positions: after each
             epoch their loss is measured, the adapter with the lowest one is kept, and training
             stops after ``patience`` epochs without a gain (Shenoy's early-stop split).
+          weight_decay: decoupled decay of the per-word offsets and biases (``per_word``).
         Returns: training cross-entropy per epoch (``self.last_training`` has the validation curve
         and the kept epoch).
         """
@@ -154,13 +166,15 @@ class PersonalState:
         if validation is not None:
             val_targets = self._check_targets(validation[1], validation[2], "validation")
             val = (np.asarray(validation[0], np.float32), self._frozen_part(validation[1], val_targets), val_targets)
-            best = (self._loss_and_grads(*val, grads=False)[0], 0, {k: getattr(self, k).copy() for k in self._PARAMS})
+            initial_val = self._loss_and_grads(*val, grads=False)[0]
+            best = (initial_val, 0, {k: getattr(self, k).copy() for k in self._PARAMS})
         moments = {k: (np.zeros_like(getattr(self, k)), np.zeros_like(getattr(self, k))) for k in self._PARAMS}
         losses, val_losses = [], []
         for epoch in range(1, epochs + 1):
             loss, grads = self._loss_and_grads(outputs, frozen, targets)
             losses.append(loss)
-            for k, g in grads.items():
+            for k in self._PARAMS:
+                g = grads[k]
                 if optimizer == "adam":
                     m, v = moments[k]
                     m[...] = 0.9 * m + 0.1 * g
@@ -168,6 +182,8 @@ class PersonalState:
                     step = (m / (1 - 0.9 ** epoch)) / (np.sqrt(v / (1 - 0.999 ** epoch)) + 1e-8)
                 else:
                     step = g
+                if weight_decay and k in ("offset", "bias"):  # decoupled, on the per-word parameters only
+                    step = step + weight_decay * getattr(self, k)
                 setattr(self, k, (getattr(self, k) - learning_rate * step).astype(np.float32))
             if validation is not None:
                 val_loss = self._loss_and_grads(*val, grads=False)[0]
@@ -180,6 +196,7 @@ class PersonalState:
             for k, value in best[2].items():
                 setattr(self, k, value)
         self.last_training = {"train_loss": losses, "validation_loss": val_losses,
+                              "initial_validation_loss": initial_val if validation is not None else None,
                               "kept_epoch": best[1] if validation is not None else len(losses)}
         self._adapted_cache = None
         return losses
@@ -189,7 +206,8 @@ class PersonalState:
         buf = io.BytesIO()
         np.savez(buf, format=np.array(STATE_FORMAT), fingerprint=np.array(self.fingerprint),
                  words=np.array(self.words, dtype=object).astype(str) if self.words else np.zeros(0, "<U1"),
-                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2)
+                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2, offset=self.offset,
+                 bias=self.bias, per_word=np.array(self.per_word))
         tmp = f"{path}.tmp"
         with open(tmp, "wb") as f:
             f.write(buf.getvalue())
@@ -207,10 +225,16 @@ class PersonalState:
             raise ConfigError(f"{path}: personal state format {fmt!r}, expected {STATE_FORMAT!r}")
         if fp != fingerprint:
             raise ConfigError(f"{path}: personal state belongs to model {fp[:12]}, not this model {fingerprint[:12]}")
-        state = cls(fp, data["base"].shape[1], hidden=data["w1"].shape[1])
-        state.words = [str(w) for w in data["words"]]
-        for k in ("base", "w1", "b1", "w2", "b2"):
-            setattr(state, k, data[k].astype(np.float32))
+        try:
+            state = cls(fp, data["base"].shape[1], hidden=data["w1"].shape[1], per_word=bool(data["per_word"]))
+            state.words = [str(w) for w in data["words"]]
+            for k in ("base", "w1", "b1", "w2", "b2", "offset", "bias"):
+                setattr(state, k, data[k].astype(np.float32))
+        except (KeyError, ValueError, IndexError) as e:
+            raise ConfigError(f"{path}: damaged personal state file ({e})") from None
+        n, d = len(state.words), state.base.shape[1]
+        if state.base.shape != (n, d) or state.offset.shape != (n, d) or state.bias.shape != (n,):
+            raise ConfigError(f"{path}: damaged personal state file ({n} words but embeddings {state.base.shape})")
         return state
 
 

@@ -348,7 +348,8 @@ class Session:
 
     def personalize_sentences(self, sentences, validation_sentences=None, *, max_words: int = MAX_PERSONAL_WORDS,
                               epochs: int = 100, learning_rate: float = 0.003, validation_fraction: float = 0.1,
-                              patience: int = 5, seed: int = 0) -> dict:
+                              patience: int = 5, seed: int = 0, per_word: bool = False,
+                              weight_decay: float = 0.0) -> dict:
         """``personalize`` on tokenized sentences (lists of normalized tokens).
 
         The most frequent out-of-vocabulary words of ``sentences`` (at most ``max_words`` and the
@@ -396,10 +397,11 @@ class Session:
             validation_sentences = [sentences[i] for i in order[:n_val]]
             sentences = [sentences[i] for i in order[n_val:]]
         validation_sentences = [list(s) for s in validation_sentences if len(s)]
+        self.personal.per_word = per_word
         h, lg, t = self._positions(sentences)
         validation = self._positions(validation_sentences) if validation_sentences else None
         losses = self.personal.train(h, lg, t, epochs=epochs, learning_rate=learning_rate, optimizer="adam",
-                                     validation=validation, patience=patience)
+                                     validation=validation, patience=patience, weight_decay=weight_decay)
         self._personal_changed()
         report.update(self.personal.last_training)
         report.update({"training_positions": len(t),

@@ -1,0 +1,378 @@
+"""Personal OOV expansion on Tiny Shakespeare by role (issue 13; Shenoy & Nguyen's evaluation).
+
+Held-out users (the run's held-out clients with at least --min-sentences
+sentences), each user's sentences split 8:1:1 (personalize / early stop /
+test). For each vocabulary size V and each user, top-3 exact match on the
+user's test words:
+
+* global: the exported int8 model, no personalization (every OOV word a miss);
+* zero-shot: + the user's top-n OOV words of the personalize split, char-encoder
+  embeddings only (``Session.add_personal_words``);
+* OOV adapter: + the residual adapter trained on the personalize split with
+  early stopping on the early-stop split (``Session.personalize``);
+* OOV-as-UNK fine-tuning (Shenoy's baseline): the whole float model fine-tuned
+  per user with Adam, early stopping on the same split; OOV stays one token;
+* OOV-oracle (Shenoy's baseline): the vocabulary grown by the N most frequent
+  OOV words of the training users (= a model trained with --vocab-size V + N),
+  no personalization.
+
+EMR3 counts every test word (an OOV word is a hit only if its spelling is
+suggested), KEMR3 only words of the V-word vocabulary, OOV rate before/after =
+share of test words outside the vocabulary / outside the vocabulary and the
+user's personal words.
+
+    python benchmarks/oov_benchmark.py --data ../shared/data/tinyshakespeare/input.txt \\
+        --runs 2000=runs/oov/v2000 5000=runs/oov/v5000 10000=runs/oov/v10000 \\
+        --oracles 2000=runs/oov/v3000 5000=runs/oov/v6000 10000=runs/oov/v11000
+
+Runs are centralized CIFGs (`keyboard-lm train --centralized --data $SH
+--format shakespeare --vocab-size V --epochs 4 --out runs/oov/vV`); the model
+and the char encoder are exported next to each run when missing. Results go to
+benchmarks/results/oov_benchmark.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+
+import numpy as np  # noqa: E402
+
+from benchmarks import _report  # noqa: E402
+
+METHODS = ("global", "zero_shot", "adapter", "finetune", "oracle")
+LABELS = {"global": "global model (int8 file)", "zero_shot": "+ personal words, zero-shot",
+          "adapter": "+ OOV adapter (Shenoy: residual MLP)",
+          "adapter_per_word": "+ OOV adapter with per-word offset and bias", "finetune": "OOV-as-UNK fine-tuning (float)",
+          "global_float": "global model (float, reference for fine-tuning)", "oracle": "OOV-oracle (V + N, retrained)"}
+
+
+def pairs(values):
+    out = {}
+    for v in values:
+        k, _, path = v.partition("=")
+        out[int(k)] = path
+    return out
+
+
+def ensure_model(run_dir: str) -> str:
+    from keyboard_lm.export.tflite_export import export_run
+
+    path = os.path.join(run_dir, "model.tflite")
+    if not os.path.exists(path):
+        export_run(run_dir, path)
+    return path
+
+
+#: char encoder variants: name -> context_weight (0: MSE only; 1: MSE + the shared in-context loss)
+ENCODERS = {"mse": 0.0, "in_context": 1.0}
+
+
+def ensure_encoder(run_dir: str, model_path: str, corpus, log, name: str) -> tuple[str, dict]:
+    import json
+    import zipfile
+
+    from keyboard_lm.personal.encoder_training import build_char_encoder_file, run_training_clients
+
+    path = os.path.join(run_dir, f"char_encoder_{name}.tflite")
+    if not os.path.exists(path):
+        t0 = time.time()
+        build_char_encoder_file(run_dir, model_path, path, corpus=corpus, context_weight=ENCODERS[name],
+                                client_ids=run_training_clients(run_dir, corpus), log=log)
+        log(f"char encoder for {run_dir}: {time.time() - t0:.0f} s")
+    with zipfile.ZipFile(path) as z:
+        return path, json.loads(z.read("char_encoder.json"))
+
+
+def users_of(run_dir: str, corpus, min_sentences: int, seed: int):
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.personal.evaluation import split_user
+
+    split = load_run(run_dir).info["data"]["split"]
+    _, heldout = split_clients(corpus.client_ids, SplitConfig(split["heldout_fraction"], split["seed"]))
+    users, skipped = [], []
+    for uid in heldout:
+        sentences = [s for s in corpus.sentences([uid]) if s]
+        if len(sentences) < min_sentences:
+            skipped.append(uid)
+            continue
+        users.append((uid, *split_user(sentences, seed=seed)))
+    return users, skipped
+
+
+def session_predictions(session, sentences) -> list[list[str]]:
+    preds = []
+    for sentence in sentences:
+        session.reset()
+        for word in sentence:
+            preds.append([w for w, _ in session.suggestions(3)])
+            session.commit_word(word)
+    return preds
+
+
+class FineTuner:
+    """Shenoy's OOV-as-UNK baseline: the whole float model fine-tuned on one user (Adam, early stop)."""
+
+    def __init__(self, run_dir: str, learning_rate: float, max_epochs: int, batch_size: int = 16):
+        import tensorflow as tf
+
+        from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+
+        self.tf = tf
+        self.run = load_run(run_dir)
+        self.seq_len = self.run.info.get("hyperparameters", {}).get("seq_len", 20)
+        self.model = build_loaded_model(self.run)
+        self.initial = [w.numpy() for w in self.model.trainable_weights]
+        self.lr, self.max_epochs, self.batch_size = learning_rate, max_epochs, batch_size
+
+        @tf.function(reduce_retracing=True)
+        def losses(x, y):
+            logits = self.model(x, training=False)
+            mask = tf.cast(y != 0, tf.float32)
+            ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            return tf.reduce_sum(ce * mask), tf.reduce_sum(mask)
+
+        # Adam (the optimizer the global model was trained with), its moments reset for every user
+        self.moments = [(tf.Variable(tf.zeros_like(w)), tf.Variable(tf.zeros_like(w)))
+                        for w in self.model.trainable_weights]
+        self.t = tf.Variable(0.0)
+
+        @tf.function(reduce_retracing=True)
+        def step(x, y):
+            with tf.GradientTape() as tape:
+                total, count = losses(x, y)
+                loss = total / tf.maximum(count, 1.0)
+            grads = tape.gradient(loss, self.model.trainable_weights)
+            grads, _ = tf.clip_by_global_norm(grads, 5.0)
+            self.t.assign_add(1.0)
+            for v, g, (m, s) in zip(self.model.trainable_weights, grads, self.moments):
+                g = tf.convert_to_tensor(g)
+                m.assign(0.9 * m + 0.1 * g)
+                s.assign(0.999 * s + 0.001 * g * g)
+                m_hat = m / (1.0 - 0.9 ** self.t)
+                s_hat = s / (1.0 - 0.999 ** self.t)
+                v.assign_sub(self.lr * m_hat / (tf.sqrt(s_hat) + 1e-7))
+
+        self._losses, self._step = losses, step
+
+    def examples(self, sentences):
+        from keyboard_lm.data.examples import corpus_examples
+
+        ex = list(corpus_examples(sentences, self.run.vocab, self.seq_len))
+        return (np.array([x for x, _ in ex], np.int32).reshape(-1, self.seq_len),
+                np.array([y for _, y in ex], np.int32).reshape(-1, self.seq_len))
+
+    def loss(self, x, y) -> float:
+        total, count = self._losses(x, y)
+        return float(total) / max(float(count), 1.0)
+
+    def reset(self):
+        for v, w in zip(self.model.trainable_weights, self.initial):
+            v.assign(w)
+        for m, s in self.moments:
+            m.assign(self.tf.zeros_like(m))
+            s.assign(self.tf.zeros_like(s))
+        self.t.assign(0.0)
+
+    def fit(self, train, val, seed: int = 0) -> dict:
+        self.reset()
+        x, y = self.examples(train)
+        vx, vy = self.examples(val)
+        best = (self.loss(vx, vy), 0, [v.numpy() for v in self.model.trainable_weights])
+        rng = np.random.default_rng(seed)
+        for epoch in range(1, self.max_epochs + 1):
+            order = rng.permutation(len(x))
+            for i in range(0, len(x), self.batch_size):
+                b = order[i:i + self.batch_size]
+                self._step(x[b], y[b])
+            val_loss = self.loss(vx, vy)
+            if val_loss < best[0]:
+                best = (val_loss, epoch, [v.numpy() for v in self.model.trainable_weights])
+            elif epoch - best[1] >= 2:
+                break
+        for v, w in zip(self.model.trainable_weights, best[2]):
+            v.assign(w)
+        return {"kept_epoch": best[1], "validation_loss": best[0]}
+
+    def predictions(self, sentences) -> list[list[str]]:
+        """Top-3 spellings at every word of ``sentences`` (specials never suggested), in order."""
+        x, y = self.examples(sentences)
+        logits = self.model.predict(x, verbose=0, batch_size=256)
+        logits[..., :4] = -np.inf
+        top = np.argsort(-logits, axis=-1)[..., :3]
+        vocab = self.run.vocab
+        out = []
+        for b in range(len(y)):
+            for t in range(self.seq_len):
+                if y[b, t] not in (0, 2):  # pad, eos: not a word
+                    out.append([vocab.token_of(int(i)) for i in top[b, t]])
+        return out
+
+
+def metrics(preds, targets, known, personal_words_by_position=None) -> dict:
+    hits = np.array([t in p for p, t in zip(preds, targets)])
+    is_known = np.array([t in known for t in targets])
+    return {"emr3": float(hits.mean()), "kemr3": float(hits[is_known].mean()),
+            "oov_hit_rate": float(hits[~is_known].mean()) if (~is_known).any() else 0.0,
+            "words": int(len(hits)), "known_words": int(is_known.sum())}
+
+
+def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
+    from keyboard_lm.inference.predictor import Predictor
+    from keyboard_lm.personal.evaluation import oov_rate, encode_keeping_spelling
+
+    model_path = ensure_model(run_dir)
+    encoders = {name: ensure_encoder(run_dir, model_path, corpus, log, name) for name in args.encoders}
+    predictors = {name: Predictor.load(model_path, char_encoder=path) for name, (path, _) in encoders.items()}
+    predictor = Predictor.load(model_path)
+    oracle = Predictor.load(ensure_model(oracle_dir)) if oracle_dir else None
+    vocab = predictor.vocab
+    known = set(vocab.tokens[4:])
+    users, skipped = users_of(run_dir, corpus, args.min_sentences, args.seed)
+    users = users[:args.max_users]
+    tuner = FineTuner(run_dir, args.finetune_lr, args.finetune_epochs) if args.finetune_lr > 0 else None
+    preds = collections.defaultdict(list)
+    targets, personal_sizes, adapt_s, state_bytes, kept, oov_after_n = [], [], [], [], [], 0
+    oov_targets_personal, finetune_kept = 0, []
+    for uid, per, val, test in users:
+        words = [w for s in test for w in s]
+        targets += words
+        preds["global"] += session_predictions(predictor.session(), test)
+        for name, enc_predictor in predictors.items():
+            zs = enc_predictor.session()
+            zs.personalize_sentences(per, val, max_words=args.max_personal_words, epochs=0)
+            preds[f"zero_shot/{name}"] += session_predictions(zs, test)
+            for variant, per_word in (("adapter", False), ("adapter_per_word", True)):
+                if per_word and not args.per_word:
+                    continue
+                s = enc_predictor.session()
+                report = s.personalize_sentences(per, val, max_words=args.max_personal_words, epochs=args.epochs,
+                                                 learning_rate=args.lr, per_word=per_word)
+                preds[f"{variant}/{name}"] += session_predictions(s, test)
+                if name == args.encoders[0] and not per_word:
+                    adapt_s.append(report["seconds"])
+                    kept.append(report.get("kept_epoch", 0))
+                    personal = s.personal.words if s.personal is not None else []
+                    personal_sizes.append(len(personal))
+                    if s.personal is not None:
+                        path = os.path.join(args.tmp, f"user_{v}.personal")
+                        s.save_personal(path)
+                        state_bytes.append(os.path.getsize(path))
+        pset = set(personal)
+        oov_after_n += sum(1 for w in words if w not in known and w not in pset)
+        oov_targets_personal += sum(1 for w in words if w not in known and w in pset)
+        if oracle is not None:
+            preds["oracle"] += session_predictions(oracle.session(), test)
+        if tuner is not None:
+            tuner.reset()
+            preds["global_float"] += tuner.predictions(test)
+            fit = tuner.fit(per, val, seed=args.seed)
+            finetune_kept.append(fit["kept_epoch"])
+            preds["finetune"] += tuner.predictions(test)
+        log(f"V={v} user {uid}: {len(per)}/{len(val)}/{len(test)} sentences, {len(personal)} personal words, "
+            f"adapter {report['seconds']:.1f} s (epoch {report.get('kept_epoch')}), fine-tuning epoch "
+            f"{finetune_kept[-1] if finetune_kept else None}")
+    n = len(targets)
+    oov_before = sum(1 for w in targets if w not in known) / n
+    result = {"vocab_size": v, "users": len(users), "users_skipped": len(skipped), "test_words": n,
+              "oov_rate_before": oov_before, "oov_rate_after": oov_after_n / n,
+              "oov_test_words_covered_by_personal": oov_targets_personal / max(1, sum(1 for w in targets if w not in known)),
+              "personal_words_per_user": float(np.mean(personal_sizes)),
+              "adapter_seconds_per_user": float(np.mean(adapt_s)), "adapter_kept_epoch_mean": float(np.mean(kept)),
+              "finetune_kept_epoch_mean": float(np.mean(finetune_kept)) if finetune_kept else None,
+              "personal_state_bytes_mean": float(np.mean(state_bytes)) if state_bytes else 0.0,
+              "model_bytes": os.path.getsize(model_path),
+              "char_encoder_bytes": {n: os.path.getsize(p) for n, (p, _) in encoders.items()},
+              "char_encoder_meta": {n: m for n, (_, m) in encoders.items()}, "oracle_run": os.path.basename(oracle_dir) if oracle_dir else None,
+              "methods": {}}
+    for name, p in preds.items():
+        assert len(p) == n, (name, len(p), n)
+        result["methods"][name] = metrics(p, targets, known)
+    return result
+
+
+def markdown(results: list[dict], args) -> str:
+    lines = ["Tiny Shakespeare by role, held-out users, each user's sentences split 8:1:1 "
+             "(personalize / early stop / test). Micro-averaged over all test words.", "",
+             "| V | OOV before → after | method | EMR3 | KEMR3 | OOV words hit |", "|---|---|---|---|---|---|"]
+    for r in results:
+        first = True
+        names = ["global"] + [f"{kind}/{enc}" for enc in args.encoders
+                              for kind in ("zero_shot", "adapter", "adapter_per_word")] + [
+            "global_float", "finetune", "oracle"]
+        for name in names:
+            if name not in r["methods"]:
+                continue
+            m = r["methods"][name]
+            oov = f"{100 * r['oov_rate_before']:.1f}% → {100 * r['oov_rate_after']:.1f}%" if first else ""
+            kind, _, enc = name.partition("/")
+            label = LABELS[kind] + (f" [{enc} encoder]" if enc else "")
+            lines.append(f"| {r['vocab_size']:,} | {oov} | {label} | {100 * m['emr3']:.2f} | "
+                         f"{100 * m['kemr3']:.2f} | {100 * m['oov_hit_rate']:.2f} |")
+            first = False
+    lines += ["", "| V | users (skipped) | test words | personal words / user | adapter s / user | "
+              "state bytes / user | model + encoder bytes | oracle |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['vocab_size']:,} | {r['users']} ({r['users_skipped']}) | {r['test_words']:,} | "
+                     f"{r['personal_words_per_user']:.0f} | {r['adapter_seconds_per_user']:.2f} | "
+                     f"{r['personal_state_bytes_mean']:,.0f} | {r['model_bytes']:,} + "
+                     f"{max(r['char_encoder_bytes'].values()):,} | "
+                     f"{r['oracle_run']} |")
+    lines += ["", f"Adapter: Adam lr {args.lr}, at most {args.epochs} full-batch epochs, patience 5 on the "
+              f"early-stop split. Fine-tuning: Adam lr {args.finetune_lr}, batch 16, clip 5, at most "
+              f"{args.finetune_epochs} epochs, patience 2. Users need >= {args.min_sentences} sentences."]
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True, help="Tiny Shakespeare input.txt")
+    p.add_argument("--format", default="shakespeare")
+    p.add_argument("--runs", nargs="+", required=True, metavar="V=RUN_DIR")
+    p.add_argument("--oracles", nargs="*", default=[], metavar="V=RUN_DIR")
+    p.add_argument("--min-sentences", type=int, default=10)
+    p.add_argument("--max-personal-words", type=int, default=1000)
+    p.add_argument("--epochs", type=int, default=100, help="adapter epochs at most (100)")
+    p.add_argument("--lr", type=float, default=0.003, help="adapter Adam learning rate (0.003)")
+    p.add_argument("--finetune-lr", type=float, default=1e-3,
+                   help="fine-tuning Adam lr, 0 = skip the baseline (0.001)")
+    p.add_argument("--finetune-epochs", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS),
+                   help="char encoder variants to compare (all)")
+    p.add_argument("--per-word", action="store_true", help="also the adapter with per-word offsets and biases")
+    p.add_argument("--max-users", type=int, default=None, help="first N eligible users only (for a quick check)")
+    p.add_argument("--tmp", default=os.path.join(REPO, "runs", "oov", "tmp"))
+    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--name", default="oov_benchmark")
+    args = p.parse_args()
+    os.makedirs(args.tmp, exist_ok=True)
+    from keyboard_lm.data.corpora import load_corpus
+
+    corpus = load_corpus(args.data, args.format)
+    runs, oracles = pairs(args.runs), pairs(args.oracles)
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    results = []
+    for v in sorted(runs):
+        t0 = time.time()
+        results.append(evaluate(v, runs[v], oracles.get(v), corpus, args, log))
+        results[-1]["seconds"] = time.time() - t0
+        _report.write(args.name, {"results": results}, markdown(results, args), args.out)
+    print(markdown(results, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
