@@ -528,6 +528,8 @@ def _print_pairs(pairs, as_json: bool) -> int:
 
 
 def cmd_personal_encoder(args) -> int:
+    import collections
+
     from keyboard_lm.models.checkpoint import load_run
     from keyboard_lm.personal.encoder_training import build_char_encoder_file, run_training_clients
 
@@ -540,10 +542,14 @@ def cmd_personal_encoder(args) -> int:
                                      max_positions=args.max_positions, seed=args.seed,
                                      context_weight=args.context_weight,
                                      budget_bytes=args.budget_bytes or None, log=print)
-    m = report["metrics"]
+    m = collections.defaultdict(lambda: float("nan"), report["metrics"])  # a tiny corpus may lack some
     print(f"char encoder for {args.model}: {report['encoder_bytes']:,} bytes (model + encoder "
           f"{report['total_bytes']:,} bytes)")
-    print("held-out words: " + ", ".join(f"{k} {v:.4g}" for k, v in m.items() if isinstance(v, (int, float))))
+    print(f"held-out words (never trained on): MSE {m['heldout_mse']:.4g} (the mean row: "
+          f"{m['heldout_mse_mean_row']:.4g}); zero-shot recall@3 in context {m['heldout_recall_at_3']:.4f} "
+          f"(their true rows: {m['heldout_recall_at_3_true_row']:.4f}); joint recall@3 "
+          f"{m['heldout_joint_recall_at_3']:.4f} (true rows {m['heldout_joint_recall_at_3_true_row']:.4f}, "
+          f"words removed {m['heldout_joint_recall_at_3_removed']:.4f})")
     print(f"wrote {args.out}")
     return 0
 

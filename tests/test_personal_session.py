@@ -95,8 +95,18 @@ def test_add_personal_words_reports_every_word_and_changes_the_distribution(pred
     assert s.add_personal_words(["quuxifying"])["already_personal"] == ["quuxifying"]
 
 
-def test_personalize_learns_the_users_words_on_device(small_tflite, encoder_path, predictor, tmp_path):
+def _tree_bytes(root):
+    out = {}
+    for d, _, files in os.walk(root):
+        for f in files:
+            with open(os.path.join(d, f), "rb") as fh:
+                out[os.path.relpath(os.path.join(d, f), root)] = fh.read()
+    return out
+
+
+def test_personalize_learns_the_users_words_on_device(small_run, small_tflite, encoder_path, predictor, tmp_path):
     model_bytes, encoder_bytes = open(small_tflite, "rb").read(), open(encoder_path, "rb").read()
+    server_side = _tree_bytes(small_run)  # the training run: weights, vocabulary, checkpoints, run.json
     s = predictor.session()
     s.commit("i love")
     zero_shot = dict(s.suggestions(len(predictor.vocab) + 5))
@@ -120,8 +130,10 @@ def test_personalize_learns_the_users_words_on_device(small_tflite, encoder_path
     assert [w for w, _ in b.suggestions(3)] != [] and c.steps == b.steps
     # nothing personal reached the shipped files
     assert open(small_tflite, "rb").read() == model_bytes and open(encoder_path, "rb").read() == encoder_bytes
+    assert _tree_bytes(small_run) == server_side
     for word in WORDS:
         assert word.encode() not in model_bytes and word.encode() not in encoder_bytes
+        assert not any(word.encode() in data for data in server_side.values())
     state_file = tmp_path / "user.personal"
     s.save_personal(str(state_file))
     assert b"zorblaxen" in state_file.read_bytes() or "zorblaxen" in np.load(state_file)["words"].tolist()
