@@ -207,10 +207,12 @@ class PersonalState:
     def save(self, path: str) -> None:
         """Write the whole state to one file (atomically)."""
         buf = io.BytesIO()
+        # words as one UTF-8 blob (a token holds no whitespace); per-word parameters only when used
+        extra = {"offset": self.offset, "bias": self.bias} if self.per_word else {}
         np.savez(buf, format=np.array(STATE_FORMAT), fingerprint=np.array(self.fingerprint),
-                 words=np.array(self.words, dtype=object).astype(str) if self.words else np.zeros(0, "<U1"),
-                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2, offset=self.offset,
-                 bias=self.bias, per_word=np.array(self.per_word))
+                 words=np.frombuffer("\n".join(self.words).encode("utf-8"), np.uint8),
+                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2, per_word=np.array(self.per_word),
+                 **extra)
         tmp = f"{path}.tmp"
         with open(tmp, "wb") as f:
             f.write(buf.getvalue())
@@ -230,10 +232,14 @@ class PersonalState:
             raise ConfigError(f"{path}: personal state belongs to model {fp[:12]}, not this model {fingerprint[:12]}")
         try:
             state = cls(fp, data["base"].shape[1], hidden=data["w1"].shape[1], per_word=bool(data["per_word"]))
-            state.words = [str(w) for w in data["words"]]
-            for k in ("base", "w1", "b1", "w2", "b2", "offset", "bias"):
+            text = data["words"].tobytes().decode("utf-8")
+            state.words = text.split("\n") if text else []
+            for k in ("base", "w1", "b1", "w2", "b2", *(("offset", "bias") if state.per_word else ())):
                 setattr(state, k, data[k].astype(np.float32))
-        except (KeyError, ValueError, IndexError) as e:
+            if not state.per_word:
+                state.offset = np.zeros_like(state.base)
+                state.bias = np.zeros(len(state.words), np.float32)
+        except (KeyError, ValueError, IndexError, UnicodeDecodeError) as e:
             raise ConfigError(f"{path}: damaged personal state file ({e})") from None
         n, d = len(state.words), state.base.shape[1]
         if state.base.shape != (n, d) or state.offset.shape != (n, d) or state.bias.shape != (n,):
