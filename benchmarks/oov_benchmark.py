@@ -63,12 +63,14 @@ def pairs(values):
     return out
 
 
-def ensure_model(run_dir: str) -> str:
+def ensure_model(run_dir: str, budget: bool = True) -> str:
+    """The run's exported file (``budget=False`` for a reference such as the oracle, never shipped)."""
+    from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
     from keyboard_lm.export.tflite_export import export_run
 
     path = os.path.join(run_dir, "model.tflite")
     if not os.path.exists(path):
-        export_run(run_dir, path)
+        export_run(run_dir, path, budget_bytes=DEFAULT_BUDGET_BYTES if budget else None)
     return path
 
 
@@ -234,7 +236,7 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     encoders = {name: ensure_encoder(run_dir, model_path, corpus, log, name) for name in args.encoders}
     predictors = {name: Predictor.load(model_path, char_encoder=path) for name, (path, _) in encoders.items()}
     predictor = Predictor.load(model_path)
-    oracle = Predictor.load(ensure_model(oracle_dir)) if oracle_dir else None
+    oracle = Predictor.load(ensure_model(oracle_dir, budget=False)) if oracle_dir else None
     vocab = predictor.vocab
     known = set(vocab.tokens[4:])
     users, skipped = users_of(run_dir, corpus, args.min_sentences, args.seed)
@@ -301,7 +303,8 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
 
 
 def markdown(results: list[dict], args) -> str:
-    lines = ["Tiny Shakespeare by role, held-out users, each user's sentences split 8:1:1 "
+    lines = [("Tiny Shakespeare by role" if args.partition == "natural" else
+              f"Tiny Shakespeare re-partitioned IID into {args.num_clients} users") + ", held-out users, each user's sentences split 8:1:1 "
              "(personalize / early stop / test). Micro-averaged over all test words.", "",
              "| V | OOV before → after | method | EMR3 | KEMR3 | OOV words hit |", "|---|---|---|---|---|---|"]
     for r in results:
@@ -337,6 +340,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True, help="Tiny Shakespeare input.txt")
     p.add_argument("--format", default="shakespeare")
+    p.add_argument("--partition", default="natural", choices=("natural", "iid"),
+                   help="iid: the runs were trained with --partition iid --num-clients N (seed 0)")
+    p.add_argument("--num-clients", type=int, default=None)
     p.add_argument("--runs", nargs="+", required=True, metavar="V=RUN_DIR")
     p.add_argument("--oracles", nargs="*", default=[], metavar="V=RUN_DIR")
     p.add_argument("--min-sentences", type=int, default=10)
@@ -350,6 +356,8 @@ def main():
     p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS),
                    help="char encoder variants to compare (all)")
     p.add_argument("--per-word", action="store_true", help="also the adapter with per-word offsets and biases")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the vocabulary sizes already in --out/--name.json and run only the others")
     p.add_argument("--max-users", type=int, default=None, help="first N eligible users only (for a quick check)")
     p.add_argument("--tmp", default=os.path.join(REPO, "runs", "oov", "tmp"))
     p.add_argument("--out", default=os.path.join(HERE, "results"))
@@ -358,14 +366,22 @@ def main():
     os.makedirs(args.tmp, exist_ok=True)
     from keyboard_lm.data.corpora import load_corpus
 
-    corpus = load_corpus(args.data, args.format)
+    from keyboard_lm.data.partition import apply_partition
+
+    corpus = apply_partition(load_corpus(args.data, args.format), args.partition, args.num_clients, 0)
     runs, oracles = pairs(args.runs), pairs(args.oracles)
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
 
     results = []
-    for v in sorted(runs):
+    if args.resume and os.path.exists(os.path.join(args.out, f"{args.name}.json")):
+        import json
+
+        with open(os.path.join(args.out, f"{args.name}.json"), encoding="utf-8") as f:
+            results = [r for r in json.load(f)["results"] if r["vocab_size"] in runs]
+    done = {r["vocab_size"] for r in results}
+    for v in sorted(set(runs) - done):
         t0 = time.time()
         results.append(evaluate(v, runs[v], oracles.get(v), corpus, args, log))
         results[-1]["seconds"] = time.time() - t0
