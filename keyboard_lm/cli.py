@@ -228,6 +228,19 @@ def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
     dp = None if args.resume else _dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
+    if getattr(args, "workers", None):
+        from keyboard_lm.federated import remote
+
+        uses_dp = dp is not None or (args.resume and saved.get("differential_privacy"))
+        if fed.algorithm == "fedatt" or uses_dp:
+            from keyboard_lm.errors import ConfigError
+
+            raise ConfigError(f"--workers: {'FedAtt' if fed.algorithm == 'fedatt' else 'DP'} training is not "
+                              "checked under TFF's mergeable context yet; run it on one machine")
+        workers = remote.parse_workers(args.workers)
+        remote.set_remote_context(workers)
+        remote.start_watchdog(workers)
+        log(f"training on {len(workers)} TFF workers: {args.workers}")
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
                     vocab_size=args.vocab_size, data_source=_data_source(args),
                     overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients)
@@ -527,6 +540,24 @@ def _print_pairs(pairs, as_json: bool) -> int:
     return 0
 
 
+def cmd_worker(args) -> int:
+    """Run TFF's C++ worker in the foreground until interrupted."""
+    from keyboard_lm.federated import remote
+
+    proc = remote.start_worker(args.port, bind=args.bind, max_concurrent_calls=args.max_concurrent_calls,
+                               max_message_mb=args.max_message_mb)
+    # TFF 0.87's worker binary has no address flag: it listens on every interface whatever --bind says.
+    print(f"TFF worker (pid {proc.pid}) on port {args.port}; Ctrl-C stops it. Warning: TFF's worker listens on "
+          f"every interface and has no authentication; block the port from other machines (firewall) and reach "
+          f"it through an SSH tunnel or a private network (docs/distributed.md)", flush=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=10)
+        raise
+
+
 def cmd_personal_encoder(args) -> int:
     import collections
 
@@ -691,6 +722,9 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                      help="evaluate held-out clients every N rounds and at the end (25)")
     fed.add_argument("--checkpoint-every", type=positive_int, default=1, help="save program state every N rounds (1)")
     fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
+    fed.add_argument("--workers", metavar="HOST:PORT,...",
+                     help="spread each round's clients over these TFF workers (keyboard-lm worker), merged by "
+                          "TFF's mergeable context; default: one local worker")
     dpg = train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)")
     dpg.add_argument("--dp", choices=("fedavg", "ftrl"), default=None,
                      help="DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic "
@@ -760,6 +794,15 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--char-encoder", metavar="ENCODER.tflite", help="the model's char encoder (with --personal)")
     pr.add_argument("--personal", metavar="STATE", help="a user's personal-state file: suggest their words too")
     pr.set_defaults(func=cmd_predict)
+
+    wk = sub.add_parser("worker", help="run a TFF worker that `train --workers` can send clients to")
+    wk.add_argument("--port", type=positive_int, required=True)
+    wk.add_argument("--bind", default="127.0.0.1",
+                    help="127.0.0.1 (default) or 0.0.0.0; either way TFF's worker binary listens on every "
+                         "interface (it has no address flag), so firewall the port")
+    wk.add_argument("--max-concurrent-calls", type=positive_int, default=64, help="(64)")
+    wk.add_argument("--max-message-mb", type=positive_int, default=1024, help="gRPC message limit in MB (1024)")
+    wk.set_defaults(func=cmd_worker)
 
     per = sub.add_parser("personal", help="personal words outside the vocabulary, learnt on the device "
                                           "(docs/personalization.md)").add_subparsers(dest="personal_command",

@@ -27,3 +27,100 @@ def test_worker_starts_listens_and_stops():
         proc.wait(timeout=10)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2.0).close()
+
+
+SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
+         "--max-batches", "3", "--seed", "3", "--rounds", "2", "--dropout", "0", "--server-optimizer", "adam",
+         "--server-lr", "0.01", "--eval-every", "2"]
+
+
+def _train(out, *extra):
+    """`keyboard-lm train` in its own process: the execution context is process-wide."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *SMALL, *extra],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    import csv
+
+    with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
+        return [float(r["train_loss"]) for r in csv.DictReader(f)], done.stdout
+
+
+@pytest.mark.parametrize("extra", [(), ("--compression",)], ids=["plain", "compression"])
+def test_two_local_workers_give_the_single_process_rounds(tmp_path, extra):
+    import numpy as np
+
+    from keyboard_lm.models.checkpoint import load_run
+
+    ports = [remote.free_port(), remote.free_port()]
+    workers = [remote.start_worker(p, wait=30.0) for p in ports]
+    try:
+        local, _ = _train(str(tmp_path / "local"), *extra)
+        spread, out = _train(str(tmp_path / "remote"), *extra, "--workers", ",".join(f"127.0.0.1:{p}" for p in ports))
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait(timeout=10)
+    assert "training on 2 TFF workers" in out
+    assert len(local) == len(spread) == 2
+    np.testing.assert_allclose(spread, local, rtol=1e-5)
+    if not extra:  # stochastic quantization draws unseeded noise inside TFF: only the loss is compared
+        a, b = load_run(str(tmp_path / "local")).weights, load_run(str(tmp_path / "remote")).weights
+        for name in a:
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-4, atol=1e-6)
+
+
+def test_workers_refuse_what_is_not_checked_under_the_mergeable_context(tmp_path, capsys):
+    from keyboard_lm.cli import main
+
+    assert main(["train", "--out", str(tmp_path / "r"), *SMALL, "--algorithm", "fedatt",
+                 "--workers", "127.0.0.1:1"]) == 2
+    assert "FedAtt training is not checked" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "r"), *SMALL, "--workers", "nohost"]) == 2
+    assert "not host:port" in capsys.readouterr().err
+
+
+def test_a_killed_worker_is_a_clear_error_and_resume_finishes(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = str(tmp_path / "run")
+    ports = [remote.free_port(), remote.free_port()]
+    workers = [remote.start_worker(p, wait=30.0) for p in ports]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    flag = ",".join(f"127.0.0.1:{p}" for p in ports)
+    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
+    train = subprocess.Popen([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *args,
+                              "--workers", flag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not os.path.isdir(os.path.join(out, "checkpoints", "program_state_2")):
+            assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
+            time.sleep(0.5)
+        workers[1].kill()
+        workers[1].wait(timeout=10)
+        started = time.monotonic()
+        _, err = train.communicate(timeout=180)  # bounded: the watchdog ends the run
+        assert train.returncode == 3, err[-2000:]
+        assert f"TFF worker 127.0.0.1:{ports[1]} has refused connections" in err and "--resume" in err
+        assert time.monotonic() - started < 120
+        workers[1] = remote.start_worker(ports[1], wait=30.0)  # restarted on the same port
+        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--resume",
+                               "--rounds", "10", "--workers", flag], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
+            rounds = [line.split(",")[0] for line in f.read().splitlines()[1:]]
+        assert rounds[-1] == "10"
+    finally:
+        if train.poll() is None:
+            train.kill()
+        for w in workers:
+            w.kill()
+            w.wait(timeout=10)

@@ -1,9 +1,10 @@
 """TFF's own C++ worker (``worker_binary``) run as a remote executor service.
 
-First piece of issue 15: find the wheel's worker binary, start it with
-bounded limits, wait (bounded) until it accepts connections, parse
-``--workers host:port,...`` and join one execution context per worker with
-``tff.backends.native.set_mergeable_comp_execution_context``.
+Issue 15 (partial, docs/distributed.md): find the wheel's worker binary, start
+it with bounded limits, wait (bounded) until it accepts connections, parse
+``--workers host:port,...``, join one execution context per worker with
+``tff.backends.native.set_mergeable_comp_execution_context``, and end a run
+whose worker died instead of waiting forever.
 
 Security: the TFF 0.87 worker has a ``--port`` flag but no address flag; it
 listens on every interface and has no authentication.  ``start_worker``
@@ -81,6 +82,41 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
     return proc
 
 
+def start_watchdog(workers: list[tuple[str, int]], interval: float = 5.0, grace: float = 30.0,
+                   exit_code: int = 3) -> "threading.Thread":
+    """Bound the wait for a dead worker: TFF's remote executor waits forever for one.
+
+    A daemon thread connects to every worker each ``interval`` seconds. When one has
+    refused connections for ``grace`` seconds, it prints one line naming it and ends the
+    process with ``exit_code`` (the blocked round cannot be interrupted from Python); the
+    checkpoints of the finished rounds stay, so ``train --resume`` after restarting the
+    worker finishes the run.
+    """
+    import sys
+    import threading
+
+    def watch():
+        down_since: dict = {}
+        while True:
+            time.sleep(interval)
+            for host, port in workers:
+                try:
+                    with socket.create_connection((host, port), timeout=interval):
+                        down_since.pop((host, port), None)
+                except OSError:
+                    first = down_since.setdefault((host, port), time.monotonic())
+                    if time.monotonic() - first >= grace:
+                        print(f"error: TFF worker {host}:{port} has refused connections for {grace:.0f} s; the "
+                              f"round cannot finish. Restart the worker and continue with `keyboard-lm train "
+                              f"--out RUN_DIR --resume --workers ...` (finished rounds are checkpointed)",
+                              file=sys.stderr, flush=True)
+                        os._exit(exit_code)
+
+    thread = threading.Thread(target=watch, name="tff-worker-watchdog", daemon=True)
+    thread.start()
+    return thread
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -90,9 +126,13 @@ def free_port() -> int:
 def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None = None) -> None:
     """Install one AsyncExecutionContext per worker, joined by TFF's mergeable context.
 
-    NOT YET WORKING: a federated_sum over two local workers fails with the
-    worker's "No cardinality provided for `clients` placement" (the
-    cardinalities reaching the factory are empty); untested until fixed.
+    Each round's clients are split into ``num_subrounds`` (default: one per
+    worker) parts, each part runs up to the aggregation on one worker, and the
+    partial aggregates are merged. A computation without client-placed
+    arguments (``initialize``, reading the model weights) infers no clients
+    cardinality, which TFF's C++ worker refuses ("No cardinality provided for
+    `clients` placement"); such a call gets 0 clients, as TFF's own local C++
+    context does (``default_num_clients=0``).
     """
     import grpc
 
@@ -107,6 +147,8 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
         stub = tff.framework.RemoteExecutorGrpcStub(channel)
 
         def factory(cardinalities, stub=stub):
+            cardinalities = dict(cardinalities)
+            cardinalities.setdefault(tff.CLIENTS, 0)
             executor = tff.framework.RemoteExecutor(stub)
             executor.set_cardinalities(cardinalities)
             return executor
