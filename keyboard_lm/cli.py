@@ -231,12 +231,13 @@ def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
     if getattr(args, "workers", None):
         from keyboard_lm.federated import remote
 
-        uses_dp = dp is not None or (args.resume and saved.get("differential_privacy"))
-        if fed.algorithm == "fedatt" or uses_dp:
+        if fed.algorithm == "fedatt":
             from keyboard_lm.errors import ConfigError
 
-            raise ConfigError(f"--workers: {'FedAtt' if fed.algorithm == 'fedatt' else 'DP'} training is not "
-                              "checked under TFF's mergeable context yet; run it on one machine")
+            # TFF: "Detected one aggregate dependent on another": FedAtt's attention weights need the
+            # first aggregate before the second, which a split-and-merge round cannot compute.
+            raise ConfigError("--workers: FedAtt cannot run on TFF's mergeable context (its second aggregate "
+                              "depends on the first); run it on one machine")
         workers = remote.parse_workers(args.workers)
         remote.set_remote_context(workers)
         remote.start_watchdog(workers)
