@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _report  # noqa: E402
+from benchmarks import _arm64, _report  # noqa: E402
 
 RUNNER = """
 import json, sys
@@ -50,17 +50,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(text_path, "w", encoding="utf-8") as f:
         f.write(text)
-    env_dir = subprocess.run(["bash", os.path.join(HERE, "arm64_env.sh")], check=True, capture_output=True,
-                             text=True).stdout.strip().splitlines()[-1]
-    env = dict(os.environ, QEMU_LD_PREFIX=os.path.join(env_dir, "root"),
-               PYTHONPATH=os.pathsep.join([os.path.join(env_dir, "site"), REPO]))
+    aarch64_python, env = _arm64.emulated_python(REPO)
     results, lines = {}, []
     for model in args.models:
         cmd = [model, text_path, str(args.repeats)]
         native = json.loads(subprocess.run([sys.executable, "-c", RUNNER, *cmd], cwd=REPO, check=True,
                                            capture_output=True, text=True).stdout)
         emulated = json.loads(subprocess.run(
-            ["qemu-aarch64-static", os.path.join(env_dir, "root", "usr", "bin", "python3.11"), "-c", RUNNER, *cmd],
+            [*aarch64_python, "-c", RUNNER, *cmd],
             cwd=REPO, env=env, check=True, capture_output=True, text=True).stdout)
         gate = emulated["suggestion"]["p99_ms"] <= 20.0 and emulated["completion"]["p99_ms"] <= 20.0
         name = os.path.basename(model)

@@ -220,17 +220,20 @@ class FineTuner:
         return out
 
 
-def metrics(preds, targets, known, personal_words_by_position=None) -> dict:
-    hits = np.array([t in p for p, t in zip(preds, targets)])
-    is_known = np.array([t in known for t in targets])
-    return {"emr3": float(hits.mean()), "kemr3": float(hits[is_known].mean()),
-            "oov_hit_rate": float(hits[~is_known].mean()) if (~is_known).any() else 0.0,
-            "words": int(len(hits)), "known_words": int(is_known.sum())}
+def metrics(preds, targets, known) -> dict:
+    """Shenoy's EMR3/KEMR3 (keyboard_lm.personal.evaluation.exact_match) and the share of OOV words hit."""
+    from keyboard_lm.personal.evaluation import exact_match
+
+    result = exact_match(preds, targets, known)
+    oov_hits = [t in p for p, t in zip(preds, targets) if t not in known]
+    result["oov_hit_rate"] = float(np.mean(oov_hits)) if oov_hits else 0.0
+    return result
 
 
 def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     from keyboard_lm.inference.predictor import Predictor
-    from keyboard_lm.personal.evaluation import oov_rate, encode_keeping_spelling
+    from keyboard_lm.personal.evaluation import encode_keeping_spelling, oov_rate
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
 
     model_path = ensure_model(run_dir)
     encoders = {name: ensure_encoder(run_dir, model_path, corpus, log, name) for name in args.encoders}
@@ -243,7 +246,7 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     users = users[:args.max_users]
     tuner = FineTuner(run_dir, args.finetune_lr, args.finetune_epochs) if args.finetune_lr > 0 else None
     preds = collections.defaultdict(list)
-    targets, personal_sizes, adapt_s, state_bytes, kept, oov_after_n = [], [], [], [], [], 0
+    targets, personal_sizes, adapt_s, state_bytes, kept, oov_before_n, oov_after_n = [], [], [], [], [], 0.0, 0.0
     oov_targets_personal, finetune_kept = 0, []
     for uid, per, val, test in users:
         words = [w for s in test for w in s]
@@ -270,7 +273,9 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
                         s.save_personal(path)
                         state_bytes.append(os.path.getsize(path))
         pset = set(personal)
-        oov_after_n += sum(1 for w in words if w not in known and w not in pset)
+        test_spelled = [encode_keeping_spelling(sentence, vocab) for sentence in test]
+        oov_before_n += oov_rate(test_spelled, SPECIAL_TOKENS.oov_id) * len(words)
+        oov_after_n += oov_rate(test_spelled, SPECIAL_TOKENS.oov_id, personal) * len(words)
         oov_targets_personal += sum(1 for w in words if w not in known and w in pset)
         if oracle is not None:
             preds["oracle"] += session_predictions(oracle.session(), test)
@@ -284,7 +289,7 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
             f"adapter {report['seconds']:.1f} s (epoch {report.get('kept_epoch')}), fine-tuning epoch "
             f"{finetune_kept[-1] if finetune_kept else None}")
     n = len(targets)
-    oov_before = sum(1 for w in targets if w not in known) / n
+    oov_before = oov_before_n / n
     result = {"vocab_size": v, "users": len(users), "users_skipped": len(skipped), "test_words": n,
               "oov_rate_before": oov_before, "oov_rate_after": oov_after_n / n,
               "oov_test_words_covered_by_personal": oov_targets_personal / max(1, sum(1 for w in targets if w not in known)),

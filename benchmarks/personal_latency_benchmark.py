@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _report  # noqa: E402
+from benchmarks import _arm64, _report  # noqa: E402
 
 RUNNER = """
 import json, os, sys, time
@@ -101,12 +101,9 @@ def main():
     results = {"native": json.loads(subprocess.run([sys.executable, "-c", RUNNER, *cmd], cwd=REPO, check=True,
                                                    capture_output=True, text=True).stdout)}
     if not args.no_emulation:
-        env_dir = subprocess.run(["bash", os.path.join(HERE, "arm64_env.sh")], check=True, capture_output=True,
-                                 text=True).stdout.strip().splitlines()[-1]
-        env = dict(os.environ, QEMU_LD_PREFIX=os.path.join(env_dir, "root"),
-                   PYTHONPATH=os.pathsep.join([os.path.join(env_dir, "site"), REPO]))
+        aarch64_python, env = _arm64.emulated_python(REPO)
         results["aarch64_qemu"] = json.loads(subprocess.run(
-            ["qemu-aarch64-static", os.path.join(env_dir, "root", "usr", "bin", "python3.11"), "-c", RUNNER, *cmd],
+            [*aarch64_python, "-c", RUNNER, *cmd],
             cwd=REPO, env=env, check=True, capture_output=True, text=True).stdout)
     lines = [f"`{os.path.basename(args.model)}` ({os.path.getsize(args.model):,} bytes) + "
              f"`{os.path.basename(args.encoder)}` ({os.path.getsize(args.encoder):,} bytes); "

@@ -18,13 +18,13 @@ import io
 import json
 import math
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.checkpoint import atomic_write
 
 CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
 CHAR_ENCODER_META = "char_encoder.json"
@@ -73,18 +73,9 @@ def char_encoder_bytes(encoder: tf.keras.Model, *, max_bytes: int, model_fingerp
 
 
 def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory: all of it or nothing."""
-    out_dir = os.path.dirname(os.path.abspath(path))
-    os.makedirs(out_dir, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    """Write ``data`` to ``path`` (directories made as needed), all of it or nothing, readable by all."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    atomic_write(os.path.abspath(path), data, mode=0o644)
 
 
 def export_char_encoder(encoder: tf.keras.Model, path: str, *, max_bytes: int, model_fingerprint: str,

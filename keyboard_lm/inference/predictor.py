@@ -104,7 +104,9 @@ class Predictor:
         return s.complete(prefix, k)
 
     # -- shared by sessions --------------------------------------------------
-    def _top(self, log_probs: np.ndarray, ids: np.ndarray, k: int) -> list[tuple[str, float]]:
+    def _top(self, log_probs: np.ndarray, ids: np.ndarray, k: int,
+             personal_words: list[str] = ()) -> list[tuple[str, float]]:
+        """The k best of ``ids``; an id V + i (joint softmax of a session) is ``personal_words[i]``."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if len(ids) == 0:
@@ -115,7 +117,9 @@ class Predictor:
         else:
             pick = np.arange(len(ids))
         pick = pick[np.argsort(-scores[pick], kind="stable")]
-        return [(self.vocab.token_of(int(ids[i])), float(np.exp(scores[i]))) for i in pick]
+        n_vocab = len(self.vocab)
+        return [(self.vocab.token_of(int(ids[i])) if ids[i] < n_vocab else personal_words[ids[i] - n_vocab],
+                 float(np.exp(scores[i]))) for i in pick]
 
     def _suggestable(self) -> np.ndarray:
         return np.flatnonzero(~self._never)
@@ -219,16 +223,8 @@ class Session:
     def _top(self, ids: np.ndarray, personal: list[int], k: int) -> list[tuple[str, float]]:
         if not personal:
             return self.predictor._top(self._log_probs, ids, k)
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        n_vocab = len(self.predictor.vocab)
-        joint = np.concatenate([ids, n_vocab + np.asarray(personal, np.int64)])
-        scores = self._log_probs[joint]
-        pick = np.argpartition(-scores, k - 1)[:k] if len(joint) > k else np.arange(len(joint))
-        pick = pick[np.argsort(-scores[pick], kind="stable")]
-        words = self.personal.words
-        return [(self.predictor.vocab.token_of(int(joint[i])) if joint[i] < n_vocab else words[joint[i] - n_vocab],
-                 float(np.exp(scores[i]))) for i in pick]
+        joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
+        return self.predictor._top(self._log_probs, joint, k, self.personal.words)
 
     def suggestions(self, k: int = 3) -> list[tuple[str, float]]:
         """Next-word candidates after the committed text (shown after a space), personal words included."""
@@ -307,27 +303,23 @@ class Session:
     def _positions(self, sentences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(model outputs [N, d], vocabulary logits [N, V], joint targets [N]) at every word of ``sentences``.
 
-        The frozen model is stepped as a session steps it (chunks of seq_len inputs); personal
-        words in the context enter through their current adapted embeddings.
+        A scratch session steps the frozen model exactly as typing would (chunks of seq_len
+        inputs); personal words in the context enter through their current adapted embeddings.
         """
         outputs, logits, targets = [], [], []
-        n_vocab, oov = len(self.predictor.vocab), SPECIAL_TOKENS.oov_id
+        vocab, n_vocab = self.predictor.vocab, len(self.predictor.vocab)
+        scratch = Session(self.predictor)  # steps as this session would, without touching its state
+        scratch.personal = self.personal
+        scratch._personal_changed()
         for sentence in sentences:
-            state, inputs = self._model.initial_state(), 0
-            token, index = SPECIAL_TOKENS.bos_id, None
-            for word in sentence:
-                if inputs == self._model.seq_len:
-                    state, inputs = self._model.initial_state(), 0
-                if index is None:
-                    lg, out, state = self._model.step_hidden(token, state)
-                else:
-                    lg, out, state = self._model.step_embedding(self.personal.adapted_embedding(index), state)
-                inputs += 1
-                index = self.personal.index_of(word) if word not in self.predictor.vocab else None
-                token = self.predictor.vocab.id_of(word) if index is None else None
-                outputs.append(out)
-                logits.append(lg)
-                targets.append(n_vocab + index if index is not None else (token if token is not None else oov))
+            scratch.reset()
+            for i, word in enumerate(sentence):
+                outputs.append(scratch._output)
+                logits.append(scratch._vocab_logits)
+                index = self.personal.index_of(word) if word not in vocab else None
+                targets.append(vocab.id_of(word) if index is None else n_vocab + index)
+                if i + 1 < len(sentence):  # the last word predicts nothing here
+                    scratch.commit_word(word)
         return (np.asarray(outputs, np.float32).reshape(-1, self._model.embedding_dim),
                 np.asarray(logits, np.float32).reshape(-1, n_vocab), np.asarray(targets, np.int64))
 

@@ -41,11 +41,21 @@ class Run:
     info: dict
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory: all of it or nothing.
+
+    ``mode``: permissions of the new file (default: mkstemp's owner-only).
+    """
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def save_run(run_dir: str, model_config: ModelConfig, vocab: Vocabulary,
@@ -56,11 +66,11 @@ def save_run(run_dir: str, model_config: ModelConfig, vocab: Vocabulary,
     os.makedirs(run_dir, exist_ok=True)
     buf = io.BytesIO()
     np.savez(buf, **{k: np.asarray(v, np.float32) for k, v in weights.items()})
-    _atomic_write(os.path.join(run_dir, WEIGHTS_FILE), buf.getvalue())
-    _atomic_write(os.path.join(run_dir, VOCAB_FILE), vocab.to_text().encode("utf-8"))
+    atomic_write(os.path.join(run_dir, WEIGHTS_FILE), buf.getvalue())
+    atomic_write(os.path.join(run_dir, VOCAB_FILE), vocab.to_text().encode("utf-8"))
     doc = {"format": RUN_FORMAT, "model": model_config.to_dict(), "text_spec": TEXT_SPEC_VERSION,
            "vocab_sha256": vocab.fingerprint(), **info}
-    _atomic_write(os.path.join(run_dir, RUN_FILE), (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    atomic_write(os.path.join(run_dir, RUN_FILE), (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
 
 def update_run_info(run_dir: str, fields: dict) -> None:
@@ -69,7 +79,7 @@ def update_run_info(run_dir: str, fields: dict) -> None:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     doc.update(fields)
-    _atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
 
 def load_run(run_dir: str) -> Run:
