@@ -142,7 +142,16 @@ def _quantization(args) -> str:
 
 
 def cmd_train(args) -> int:
+    from keyboard_lm.errors import ConfigError
+
+    if args.round_timeout is not None and (not args.workers or args.round_timeout <= 0):
+        raise ConfigError("--round-timeout needs --workers and a number of seconds above 0")
+    if args.worker_data_root and not args.worker_data:
+        raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
     if args.centralized:
+        given = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: federated training only, not --centralized")
         return _train_centralized(args)
     return _train_federated(args)
 
@@ -228,6 +237,7 @@ def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
     dp = None if args.resume else _dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
+    on_round = None
     if getattr(args, "workers", None):
         from keyboard_lm.federated import remote
 
@@ -240,11 +250,15 @@ def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
                               "depends on the first); run it on one machine")
         workers = remote.parse_workers(args.workers)
         remote.set_remote_context(workers)
-        remote.start_watchdog(workers)
+        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout)
+        watchdog.start()
+        on_round = watchdog.round_done
         log(f"training on {len(workers)} TFF workers: {args.workers}")
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
                     vocab_size=args.vocab_size, data_source=_data_source(args),
-                    overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients)
+                    overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
+                    worker_data=getattr(args, "worker_data", None),
+                    worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round)
     log(f"run saved to {args.out}")
     return 0
 
@@ -726,6 +740,16 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     fed.add_argument("--workers", metavar="HOST:PORT,...",
                      help="spread each round's clients over these TFF workers (keyboard-lm worker), merged by "
                           "TFF's mergeable context; default: one local worker")
+    fed.add_argument("--round-timeout", type=float, default=None, metavar="S",
+                     help="with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
+                          "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)")
+    fed.add_argument("--worker-data", metavar="DIR",
+                     help="write the training clients' encoded shards to DIR once; each round the workers read "
+                          "their clients' data from there instead of receiving it from this process "
+                          "(docs/distributed.md)")
+    fed.add_argument("--worker-data-root", metavar="PATH",
+                     help="where the workers find the --worker-data directory (default: the same path, "
+                          "e.g. a shared filesystem)")
     dpg = train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)")
     dpg.add_argument("--dp", choices=("fedavg", "ftrl"), default=None,
                      help="DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic "

@@ -46,6 +46,33 @@ def batched(examples: tf.data.Dataset, config: ClientDataConfig) -> tf.data.Data
     return batch_examples(examples.map(lambda e: (e["x"], e["y"])), config)
 
 
+def client_batches(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset:
+    """One client's round: its [n, S] examples shuffled, repeated, batched and capped.
+
+    The same function builds a round's data in the driver (from numpy arrays)
+    and on a TFF worker that reads the client's shard itself
+    (``keyboard_lm.federated.worker_data``), so both give the same batches for
+    the same ``seed``.  The shuffle is a stateless permutation of the whole
+    client, redrawn each epoch from (seed, epoch): it depends on nothing but
+    its arguments (tf.data's ``shuffle`` also depends on the process-wide
+    seed, which differs between the driver and a worker).  A
+    ``shuffle_buffer`` of 0 or 1 keeps the order.  Core TF ops only.
+    """
+    x = tf.convert_to_tensor(x, tf.int32)
+    y = tf.convert_to_tensor(y, tf.int32)
+    seed = tf.cast(seed, tf.int64)
+    n = tf.shape(x, out_type=tf.int64)[0]
+
+    def epoch(e):
+        if config.shuffle_buffer > 1:
+            order = tf.argsort(tf.random.stateless_uniform(tf.reshape(n, [1]), tf.stack([seed, e])))
+            return tf.data.Dataset.from_tensor_slices((tf.gather(x, order), tf.gather(y, order)))
+        return tf.data.Dataset.from_tensor_slices((x, y))
+
+    return (tf.data.Dataset.range(config.epochs).flat_map(epoch)
+            .batch(config.batch_size).take(config.max_batches))
+
+
 @dataclasses.dataclass(frozen=True)
 class FederatedData:
     """Train and held-out ClientData of token batches, with the vocabulary built on train."""

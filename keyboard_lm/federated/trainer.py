@@ -23,7 +23,7 @@ from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
 from keyboard_lm.federated.aggregation import upload_bytes
-from keyboard_lm.federated.client_data import batched, example_client_data
+from keyboard_lm.federated.client_data import client_batches, example_client_data
 from keyboard_lm.federated.process import FederatedConfig, build_process
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.checkpoint import append_metrics_row, load_run, prepare_run_dir, run_command, save_run
@@ -78,13 +78,13 @@ def client_round_dataset(examples, client_id: str, data_config: ClientDataConfig
     Reading the client's examples eagerly makes a failing client (a dataset
     that raises part-way) fail in this process, where it can be dropped from
     the round, instead of inside TFF's worker, where it would abort the round.
-    The shuffle then covers all of the client's examples (``batch_examples``).
+    The shuffle covers all of the client's examples (``client_batches``).
     """
     parts = list(examples.create_tf_dataset_for_client(client_id).batch(1024).as_numpy_iterator())
     if not parts:
         raise ValueError("the client has no examples")
-    pooled = tf.data.Dataset.from_tensor_slices({k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
-    return batched(pooled, data_config)
+    return client_batches(np.concatenate([p["x"] for p in parts]), np.concatenate([p["y"] for p in parts]),
+                          data_config, data_config.seed)
 
 
 def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: int, round_num: int, log=print):
@@ -240,7 +240,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
                     log=print, command: str = "train", overwrite: bool = False,
-                    dp: DPOptions | None = None, track_clients=()) -> dict:
+                    dp: DPOptions | None = None, track_clients=(), worker_data: str | None = None,
+                    worker_data_root: str | None = None, on_round=None) -> dict:
     """Run federated training into ``run_dir``; returns the last held-out evaluation.
 
     With ``resume``, the model, hyper-parameters, vocabulary and split come
@@ -257,6 +258,16 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
 
     ``track_clients``: ids whose rounds of participation run.json records (a fresh run only)
     (``participation``), e.g. the clients holding audit canaries.
+
+    ``worker_data``: a directory the training clients' shards are written to
+    once; each round then sends the workers only shard paths (under
+    ``worker_data_root``, default ``worker_data``) and seeds, and the workers
+    read the data themselves (``federated.worker_data``).  Same batches, same
+    rounds; a client whose shard cannot be read fails the round with a clear
+    error instead of being dropped.
+
+    ``on_round(round_num, seconds)`` is called after every round (the worker
+    watchdog's clock).
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume and track_clients:
@@ -294,6 +305,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     # than the cell itself (issue: TFF no slower than plain TensorFlow).
     process = (dp_run.process(model_config, input_spec, config) if dp_run is not None
                else build_process(model_config, config, input_spec, metrics=False))
+    manifest = None
+    if worker_data is not None:
+        from keyboard_lm.federated import worker_data as wd
+
+        manifest = wd.write_shards(worker_data, {c: encoded[c] for c in trainable}, vocab.fingerprint(),
+                                   data_config.max_seq_len, corpus.fingerprint(), log)
+        worker_data_root = worker_data_root or os.path.abspath(worker_data)
+        process = wd.compose(process, data_config)
     state = process.initialize()
     keras_model = build_model(model_config)
     shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
@@ -354,9 +373,20 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         t0 = time.time()
         sampled = (dp_run.cohort(round_num) if dp_run is not None
                    else sample_clients(trainable, config.clients_per_round, config.seed, round_num))
-        datasets, failed = round_datasets(examples, sampled, data_config, config.seed, round_num, log)
+        if manifest is not None:
+            datasets = wd.round_arguments(manifest, worker_data_root, sampled,
+                                          [_dataset_seed(config.seed, round_num, i) for i in range(len(sampled))])
+            failed = 0
+        else:
+            datasets, failed = round_datasets(examples, sampled, data_config, config.seed, round_num, log)
         if datasets:
-            output = process.next(state, datasets)
+            try:
+                output = process.next(state, datasets)
+            except Exception as e:  # noqa: BLE001 - whatever TFF's runtime raises for a shard it cannot read
+                clear = wd.read_error(e, worker_data_root, round_num) if manifest is not None else None
+                if clear is None:
+                    raise
+                raise clear from e
             train = output.metrics["client_work"]["train"]
             train_loss, round_examples = float(train["loss"]), int(train["num_examples"])
             zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
@@ -414,6 +444,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                       **({"participation": tracked} if track_clients else {})})
             asyncio.run(manager.save(state, round_num))
             last_good = round_num
+        if on_round is not None:
+            on_round(round_num, row["seconds"])
         line = _progress(round_num, config.rounds, train_loss, recall3, time.time() - started,
                          round_num - start_round)
         log(line + (f"  eps {row['epsilon']:.3g}" if dp_run is not None else ""))
