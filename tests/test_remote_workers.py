@@ -126,3 +126,117 @@ def test_a_killed_worker_is_a_clear_error_and_resume_finishes(tmp_path):
         for w in workers:
             w.kill()
             w.wait(timeout=10)
+
+
+def test_workers_read_their_clients_data_themselves(tmp_path):
+    """--worker-data: the same rounds as the driver-side data; a worker without the data is a clear error."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from keyboard_lm.models.checkpoint import load_run
+
+    shards = str(tmp_path / "shards")
+    ports = [remote.free_port(), remote.free_port()]
+    workers = [remote.start_worker(p, wait=30.0) for p in ports]
+    flag = ",".join(f"127.0.0.1:{p}" for p in ports)
+    try:
+        local, _ = _train(str(tmp_path / "local"))
+        spread, out = _train(str(tmp_path / "remote"), "--workers", flag, "--worker-data", shards)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        missing = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", str(tmp_path / "m"),
+                                  *SMALL, "--workers", flag, "--worker-data", shards,
+                                  "--worker-data-root", str(tmp_path / "elsewhere")],
+                                 capture_output=True, text=True, env=env, timeout=600)
+    finally:
+        for w in workers:
+            w.kill()
+            w.wait(timeout=10)
+    assert "client shards" in out and os.path.exists(os.path.join(shards, "manifest.json"))
+    np.testing.assert_allclose(spread, local, rtol=1e-5)
+    a, b = load_run(str(tmp_path / "local")).weights, load_run(str(tmp_path / "remote")).weights
+    for name in a:
+        np.testing.assert_allclose(b[name], a[name], rtol=1e-4, atol=1e-6)
+    assert missing.returncode == 2, missing.stderr[-2000:]
+    last = missing.stderr.strip().splitlines()[-1]
+    assert "round 1: a TFF worker could not read client data under" in last
+    assert "elsewhere/clients/" in last and "No such file or directory" in last
+
+
+def test_worker_data_flags_are_checked(tmp_path, capsys):
+    from keyboard_lm.cli import main
+
+    assert main(["train", "--out", str(tmp_path / "r"), *SMALL, "--worker-data-root", "/x"]) == 2
+    assert "give --worker-data too" in capsys.readouterr().err
+    assert main(["train", "--centralized", "--out", str(tmp_path / "r"), "--worker-data", "d"]) == 2
+    assert "federated training only" in capsys.readouterr().err
+
+
+def test_a_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path):
+    """A stopped worker still accepts TCP connections; the watchdog's gRPC probe finds it silent."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = str(tmp_path / "run")
+    ports = [remote.free_port(), remote.free_port()]
+    workers = [remote.start_worker(p, wait=30.0) for p in ports]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    flag = ",".join(f"127.0.0.1:{p}" for p in ports)
+    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
+    train = subprocess.Popen([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *args,
+                              "--workers", flag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not os.path.isdir(os.path.join(out, "checkpoints", "program_state_2")):
+            assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
+            time.sleep(0.5)
+        os.kill(workers[0].pid, signal.SIGSTOP)
+        with socket.create_connection(("127.0.0.1", ports[0]), timeout=2.0):
+            pass  # the kernel still accepts: a TCP check cannot tell
+        assert remote.probe("127.0.0.1", ports[0], timeout=2.0) == "silent"
+        started = time.monotonic()
+        _, err = train.communicate(timeout=180)
+        assert train.returncode == 3, err[-2000:]
+        assert f"TFF worker 127.0.0.1:{ports[0]} has accepted connections but not answered" in err
+        assert time.monotonic() - started < 120
+        os.kill(workers[0].pid, signal.SIGCONT)
+        assert remote.probe("127.0.0.1", ports[0], timeout=5.0) == "ok"
+        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--resume",
+                               "--rounds", "6", "--workers", flag], capture_output=True, text=True, env=env,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
+            assert [line.split(",")[0] for line in f.read().splitlines()[1:]][-1] == "6"
+    finally:
+        if train.poll() is None:
+            train.kill()
+        for w in workers:
+            os.kill(w.pid, signal.SIGCONT)
+            w.kill()
+            w.wait(timeout=10)
+
+
+def test_a_round_that_never_finishes_ends_the_run(tmp_path):
+    """The round timeout: a worker that answers probes but never finishes its part is caught too."""
+    import os
+    import subprocess
+    import sys
+
+    port = remote.free_port()
+    worker = remote.start_worker(port, wait=30.0)
+    try:
+        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", str(tmp_path / "r"),
+                               *SMALL, "--workers", f"127.0.0.1:{port}", "--round-timeout", "0.5"],
+                              capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    finally:
+        worker.kill()
+        worker.wait(timeout=10)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "no round finished in" in done.stderr and "(timeout 0.5 s)" in done.stderr
+    assert "--resume" in done.stderr

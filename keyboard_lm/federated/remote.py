@@ -1,10 +1,10 @@
 """TFF's own C++ worker (``worker_binary``) run as a remote executor service.
 
-Issue 15 (partial, docs/distributed.md): find the wheel's worker binary, start
+Issue 15 (docs/distributed.md): find the wheel's worker binary, start
 it with bounded limits, wait (bounded) until it accepts connections, parse
 ``--workers host:port,...``, join one execution context per worker with
 ``tff.backends.native.set_mergeable_comp_execution_context``, and end a run
-whose worker died instead of waiting forever.
+whose worker died or hung instead of waiting forever (``Watchdog``).
 
 Security: the TFF 0.87 worker has a ``--port`` flag but no address flag; it
 listens on every interface and has no authentication.  ``start_worker``
@@ -82,39 +82,107 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
     return proc
 
 
-def start_watchdog(workers: list[tuple[str, int]], interval: float = 5.0, grace: float = 30.0,
-                   exit_code: int = 3) -> "threading.Thread":
-    """Bound the wait for a dead worker: TFF's remote executor waits forever for one.
+def probe(host: str, port: int, timeout: float = 5.0) -> str:
+    """``ok``, ``down`` (refuses connections) or ``silent`` (accepts, but does not answer in ``timeout`` s).
 
-    A daemon thread connects to every worker each ``interval`` seconds. When one has
-    refused connections for ``grace`` seconds, it prints one line naming it and ends the
-    process with ``exit_code`` (the blocked round cannot be interrupted from Python); the
-    checkpoints of the finished rounds stay, so ``train --resume`` after restarting the
-    worker finishes the run.
+    A TCP connect is not enough: the kernel accepts connections for a stopped
+    or wedged process.  The probe calls a method the worker does not have; its
+    gRPC server answers UNIMPLEMENTED at once when the process runs, even in
+    the middle of a long round.
     """
-    import sys
-    import threading
+    import grpc
 
-    def watch():
-        down_since: dict = {}
-        while True:
-            time.sleep(interval)
-            for host, port in workers:
-                try:
-                    with socket.create_connection((host, port), timeout=interval):
-                        down_since.pop((host, port), None)
-                except OSError:
-                    first = down_since.setdefault((host, port), time.monotonic())
-                    if time.monotonic() - first >= grace:
-                        print(f"error: TFF worker {host}:{port} has refused connections for {grace:.0f} s; the "
-                              f"round cannot finish. Restart the worker and continue with `keyboard-lm train "
-                              f"--out RUN_DIR --resume --workers ...` (finished rounds are checkpointed)",
-                              file=sys.stderr, flush=True)
-                        os._exit(exit_code)
+    channel = grpc.insecure_channel(f"{host}:{port}")
+    try:
+        call = channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
+                                   response_deserializer=lambda b: b)
+        call(b"", timeout=timeout)
+        return "ok"
+    except grpc.RpcError as e:
+        code = e.code()
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return "down"
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return "silent"
+        return "ok"  # any answer (UNIMPLEMENTED) means the process serves requests
+    finally:
+        channel.close()
 
-    thread = threading.Thread(target=watch, name="tff-worker-watchdog", daemon=True)
-    thread.start()
-    return thread
+
+class Watchdog:
+    """Bound the wait for a dead or hung worker: TFF's remote executor waits forever for one.
+
+    A daemon thread probes every worker each ``interval`` seconds (``probe``).
+    When one has refused connections or not answered for ``grace`` seconds,
+    or when no round has finished within the round timeout, it prints one line
+    naming the cause and ends the process with ``exit_code`` (the blocked round
+    cannot be interrupted from Python); the checkpoints of the finished rounds
+    stay, so ``train --resume`` after restarting the worker finishes the run.
+
+    The round timeout catches a worker that answers probes but never finishes
+    its part of the round: ``round_timeout`` seconds if given, else 10x the
+    slowest round so far and at least ``min_round_timeout``, and
+    ``first_round_timeout`` for the first round (it includes compiling).
+    """
+
+    def __init__(self, workers: list[tuple[str, int]], interval: float = 5.0, grace: float = 30.0,
+                 exit_code: int = 3, round_timeout: float | None = None, min_round_timeout: float = 600.0,
+                 first_round_timeout: float = 1800.0):
+        self.workers, self.interval, self.grace, self.exit_code = workers, interval, grace, exit_code
+        self.round_timeout, self.min_round_timeout = round_timeout, min_round_timeout
+        self.first_round_timeout = first_round_timeout
+        self._slowest = None
+        self._last = time.monotonic()
+
+    def round_done(self, round_num: int, seconds: float) -> None:
+        """Called by the training loop after every round."""
+        self._slowest = max(self._slowest or 0.0, seconds)
+        self._last = time.monotonic()
+
+    def timeout(self) -> float:
+        if self.round_timeout is not None:
+            return self.round_timeout
+        if self._slowest is None:
+            return self.first_round_timeout
+        return max(self.min_round_timeout, 10 * self._slowest)
+
+    def _fail(self, what: str) -> None:
+        import sys
+
+        print(f"error: {what}; the round cannot finish. Restart the worker and continue with `keyboard-lm train "
+              f"--out RUN_DIR --resume --workers ...` (finished rounds are checkpointed)",
+              file=sys.stderr, flush=True)
+        os._exit(self.exit_code)
+
+    def check(self, bad_since: dict) -> None:
+        """One pass over the workers and the round clock (the thread's loop body)."""
+        now = time.monotonic()
+        for host, port in self.workers:
+            state = probe(host, port, timeout=self.interval)
+            if state == "ok":
+                bad_since.pop((host, port), None)
+                continue
+            first, _ = bad_since.setdefault((host, port), (now, state))
+            if time.monotonic() - first >= self.grace:
+                how = "refused connections" if state == "down" else "accepted connections but not answered"
+                self._fail(f"TFF worker {host}:{port} has {how} for {self.grace:.0f} s")
+        waited = time.monotonic() - self._last
+        if waited > self.timeout():
+            self._fail(f"no round finished in {waited:.0f} s (timeout {self.timeout():g} s); a TFF worker "
+                       "may be stuck")
+
+    def start(self) -> "threading.Thread":
+        import threading
+
+        def watch():
+            bad_since: dict = {}
+            while True:
+                time.sleep(self.interval)
+                self.check(bad_since)
+
+        thread = threading.Thread(target=watch, name="tff-worker-watchdog", daemon=True)
+        thread.start()
+        return thread
 
 
 def free_port() -> int:
