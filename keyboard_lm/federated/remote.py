@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import time
 
 from keyboard_lm.errors import ConfigError, KeyboardLMError
@@ -171,9 +172,7 @@ class Watchdog:
             self._fail(f"no round finished in {waited:.0f} s (timeout {self.timeout():g} s); a TFF worker "
                        "may be stuck")
 
-    def start(self) -> "threading.Thread":
-        import threading
-
+    def start(self) -> threading.Thread:
         def watch():
             bad_since: dict = {}
             while True:
