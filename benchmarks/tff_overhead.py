@@ -176,3 +176,10 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # The extra C++ contexts (--concurrency) keep threads that block the interpreter's exit, and their
+    # workers outlive it: stop the workers, then leave without waiting for those threads.
+    from keyboard_lm.federated.runtime import stop_workers
+
+    stop_workers()
+    sys.stdout.flush()
+    os._exit(0)
