@@ -86,8 +86,11 @@ def test_workers_refuse_what_is_not_checked_under_the_mergeable_context(tmp_path
     assert "not host:port" in capsys.readouterr().err
 
 
-def test_a_killed_worker_is_a_clear_error_and_resume_finishes(tmp_path):
+@pytest.mark.parametrize("fault", ["killed", "hung"])
+def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fault):
+    """Killed: it refuses connections. Hung (SIGSTOP): the kernel still accepts TCP, the gRPC probe finds it silent."""
     import os
+    import signal
     import subprocess
     import sys
     import time
@@ -105,26 +108,39 @@ def test_a_killed_worker_is_a_clear_error_and_resume_finishes(tmp_path):
         while not os.path.isdir(os.path.join(out, "checkpoints", "program_state_2")):
             assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
             time.sleep(0.5)
-        workers[1].kill()
-        workers[1].wait(timeout=10)
+        if fault == "killed":
+            workers[1].kill()
+            workers[1].wait(timeout=10)
+            expected = f"TFF worker 127.0.0.1:{ports[1]} has refused connections"
+        else:
+            os.kill(workers[1].pid, signal.SIGSTOP)
+            with socket.create_connection(("127.0.0.1", ports[1]), timeout=2.0):
+                pass  # a TCP check cannot tell
+            assert remote.probe("127.0.0.1", ports[1], timeout=2.0) == "silent"
+            expected = f"TFF worker 127.0.0.1:{ports[1]} has accepted connections but not answered"
         started = time.monotonic()
         _, err = train.communicate(timeout=180)  # bounded: the watchdog ends the run
         assert train.returncode == 3, err[-2000:]
-        assert f"TFF worker 127.0.0.1:{ports[1]} has refused connections" in err and "--resume" in err
+        assert expected in err and "--resume" in err
         assert time.monotonic() - started < 120
-        workers[1] = remote.start_worker(ports[1], wait=30.0)  # restarted on the same port
+        if fault == "killed":
+            workers[1] = remote.start_worker(ports[1], wait=30.0)  # restarted on the same port
+        else:
+            os.kill(workers[1].pid, signal.SIGCONT)
+            assert remote.probe("127.0.0.1", ports[1], timeout=5.0) == "ok"
         done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--resume",
-                               "--rounds", "10", "--workers", flag], capture_output=True, text=True, env=env,
+                               "--rounds", "6", "--workers", flag], capture_output=True, text=True, env=env,
                               timeout=600)
         assert done.returncode == 0, done.stderr[-2000:]
         with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
-            rounds = [line.split(",")[0] for line in f.read().splitlines()[1:]]
-        assert rounds[-1] == "10"
+            assert [line.split(",")[0] for line in f.read().splitlines()[1:]][-1] == "6"
     finally:
         if train.poll() is None:
             train.kill()
         for w in workers:
-            w.kill()
+            if w.poll() is None:
+                os.kill(w.pid, signal.SIGCONT)
+                w.kill()
             w.wait(timeout=10)
 
 
@@ -174,53 +190,6 @@ def test_worker_data_flags_are_checked(tmp_path, capsys):
     assert "federated training only" in capsys.readouterr().err
 
 
-def test_a_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path):
-    """A stopped worker still accepts TCP connections; the watchdog's gRPC probe finds it silent."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import time
-
-    out = str(tmp_path / "run")
-    ports = [remote.free_port(), remote.free_port()]
-    workers = [remote.start_worker(p, wait=30.0) for p in ports]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    flag = ",".join(f"127.0.0.1:{p}" for p in ports)
-    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
-    train = subprocess.Popen([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *args,
-                              "--workers", flag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 300
-        while not os.path.isdir(os.path.join(out, "checkpoints", "program_state_2")):
-            assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
-            time.sleep(0.5)
-        os.kill(workers[0].pid, signal.SIGSTOP)
-        with socket.create_connection(("127.0.0.1", ports[0]), timeout=2.0):
-            pass  # the kernel still accepts: a TCP check cannot tell
-        assert remote.probe("127.0.0.1", ports[0], timeout=2.0) == "silent"
-        started = time.monotonic()
-        _, err = train.communicate(timeout=180)
-        assert train.returncode == 3, err[-2000:]
-        assert f"TFF worker 127.0.0.1:{ports[0]} has accepted connections but not answered" in err
-        assert time.monotonic() - started < 120
-        os.kill(workers[0].pid, signal.SIGCONT)
-        assert remote.probe("127.0.0.1", ports[0], timeout=5.0) == "ok"
-        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--resume",
-                               "--rounds", "6", "--workers", flag], capture_output=True, text=True, env=env,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-        with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
-            assert [line.split(",")[0] for line in f.read().splitlines()[1:]][-1] == "6"
-    finally:
-        if train.poll() is None:
-            train.kill()
-        for w in workers:
-            os.kill(w.pid, signal.SIGCONT)
-            w.kill()
-            w.wait(timeout=10)
-
-
 def test_a_round_that_never_finishes_ends_the_run(tmp_path):
     """The round timeout: a worker that answers probes but never finishes its part is caught too."""
     import os
@@ -240,3 +209,15 @@ def test_a_round_that_never_finishes_ends_the_run(tmp_path):
     assert done.returncode == 3, done.stderr[-2000:]
     assert "no round finished in" in done.stderr and "(timeout 0.5 s)" in done.stderr
     assert "--resume" in done.stderr
+
+
+def test_round_timeout_follows_the_slowest_round_and_probe_tells_down():
+    watchdog = remote.Watchdog([("127.0.0.1", 1)])
+    assert watchdog.timeout() == 1800.0  # the first round traces and compiles
+    watchdog.round_done(1, 30.0)
+    assert watchdog.timeout() == 600.0  # at least min_round_timeout
+    watchdog.round_done(2, 100.0)
+    watchdog.round_done(3, 20.0)
+    assert watchdog.timeout() == 1000.0  # 10x the slowest round so far
+    assert remote.Watchdog([], round_timeout=5.0).timeout() == 5.0
+    assert remote.probe("127.0.0.1", remote.free_port(), timeout=2.0) == "down"
