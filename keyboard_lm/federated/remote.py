@@ -163,7 +163,7 @@ class Watchdog:
             if state == "ok":
                 bad_since.pop((host, port), None)
                 continue
-            first, _ = bad_since.setdefault((host, port), (now, state))
+            first = bad_since.setdefault((host, port), now)
             if time.monotonic() - first >= self.grace:
                 how = "refused connections" if state == "down" else "accepted connections but not answered"
                 self._fail(f"TFF worker {host}:{port} has {how} for {self.grace:.0f} s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import math
 import os
 import time
@@ -297,7 +298,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     elif config.clients_per_round > len(trainable):
         raise ConfigError(f"--clients-per-round {config.clients_per_round} is more than the {len(trainable)} "
                           f"training clients with text in {corpus.name}")
-    examples = example_client_data({c: encoded[c] for c in trainable})
+    # The driver-side ClientData, unless the workers read the shards themselves.
+    examples = None if worker_data is not None else example_client_data({c: encoded[c] for c in trainable})
     input_spec = (tf.TensorSpec([None, data_config.max_seq_len], tf.int32),) * 2
     tf.keras.utils.set_random_seed(config.seed)
     # Training computes the loss and example counts only: recall is measured
@@ -386,6 +388,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                 clear = wd.read_error(e, worker_data_root, round_num) if manifest is not None else None
                 if clear is None:
                     raise
+                # The other workers' part-rounds fail the same way; asyncio would print each one's traceback.
+                logging.getLogger("asyncio").setLevel(logging.CRITICAL)
                 raise clear from e
             train = output.metrics["client_work"]["train"]
             train_loss, round_examples = float(train["loss"]), int(train["num_examples"])

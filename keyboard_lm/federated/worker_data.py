@@ -34,7 +34,7 @@ from keyboard_lm.data.preprocessing import ClientDataConfig
 from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.federated.client_data import client_batches
 from keyboard_lm.federated.runtime import import_tff
-from keyboard_lm.models.checkpoint import atomic_write
+from keyboard_lm.models.checkpoint import atomic_write, read_json
 
 tff = import_tff()
 
@@ -100,13 +100,7 @@ def write_shards(out_dir: str, encoded: dict, vocab_sha256: str, max_seq_len: in
 
 def read_manifest(data_dir: str) -> dict:
     path = os.path.join(data_dir, MANIFEST)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no worker-data manifest") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: not a worker-data manifest ({e})") from None
+    manifest = read_json(path, f"{path}: no worker-data manifest")
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ConfigError(f"{path}: not a worker-data manifest of format {FORMAT}")
     return manifest
@@ -143,7 +137,6 @@ def round_arguments(manifest: dict, root: str, client_ids, seeds) -> list[tuple[
 
 def read_error(error: Exception, root: str, round_num: int) -> KeyboardLMError | None:
     """The clear error for a round whose worker could not read a shard under ``root``; None for other errors."""
-    import logging
     import re
 
     # gRPC's error text: the worker's own message is in its `details = "..."` line.
@@ -152,7 +145,5 @@ def read_error(error: Exception, root: str, round_num: int) -> KeyboardLMError |
         return None
     found = re.search(r'details = "(?:Failed to run computation: )?(.*?)(?:\n|"$|"\s*$)', text, re.M)
     first = found.group(1) if found else (text.strip().splitlines() or [type(error).__name__])[0]
-    # The other workers' part-rounds fail the same way; asyncio would print each one's traceback.
-    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     return KeyboardLMError(f"round {round_num}: a TFF worker could not read client data under {root} ({first}); "
                            f"each worker needs the --worker-data directory at that path (--worker-data-root)")

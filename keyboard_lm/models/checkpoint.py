@@ -82,18 +82,23 @@ def update_run_info(run_dir: str, fields: dict) -> None:
     atomic_write(path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
 
 
+def read_json(path: str, missing: str):
+    """The JSON document in ``path``; ConfigError ``missing`` when absent, or naming the file when corrupt."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ConfigError(missing) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: corrupt ({e})") from None
+
+
 def load_run(run_dir: str) -> Run:
     """Load and cross-check a run directory; every inconsistency is a ConfigError."""
     if not os.path.isdir(run_dir):
         raise ConfigError(f"{run_dir}: not a run directory (no such directory)")
     run_file = os.path.join(run_dir, RUN_FILE)
-    try:
-        with open(run_file, encoding="utf-8") as f:
-            info = json.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{run_dir}: not a run directory ({RUN_FILE} is missing)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{run_file}: corrupt ({e})") from None
+    info = read_json(run_file, f"{run_dir}: not a run directory ({RUN_FILE} is missing)")
     if not isinstance(info, dict) or info.get("format") != RUN_FORMAT:
         raise ConfigError(f"{run_file}: not a keyboard_lm run (format {info.get('format') if isinstance(info, dict) else None!r}, "
                           f"expected {RUN_FORMAT!r})")
