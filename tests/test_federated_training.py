@@ -48,17 +48,20 @@ def test_eval_accepts_a_federated_run(tmp_path, capsys):
 
 
 def test_resumed_run_ends_like_an_uninterrupted_run(tmp_path):
+    """Also the validation state: the kept round and the decayed client rate carry over a resume."""
     full, part = str(tmp_path / "full"), str(tmp_path / "part")
     # Dropout masks are drawn unseeded inside TFF's runtime (run.json: "reproducible": false); without it
     # a resumed run is bit-identical.
-    args = [*SMALL, "--server-optimizer", "adam", "--server-lr", "0.01", "--dropout", "0"]
+    args = [*SMALL, "--server-optimizer", "adam", "--server-lr", "0.01", "--dropout", "0", "--eval-every", "1"]
     assert main(["train", "--out", full, "--rounds", "4", *args]) == 0
     assert main(["train", "--out", part, "--rounds", "2", *args]) == 0  # stopped after round 2
     assert main(["train", "--out", part, "--resume", "--rounds", "4"]) == 0
     a, b = _rows(full), _rows(part)
     assert [r["round"] for r in b] == ["1", "2", "3", "4"]
-    for key in ("train_loss", "loss", "recall_at_3"):
+    for key in ("train_loss", "loss", "recall_at_3", "val_recall_at_3"):
         assert float(a[-1][key]) == pytest.approx(float(b[-1][key]), rel=1e-4, abs=1e-6), key
+    assert [(r["learning_rate"], r["best_round"]) for r in a] == [(r["learning_rate"], r["best_round"]) for r in b]
+    assert load_run(full).info["best"]["round"] == load_run(part).info["best"]["round"]
     wa, wb = load_run(full).weights, load_run(part).weights
     for name in wa:
         np.testing.assert_allclose(wa[name], wb[name], rtol=1e-4, atol=1e-6)

@@ -175,3 +175,60 @@ def test_default_federated_train_smoke(tmp_path):
     assert [int(r["round"]) for r in rows] == [1, 2]
     assert int(rows[-1]["examples_seen"]) == sum(int(r["examples"]) for r in rows) > 0
     assert float(rows[-1]["recall_at_3"]) > 0
+
+
+def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_path, capsys):
+    """Validation clients pick the kept round (weights.npz) and halve the client rate when a round does not gain."""
+    out = str(tmp_path / "fed")
+    assert main(["train", "--out", out, *TINY, "--rounds", "5", "--eval-every", "1", "--clients-per-round", "3",
+                 "--max-batches", "2", "--dropout", "0", "--seed", "1"]) == 0
+    rows = _rows(out)
+    scores = [(float(r["val_recall_at_3"]), -float(r["val_loss"])) for r in rows]
+    improved = [i == 0 or s > max(scores[:i]) for i, s in enumerate(scores)]
+    # With this seed some round does not gain, so "kept" and "last" differ in kind, not by chance.
+    assert not all(improved)
+    best = max(range(len(rows)), key=lambda i: (scores[i], -i))  # the first of equal scores
+    rates = [0.5]
+    for gained in improved[:-1]:
+        rates.append(rates[-1] * (1.0 if gained else 0.5))
+    assert [float(r["learning_rate"]) for r in rows] == pytest.approx(rates)
+    assert [int(r["best_round"]) for r in rows] == [
+        max(range(i + 1), key=lambda j: (scores[j], -j)) + 1 for i in range(len(rows))]
+    info = load_run(out).info
+    assert info["best"]["round"] == best + 1 and info["data"]["validation_clients"] > 0
+    assert info["final_metrics"]["recall_at_3"] == pytest.approx(float(rows[best]["recall_at_3"]))
+    # weights.npz is the kept round's model: eval scores exactly that round's held-out numbers.
+    capsys.readouterr()
+    assert main(["eval", out, "--json"]) == 0
+    pooled = json.loads(capsys.readouterr().out)["pooled"]
+    assert pooled["loss"] == pytest.approx(float(rows[best]["loss"]), rel=1e-5)
+
+
+def test_validation_clients_never_train(default_corpus, tmp_path):
+    from keyboard_lm.data.preprocessing import ClientDataConfig
+    from keyboard_lm.federated.process import FederatedConfig
+    from keyboard_lm.federated.trainer import LoopConfig, train_federated
+    from keyboard_lm.models.config import ModelConfig
+
+    split = SplitConfig()
+    train_ids, _ = split_clients(default_corpus.client_ids, split)
+    fit_ids, val_ids = validation_clients(train_ids, 0.5, split.seed)
+    out = str(tmp_path / "fed")
+    train_federated(default_corpus, out, ModelConfig("cifg", 300, 8, 16),
+                    FederatedConfig(rounds=2, clients_per_round=400, validation_fraction=0.5, dropout=0.0),
+                    ClientDataConfig(max_batches=1), split, LoopConfig(eval_every=2), vocab_size=300,
+                    track_clients=val_ids + fit_ids, log=lambda *_: None)
+    taken = load_run(out).info["participation"]
+    assert all(taken[c] == [] for c in val_ids)
+    assert sum(len(taken[c]) for c in fit_ids) == 800
+
+
+def test_dp_runs_have_no_validation_clients(tmp_path, capsys):
+    out = str(tmp_path / "dp")
+    args = ["train", "--out", out, *TINY, "--dp", "fedavg", "--dp-clip", "1", "--dp-noise-multiplier", "0.1"]
+    assert main([*args, "--validation-fraction", "0.1"]) == 2
+    assert "--dp's accounting does not cover" in capsys.readouterr().err
+    assert main([*args, "--rounds", "1", "--clients-per-round", "3", "--max-batches", "1"]) == 0
+    info = load_run(out).info
+    assert info["federated"]["validation_fraction"] == 0 and info["federated"]["lr_decay"] == 1.0
+    assert info["data"]["validation_clients"] == 0 and info["best"] is None

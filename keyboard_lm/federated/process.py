@@ -34,7 +34,9 @@ class FederatedConfig:
     The defaults are the best federated recipe measured on Tiny Shakespeare by
     role (README, "Federated training"): Hard et al. 2018's FedAvgM (server
     Nesterov momentum 0.9, lr 1.0) with client SGD lr 0.5, 10 clients per
-    round, plus dropout 0.2 against overfitting the few large roles.
+    round, plus dropout 0.2 against overfitting the few large roles, and 10% of
+    the training clients set aside as validation: they pick the round the run
+    keeps and halve the client learning rate after an evaluation without gain.
 
     Attributes:
       algorithm: ``fedavg`` (weighted by n_k, Hard et al. eq. 3), ``fedsgd``
@@ -56,6 +58,16 @@ class FederatedConfig:
         norm; see ``aggregation.py``.
       dropout: dropout on embedding and cell outputs in client training
         (Zaremba et al. 2014), as in centralized training.
+      validation_fraction: share of the *training* clients set aside (never
+        trained on) to choose the round the run keeps: at every evaluation
+        their recall@3 decides whether the round is the best so far, as in
+        centralized training.  0 trains on all of them and keeps the last
+        round.  Held-out clients are never used for a decision.
+      lr_decay: factor applied to the client learning rate (the server's,
+        for FedSGD, which has none) after an evaluation that does not improve
+        validation recall@3; 1.0 keeps it constant.  The rate lives in TFF's
+        state (``LearningProcess.set_hparams``), so checkpoints and
+        ``--resume`` carry it.
       seed: seed of the model initialization, client sampling and shuffling
         (the held-out split has its own seed, ``SplitConfig.seed``).
     """
@@ -72,6 +84,8 @@ class FederatedConfig:
     compression: bool = False
     clip: str | float = "adaptive"
     dropout: float = 0.2
+    validation_fraction: float = 0.1
+    lr_decay: float = 0.5
     seed: int = 0
 
     def __post_init__(self):
@@ -90,6 +104,10 @@ class FederatedConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if not 0.0 < self.lr_decay <= 1.0:
+            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
         object.__setattr__(self, "clip", parse_clip(self.clip))
         self.aggregation  # validates the combination (e.g. compression with FedAtt)
 
@@ -98,6 +116,20 @@ class FederatedConfig:
         """The aggregator parts this algorithm uses."""
         mean = {"fedavg": "weighted", "fedsgd": "weighted", "fedatt": "fedatt"}[self.algorithm]
         return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
+
+
+def decayed_hparams(process, state, factor: float):
+    """``state`` with the client learning rate (the server's, for FedSGD) times ``factor``.
+
+    Returns (new state, the new rate).
+    """
+    import numpy as np
+
+    hparams = process.get_hparams(state)
+    part = "client_work" if "learning_rate" in hparams["client_work"] else "finalizer"
+    rate = np.float32(hparams[part]["learning_rate"] * factor)
+    hparams[part]["learning_rate"] = rate
+    return process.set_hparams(state, hparams), float(rate)
 
 
 def server_optimizer_for(config: FederatedConfig):

@@ -20,14 +20,15 @@ import tensorflow as tf
 
 from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
-from keyboard_lm.data.split import SplitConfig, split_clients
+from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import client_batches, example_client_data
-from keyboard_lm.federated.process import FederatedConfig, build_process
+from keyboard_lm.federated.process import FederatedConfig, build_process, decayed_hparams
 from keyboard_lm.federated.runtime import import_tff
-from keyboard_lm.models.checkpoint import append_metrics_row, load_run, prepare_run_dir, run_command, save_run
+from keyboard_lm.models.checkpoint import (append_metrics_row, load_run, prepare_run_dir, run_command, save_run,
+                                           update_run_info)
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.privacy.config import DPOptions
@@ -186,7 +187,8 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
     if run.info.get("trainer") != "federated":
         raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
     # Runs made before dropout existed trained without it.
-    saved = {"dropout": 0.0, **run.info["federated"]}
+    # Runs made before validation existed kept the last round at a constant rate.
+    saved = {"dropout": 0.0, "validation_fraction": 0.0, "lr_decay": 1.0, **run.info["federated"]}
     if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
         log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
     fingerprint = run.info["data"].get("fingerprint")
@@ -204,7 +206,7 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
             log(f"resume: {config.rounds} rounds instead of {saved['rounds']}; eps is accounted for the "
                 "rounds actually run")
     return (run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": config.rounds}),
-            ClientDataConfig(**run.info["client_data"]), run_command(run.info), options)
+            ClientDataConfig(**run.info["client_data"]), run_command(run.info), options, run.info.get("best"))
 
 
 def _dp_clip(aggregator_metrics, fallback):
@@ -243,7 +245,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     log=print, command: str = "train", overwrite: bool = False,
                     dp: DPOptions | None = None, track_clients=(), worker_data: str | None = None,
                     worker_data_root: str | None = None, on_round=None) -> dict:
-    """Run federated training into ``run_dir``; returns the last held-out evaluation.
+    """Run federated training into ``run_dir``; returns the held-out evaluation of the round it keeps.
+
+    With ``config.validation_fraction`` > 0 a share of the training clients
+    never trains: at every evaluation their recall@3 decides whether the
+    round is the best so far (its weights are the run's weights.npz and
+    ``best`` in run.json), and a round without gain multiplies the client
+    learning rate by ``config.lr_decay``.  Without it (and always under DP)
+    the run keeps its last round.
 
     With ``resume``, the model, hyper-parameters, vocabulary and split come
     from ``run_dir`` and training continues after its latest checkpoint up to
@@ -273,8 +282,9 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume and track_clients:
         raise ConfigError("tracking client participation needs a fresh run, not a resumed one")
+    best = None  # the round the run keeps: {"round", "val_recall_at_3", "val_loss", "heldout"}
     if resume:
-        vocab, model_config, config, data_config, command, dp = _resume_settings(
+        vocab, model_config, config, data_config, command, dp, best = _resume_settings(
             run_dir, corpus, heldout_ids, config, log)
     else:
         prepare_run_dir(run_dir, command, overwrite=overwrite, replace_own=command == "demo")
@@ -282,10 +292,20 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         base = model_config or ModelConfig()
         model_config = dataclasses.replace(base, vocab_size=len(vocab))
 
+    if dp is not None and (config.validation_fraction or config.lr_decay != 1.0):
+        # Choosing a round or a rate by the validation clients' text would release
+        # something about them that the DP accounting does not cover.
+        log("differential privacy: no validation clients and a constant learning rate; the run keeps "
+            "its last round")
+        config = dataclasses.replace(config, validation_fraction=0.0, lr_decay=1.0)
+    if config.validation_fraction:
+        fit_ids, val_ids = validation_clients(train_ids, config.validation_fraction, split.seed)
+    else:
+        fit_ids, val_ids = train_ids, []
     # Clients without a single sentence cannot train; they are left out and counted.
-    encoded = encode_clients({c: corpus.clients[c] for c in train_ids}, vocab, data_config.max_seq_len)
-    trainable = [c for c in train_ids if len(encoded[c][0])]
-    empty_clients = len(train_ids) - len(trainable)
+    encoded = encode_clients({c: corpus.clients[c] for c in fit_ids}, vocab, data_config.max_seq_len)
+    trainable = [c for c in fit_ids if len(encoded[c][0])]
+    empty_clients = len(fit_ids) - len(trainable)
     if not trainable:
         raise ConfigError("no training client has any sentence")
     dp_run = None
@@ -344,7 +364,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         # (DP noise must not be predictable).
         "reproducible": not config.compression and not config.dropout and dp_run is None,
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
-                 "train_clients": len(train_ids),
+                 "train_clients": len(train_ids), "validation_clients": len(val_ids),
                  "heldout_clients": len(heldout_ids), "empty_train_clients": empty_clients,
                  "heldout_ids_head": heldout_ids[:5], "split": dataclasses.asdict(split)},
         "federated": dataclasses.asdict(config),
@@ -356,10 +376,12 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     }
     if not resume:
         save_run(run_dir, model_config, vocab, weights_dict(keras_model),
-                 {**info, "rounds_done": 0, "differential_privacy": dp_run.info(0) if dp_run else None})
+                 {**info, "rounds_done": 0, "best": None,
+                  "differential_privacy": dp_run.info(0) if dp_run else None})
     log(f"federated {config.algorithm} ({config.server_optimizer if config.algorithm != 'fedatt' else 'attentive'}) "
         f"{model_config.model_type}: {keras_model.count_params():,} parameters, V={len(vocab):,}, "
-        f"{len(trainable)} training clients ({empty_clients} without text), {len(heldout_ids)} held-out, "
+        f"{len(trainable)} training clients ({empty_clients} without text), "
+        + (f"{len(val_ids)} for validation, " if val_ids else "") + f"{len(heldout_ids)} held-out, "
         f"{config.clients_per_round}/round; upload {sent:,} B/client/round vs {raw:,} B float32")
     if dp_run is not None:
         log(_dp_summary(dp_run.info(config.rounds)))
@@ -371,6 +393,9 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     examples_seen, elapsed_before = _totals_so_far(run_dir) if resume else (0, 0.0)
     tracked = {c: [] for c in track_clients}
     dp_clip = dp_run.config.clip if dp_run is not None else None
+    # The rate clients train at: it lives in TFF's state, so a resumed run continues with its own.
+    client_lr = decayed_hparams(process, state, 1.0)[1] if val_ids else None
+    best_result = None  # the kept round's full held-out result, when this process evaluated it
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
         sampled = (dp_run.cohort(round_num) if dp_run is not None
@@ -423,13 +448,32 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             row["dp_clip"] = dp_clip
             if rho is not None:
                 row["rho"] = rho
+        if val_ids:
+            row.update(learning_rate=client_lr, val_loss="", val_recall_at_3="", best_round="")
         recall3 = None
+        improved = False
         is_last = round_num == config.rounds
         if round_num % loop.eval_every == 0 or is_last:
             result = _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab,
                                        data_config.max_seq_len, limit, round_num, last_good, run_dir)
             row.update({k: result["pooled"][k] for k in EVAL_KEYS})
             recall3 = result["pooled"]["recall_at_3"]
+            if val_ids:
+                val = evaluate_model(keras_model, corpus, val_ids, vocab, data_config.max_seq_len)["pooled"]
+                row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
+                improved = best is None or (val["recall_at_3"], -val["loss"]) > (best["val_recall_at_3"],
+                                                                                 -best["val_loss"])
+                if improved:
+                    best = {"round": round_num, "val_recall_at_3": val["recall_at_3"], "val_loss": val["loss"],
+                            "heldout": result["pooled"]}
+                    best_result = result
+                elif config.lr_decay < 1.0:
+                    # The next round trains slower; so does this round's checkpoint, even after the
+                    # last round, so a run extended by --resume goes on as an uninterrupted one would.
+                    state, client_lr = decayed_hparams(process, state, config.lr_decay)
+                    log(f"round {round_num}: no validation gain over round {best['round']}; "
+                        f"learning rate now {client_lr:.4g}")
+                row["best_round"] = best["round"]
         row["seconds"] = round(time.time() - t0, 2)
         row["elapsed_seconds"] = round(elapsed_before + time.time() - started, 2)
         with writer.as_default(step=round_num):
@@ -439,13 +483,18 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         # Row, run files, then program state: a checkpoint of round r always has
         # its metrics row (rows after the checkpoint are dropped on resume).
         append_metrics_row(run_dir, row)
-        if round_num % loop.checkpoint_every == 0 or is_last:
-            process.get_model_weights(state).assign_weights_to(keras_model)
-            save_run(run_dir, model_config, vocab, weights_dict(keras_model),
-                     {**info, "rounds_done": round_num,
-                      "final_metrics": result["pooled"] if result is not None else None,
+        checkpoint = round_num % loop.checkpoint_every == 0 or is_last
+        if checkpoint or improved:
+            kept = best["heldout"] if best is not None else (result["pooled"] if result is not None else None)
+            fields = {**info, "rounds_done": round_num, "best": best, "final_metrics": kept,
                       "differential_privacy": dp_run.info(round_num) if dp_run is not None else None,
-                      **({"participation": tracked} if track_clients else {})})
+                      **({"participation": tracked} if track_clients else {})}
+            if val_ids and not improved:
+                update_run_info(run_dir, fields)  # weights.npz stays the best round's
+            else:
+                process.get_model_weights(state).assign_weights_to(keras_model)
+                save_run(run_dir, model_config, vocab, weights_dict(keras_model), fields)
+        if checkpoint:
             asyncio.run(manager.save(state, round_num))
             last_good = round_num
         if on_round is not None:
@@ -457,6 +506,11 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     _plot(run_dir)
     if result is not None:
         log(f"held-out after round {config.rounds}: {summarize(result)}")
+    if best is not None:
+        log(f"keeping round {best['round']} (best validation recall@3 {best['val_recall_at_3']:.4f}); "
+            f"its held-out recall@3 {best['heldout']['recall_at_3']:.4f}, "
+            f"perplexity {best['heldout']['perplexity']:.1f}")
+        result = best_result if best_result is not None else {"pooled": best["heldout"]}
     if dp_run is not None:
         log(_dp_summary(dp_run.info(config.rounds)))
     return result or {}
