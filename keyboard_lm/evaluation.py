@@ -111,6 +111,11 @@ def evaluate_model(model, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len
     return evaluate_predict_fn(lambda x: fn(x).numpy(), corpus, client_ids, vocab, seq_len)
 
 
+def validation_score(pooled: dict) -> tuple[float, float]:
+    """How model selection ranks a validation result: recall@3, then lower loss (larger is better)."""
+    return pooled["recall_at_3"], -pooled["loss"]
+
+
 def summarize(result: dict) -> str:
     """One line of the pooled metrics."""
     p = result["pooled"]

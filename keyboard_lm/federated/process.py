@@ -118,6 +118,17 @@ class FederatedConfig:
         return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
 
 
+def _rate_part(hparams) -> str:
+    """Where the decayed rate lives: the client optimizer's, or the server's for FedSGD (which has none)."""
+    return "client_work" if "learning_rate" in hparams["client_work"] else "finalizer"
+
+
+def client_learning_rate(process, state) -> float:
+    """The rate ``decayed_hparams`` scales, as it is in ``state``."""
+    hparams = process.get_hparams(state)
+    return float(hparams[_rate_part(hparams)]["learning_rate"])
+
+
 def decayed_hparams(process, state, factor: float):
     """``state`` with the client learning rate (the server's, for FedSGD) times ``factor``.
 
@@ -126,7 +137,7 @@ def decayed_hparams(process, state, factor: float):
     import numpy as np
 
     hparams = process.get_hparams(state)
-    part = "client_work" if "learning_rate" in hparams["client_work"] else "finalizer"
+    part = _rate_part(hparams)
     rate = np.float32(hparams[part]["learning_rate"] * factor)
     hparams[part]["learning_rate"] = rate
     return process.set_hparams(state, hparams), float(rate)

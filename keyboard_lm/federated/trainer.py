@@ -22,10 +22,10 @@ from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
-from keyboard_lm.evaluation import evaluate_model, summarize
+from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import client_batches, example_client_data
-from keyboard_lm.federated.process import FederatedConfig, build_process, decayed_hparams
+from keyboard_lm.federated.process import FederatedConfig, build_process, client_learning_rate, decayed_hparams
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.checkpoint import (append_metrics_row, load_run, prepare_run_dir, run_command, save_run,
                                            update_run_info)
@@ -394,7 +394,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     tracked = {c: [] for c in track_clients}
     dp_clip = dp_run.config.clip if dp_run is not None else None
     # The rate clients train at: it lives in TFF's state, so a resumed run continues with its own.
-    client_lr = decayed_hparams(process, state, 1.0)[1] if val_ids else None
+    client_lr = client_learning_rate(process, state) if val_ids else None
     best_result = None  # the kept round's full held-out result, when this process evaluated it
     for round_num in range(start_round + 1, config.rounds + 1):
         t0 = time.time()
@@ -461,8 +461,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             if val_ids:
                 val = evaluate_model(keras_model, corpus, val_ids, vocab, data_config.max_seq_len)["pooled"]
                 row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
-                improved = best is None or (val["recall_at_3"], -val["loss"]) > (best["val_recall_at_3"],
-                                                                                 -best["val_loss"])
+                improved = best is None or validation_score(val) > validation_score(
+                    {"recall_at_3": best["val_recall_at_3"], "loss": best["val_loss"]})
                 if improved:
                     best = {"round": round_num, "val_recall_at_3": val["recall_at_3"], "val_loss": val["loss"],
                             "heldout": result["pooled"]}

@@ -13,7 +13,7 @@ from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
-from keyboard_lm.evaluation import evaluate_model, summarize
+from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run, update_run_info
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
@@ -156,7 +156,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         if val_ids:
             val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"]
             row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
-            score = (val["recall_at_3"], -val["loss"])
+            score = validation_score(val)
         else:
             score = (epoch, 0.0)  # no validation: the last epoch is kept
         improved = best is None or score > best[0]
