@@ -63,7 +63,8 @@ positive_float = _float_above(0.0, strict=True)
 non_negative_float = _float_above(0.0, strict=False)
 #: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
 _CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.25,
-        "weight_decay": 0.0, "validation_fraction": 0.1, "lr_decay": 0.5, "patience": 2}
+        "weight_decay": 0.0, "weight_drop": 0.0,
+        "weight_average": 0.0, "validation_fraction": 0.1, "lr_decay": 0.5, "patience": 2}
 #: Defaults of federated `train` (FederatedConfig is the source).
 _FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5}
 #: Rounds of federated `train` by default: the default recipe, validation-kept, was still improving at
@@ -187,6 +188,7 @@ def _train_centralized(args) -> int:
         raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
     given = {"optimizer": args.optimizer, "learning_rate": args.lr, "epochs": args.epochs,
              "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
+             "weight_drop": args.weight_drop, "weight_average": args.weight_average,
              "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
              "patience": args.patience}
     if args.clipnorm is not None:
@@ -738,6 +740,12 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                      help=f"gradient norm clip, 0 = off ({_CEN['clipnorm']})")
     cen.add_argument("--weight-decay", type=non_negative_float, default=None,
                      help=f"decoupled weight decay, with --optimizer adamw ({_CEN['weight_decay']})")
+    cen.add_argument("--weight-drop", type=non_negative_float, default=None,
+                     help="DropConnect on the cell's recurrent weights, one mask per batch "
+                          f"(Merity et al. 2018) ({_CEN['weight_drop']})")
+    cen.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
+                     help="keep and evaluate an exponential moving average of the weights with this "
+                          f"decay per step, e.g. 0.999; 0 = off ({_CEN['weight_average']})")
     train.add_argument("--validation-fraction", type=non_negative_float, default=None,
                        help="share of training clients, never trained on, whose recall@3 picks the epoch or "
                             "round the run keeps and decays the learning rate; 0 = keep the last "

@@ -51,6 +51,83 @@ def test_dropout_adds_no_weights():
         build_model(config, dropout=1.0)
 
 
+def test_weight_drop_masks_recurrent_weights_in_training_only():
+    import tensorflow as tf
+
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.models.language_model import build_model
+
+    config = ModelConfig("cifg", 50, 8, 16)
+    tf.keras.utils.set_random_seed(0)
+    plain, dropped = build_model(config), build_model(config, weight_drop=0.5)
+    assert [w.name for w in plain.weights] == [w.name for w in dropped.weights]
+    dropped.set_weights(plain.get_weights())
+    x = np.array([[1, 2, 3, 4, 5]], np.int32)
+    np.testing.assert_allclose(plain(x).numpy(), dropped(x, training=False).numpy(), rtol=1e-6)
+    trained = dropped(x, training=True).numpy()
+    # The first step starts from a zero state, so only later steps see the recurrent weights.
+    np.testing.assert_allclose(trained[:, 0], plain(x).numpy()[:, 0], rtol=1e-6)
+    assert not np.allclose(trained[:, 1:], plain(x).numpy()[:, 1:])
+    # Keras' fit applies it: one step from the same start moves the weights differently.
+    for m in (plain, dropped):
+        m.compile(optimizer=tf.keras.optimizers.SGD(1.0),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        m.fit(x, x, epochs=1, verbose=0)
+    assert not np.allclose(plain.get_weights()[1], dropped.get_weights()[1])
+    with pytest.raises(ConfigError, match="weight_drop"):
+        build_model(ModelConfig("gru", 50, 8, 16), weight_drop=0.3)
+    with pytest.raises(ConfigError, match="weight_drop"):
+        build_model(config, weight_drop=1.0)
+
+
+def test_weight_average_is_the_ramped_moving_average_and_restores_training_weights():
+    import tensorflow as tf
+
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.models.language_model import build_model
+    from keyboard_lm.training.centralized import WeightAverage
+
+    tf.keras.utils.set_random_seed(1)
+    model = build_model(ModelConfig("cifg", 30, 4, 8))
+    model.compile(optimizer=tf.keras.optimizers.SGD(0.5),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    average = WeightAverage(model, 0.9)
+    seen = []
+    record = tf.keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda b, logs: seen.append([v.numpy() for v in model.trainable_variables]))
+    x = np.random.default_rng(0).integers(0, 30, (8, 6)).astype(np.int32)
+    expected = [v.numpy() for v in model.trainable_variables]
+    model.fit(x, x, batch_size=2, epochs=1, verbose=0, shuffle=False, callbacks=[record, average])
+    assert len(seen) == 4
+    for t, weights in enumerate(seen, start=1):
+        d = min(0.9, (1 + t) / (10 + t))
+        expected = [d * e + (1 - d) * w for e, w in zip(expected, weights)]
+    last = [v.numpy() for v in model.trainable_variables]
+    with average.averaged():
+        for v, e in zip(model.trainable_variables, expected):
+            np.testing.assert_allclose(v.numpy(), e, rtol=1e-5, atol=1e-6)
+    for v, w in zip(model.trainable_variables, last):
+        np.testing.assert_array_equal(v.numpy(), w)
+
+
+def test_centralized_run_with_weight_average_keeps_the_averaged_weights(tmp_path):
+    out = str(tmp_path / "run")
+    assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "2", "--weight-average", "0.99",
+                 "--weight-drop", "0.3"]) == 0
+    run = load_run(out)
+    assert run.info["hyperparameters"]["weight_average"] == 0.99
+    assert run.info["hyperparameters"]["weight_drop"] == 0.3
+    from keyboard_lm.data.corpora import load_default
+    from keyboard_lm.evaluation import evaluate_model
+
+    corpus = load_default()
+    _, heldout = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
+    # The held-out figure recorded for the kept epoch is what the saved (averaged) weights score.
+    result = evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, 20)["pooled"]
+    assert result["recall_at_3"] == pytest.approx(run.info["final_metrics"]["recall_at_3"], abs=1e-9)
+    assert result["loss"] == pytest.approx(run.info["final_metrics"]["loss"], rel=1e-5)
+
+
 def test_default_centralized_recipe_is_recorded_and_keeps_the_best_epoch(tmp_path):
     out = str(tmp_path / "run")
     assert main(["train", "--centralized", "--out", out, *TINY, "--epochs", "4", "--patience", "4"]) == 0
@@ -101,6 +178,8 @@ def test_validation_fraction_zero_keeps_the_last_epoch(tmp_path):
     (["--validation-fraction", "1"], "validation_fraction must be in [0, 1)"),
     (["--lr", "-1"], "--lr: must be > 0"),
     (["--lr-decay", "2"], "lr_decay must be in (0, 1]"),
+    (["--weight-drop", "1"], "weight_drop must be in [0, 1)"),
+    (["--weight-average", "1"], "weight_average must be in [0, 1)"),
 ])
 def test_bad_recipe_values_are_refused(tmp_path, capsys, argv, expected):
     try:

@@ -46,11 +46,16 @@ class _Cell(tf.keras.layers.Layer):
     def kernels(self) -> list:
         raise NotImplementedError
 
-    def prepare_weights(self) -> None:
+    def prepare_weights(self, training: bool = False) -> None:
         """Round the kernels once for a whole sequence instead of at every step (the RNN
-        layer calls this before its loop; the loop body captures the rounded tensors)."""
-        if self.quantization != "none":
+        layer calls this before its loop; the loop body captures the rounded tensors).
+        In training, a cell with ``weight_drop`` also draws its DropConnect mask here,
+        one per sequence batch."""
+        drop = training and getattr(self, "weight_drop", 0.0) > 0.0
+        if self.quantization != "none" or drop:
             self._prepared = {k.ref(): self._quantizer.weights(k) for k in self.kernels()}
+            if drop:
+                self._prepared[self.kernel.ref()] = self._drop_recurrent(self._prepared[self.kernel.ref()])
 
     def release_weights(self) -> None:
         self._prepared = None
@@ -68,8 +73,14 @@ class ProjectedCell(_Cell):
     """CIFG, SI-CIFG or LSTM with a recurrent projection; state (h [B,P], c [B,H])."""
 
     def __init__(self, units: int, projection: int, coupled: bool = True,
-                 scale_invariant: bool = False, quantization: str = "none", **kwargs):
+                 scale_invariant: bool = False, quantization: str = "none", weight_drop: float = 0.0,
+                 **kwargs):
         super().__init__(quantization, **kwargs)
+        if not 0.0 <= weight_drop < 1.0:
+            from keyboard_lm.errors import ConfigError
+
+            raise ConfigError(f"weight_drop must be in [0, 1), got {weight_drop}")
+        self.weight_drop = weight_drop
         self.units = units
         self.projection = projection
         self.coupled = coupled
@@ -96,6 +107,14 @@ class ProjectedCell(_Cell):
     def kernels(self) -> list:
         return [self.kernel, self.proj_kernel]
 
+    def _drop_recurrent(self, kernel):
+        """DropConnect on the recurrent rows (h -> gates) of ``kernel`` (Wan et al. 2013;
+        Merity et al. 2018's weight drop): one mask for every step of the batch, kept
+        weights scaled by 1 / (1 - p) so inference uses the plain kernel."""
+        d = kernel.shape[0] - self.projection
+        recurrent = tf.nn.dropout(kernel[d:], rate=self.weight_drop)
+        return tf.concat([kernel[:d], recurrent], axis=0)
+
     def step(self, x, h, c):
         """One step: x [B,D], h [B,P], c [B,H] -> (h' [B,P], c' [B,H])."""
         sig = si_sigmoid if self.scale_invariant else tf.sigmoid
@@ -120,7 +139,7 @@ class ProjectedCell(_Cell):
     def get_config(self):
         return {**super().get_config(), "units": self.units, "projection": self.projection,
                 "coupled": self.coupled, "scale_invariant": self.scale_invariant,
-                "quantization": self.quantization}
+                "quantization": self.quantization, "weight_drop": self.weight_drop}
 
 
 class ProjectedGRUCell(_Cell):

@@ -43,31 +43,39 @@ class TiedOutput(tf.keras.layers.Layer):
 class SequenceRNN(tf.keras.layers.RNN):
     """Keras' RNN loop over our cell; a quantization-aware cell rounds its kernels once per call."""
 
-    def call(self, inputs, **kwargs):
-        self.cell.prepare_weights()
+    def call(self, inputs, training=None, **kwargs):
+        self.cell.prepare_weights(training=bool(training))
         try:
-            return super().call(inputs, **kwargs)
+            return super().call(inputs, training=training, **kwargs)
         finally:
             self.cell.release_weights()
 
 
-def build_cell(config: ModelConfig) -> tf.keras.layers.Layer:
+def build_cell(config: ModelConfig, weight_drop: float = 0.0) -> tf.keras.layers.Layer:
     """The recurrent cell of ``config.model_type``."""
     d, h = config.embedding_dim, config.units
     q = config.quantization
     if config.model_type == "gru":
+        if weight_drop:
+            from keyboard_lm.errors import ConfigError
+
+            raise ConfigError("weight_drop applies to the CIFG, SI-CIFG and LSTM cells, not gru")
         return ProjectedGRUCell(h, d, quantization=q, name="cell")
     return ProjectedCell(h, d, coupled=config.model_type != "lstm",
-                         scale_invariant=config.model_type == "si-cifg", quantization=q, name="cell")
+                         scale_invariant=config.model_type == "si-cifg", quantization=q,
+                         weight_drop=weight_drop, name="cell")
 
 
-def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float = 0.0) -> tf.keras.Model:
+def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float = 0.0,
+                weight_drop: float = 0.0) -> tf.keras.Model:
     """Keras model: token ids [batch, time] -> logits [batch, time, V] (uncompiled).
 
     Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
     ``dropout`` (training only) drops embedding outputs and cell outputs
     (Zaremba et al. 2014's non-recurrent dropout); it adds no weights, so a
     model trained with dropout loads into, and exports from, one without.
+    ``weight_drop`` (training only) is DropConnect on the cell's recurrent
+    weights, one mask per batch (Merity et al. 2018); it adds no weights either.
     """
     if not 0.0 <= dropout < 1.0:
         from keyboard_lm.errors import ConfigError
@@ -79,7 +87,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float 
     x = embedding(tokens)  # [batch, time, D]
     if dropout:
         x = tf.keras.layers.Dropout(dropout, name="embedding_dropout")(x)
-    rnn = SequenceRNN(build_cell(config), return_sequences=True, name="rnn")
+    rnn = SequenceRNN(build_cell(config, weight_drop), return_sequences=True, name="rnn")
     h = rnn(x)  # [batch, time, D]
     if dropout:
         h = tf.keras.layers.Dropout(dropout, name="output_dropout")(h)

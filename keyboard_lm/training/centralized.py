@@ -3,6 +3,7 @@ the pooled training clients (Hard et al. 2018, sec. 4)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -36,6 +37,10 @@ class CentralizedConfig:
       clipnorm: gradient norm clip (None: no clipping).
       dropout: dropout on embedding and cell outputs (Zaremba et al. 2014).
       weight_decay: decoupled weight decay (``adamw`` only).
+      weight_drop: DropConnect on the cell's recurrent weights (Merity et al. 2018).
+      weight_average: decay of an exponential moving average of the weights,
+        updated every step; when > 0 the averaged weights are what each epoch
+        evaluates and what the run keeps (0: off).
       validation_fraction: share of the *training* clients set aside to pick
         the best epoch, decay the learning rate and stop early; 0 trains on
         all of them and keeps the last epoch.
@@ -53,6 +58,8 @@ class CentralizedConfig:
     clipnorm: float | None = 5.0
     dropout: float = 0.25
     weight_decay: float = 0.0
+    weight_drop: float = 0.0
+    weight_average: float = 0.0
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
     patience: int = 2
@@ -68,6 +75,10 @@ class CentralizedConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.weight_drop < 1.0:
+            raise ConfigError(f"weight_drop must be in [0, 1), got {self.weight_drop}")
+        if not 0.0 <= self.weight_average < 1.0:
+            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
         if self.weight_decay < 0:
             raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.weight_decay and self.optimizer != "adamw":
@@ -85,6 +96,43 @@ class CentralizedConfig:
                                              clipnorm=self.clipnorm)
         cls = tf.keras.optimizers.SGD if self.optimizer == "sgd" else tf.keras.optimizers.Adam
         return cls(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
+
+
+class WeightAverage(tf.keras.callbacks.Callback):
+    """Exponential moving average of a model's trainable weights, updated after
+    every training step (Polyak & Juditsky 1992; the averaged iterate of Merity et
+    al. 2018's NT-ASGD).  The decay ramps up as min(decay, (1 + t) / (10 + t)), as
+    in ``tf.train.ExponentialMovingAverage`` with ``num_updates``, so the first
+    epoch's average is not dominated by the initialization."""
+
+    def __init__(self, model: tf.keras.Model, decay: float):
+        super().__init__()
+        self.decay = decay
+        self._vars = list(model.trainable_variables)
+        self._shadow = [tf.Variable(v, trainable=False) for v in self._vars]
+        self._steps = tf.Variable(0.0, trainable=False)
+        self._update = tf.function(self._update_fn)
+
+    def _update_fn(self):
+        self._steps.assign_add(1.0)
+        d = tf.minimum(self.decay, (1.0 + self._steps) / (10.0 + self._steps))
+        for shadow, var in zip(self._shadow, self._vars):
+            shadow.assign(d * shadow + (1.0 - d) * var)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._update()
+
+    @contextlib.contextmanager
+    def averaged(self):
+        """The model computes with the averaged weights inside the block; training's return after."""
+        current = [v.numpy() for v in self._vars]
+        for var, shadow in zip(self._vars, self._shadow):
+            var.assign(shadow)
+        try:
+            yield
+        finally:
+            for var, value in zip(self._vars, current):
+                var.assign(value)
 
 
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
@@ -117,7 +165,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
     model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
     tf.keras.utils.set_random_seed(config.seed)
-    model = build_model(model_config, dropout=config.dropout)
+    model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
     optimizer = config.make_optimizer()
     model.compile(optimizer=optimizer, loss=loss_fn())
 
@@ -139,32 +187,34 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     val_note = f", {len(val_ids)} more for validation" if val_ids else ""
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
         f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
+    average = WeightAverage(model, config.weight_average) if config.weight_average else None
     best = None  # (score, epoch, weights, held-out result) of the epoch the run keeps
     stale = 0
     lr = config.learning_rate
     started = time.time()
     for epoch in range(1, config.epochs + 1):
         start = time.time()
-        history = model.fit(data, epochs=1, verbose=0)
+        history = model.fit(data, epochs=1, verbose=0, callbacks=[average] if average else None)
         train_loss = float(history.history["loss"][-1])
         if not math.isfinite(train_loss):
             raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
                                         f"the best weights so far are in {run_dir}")
-        result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
-        pooled = result["pooled"]
-        row = {"epoch": epoch, "train_loss": train_loss, "learning_rate": lr}
-        if val_ids:
-            val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"]
-            row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
-            score = validation_score(val)
-        else:
-            score = (epoch, 0.0)  # no validation: the last epoch is kept
-        improved = best is None or score > best[0]
-        if improved:
-            best = (score, epoch, weights_dict(model), result)
-            stale = 0
-        else:
-            stale += 1
+        with average.averaged() if average else contextlib.nullcontext():
+            result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
+            pooled = result["pooled"]
+            row = {"epoch": epoch, "train_loss": train_loss, "learning_rate": lr}
+            if val_ids:
+                val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"]
+                row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
+                score = validation_score(val)
+            else:
+                score = (epoch, 0.0)  # no validation: the last epoch is kept
+            improved = best is None or score > best[0]
+            if improved:
+                best = (score, epoch, weights_dict(model), result)
+                stale = 0
+            else:
+                stale += 1
         row.update({"seconds": round(time.time() - start, 2), "elapsed_seconds": round(time.time() - started, 2),
                     "examples_seen": epoch * n_examples, "best_epoch": best[1],
                     **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
