@@ -62,9 +62,9 @@ def _float_above(minimum: float, strict: bool):
 positive_float = _float_above(0.0, strict=True)
 non_negative_float = _float_above(0.0, strict=False)
 #: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
-_CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.25,
-        "weight_decay": 0.0, "weight_drop": 0.0,
-        "weight_average": 0.0, "validation_fraction": 0.1, "lr_decay": 0.5, "patience": 2}
+_CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
+        "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
+        "lr_decay": 0.5, "patience": 2}
 #: Defaults of federated `train` (FederatedConfig is the source).
 _FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5}
 #: Rounds of federated `train` by default: the default recipe, validation-kept, was still improving at
@@ -155,7 +155,16 @@ def cmd_train(args) -> int:
         if given:
             raise ConfigError(f"{', '.join(given)}: federated training only, not --centralized")
         return _train_centralized(args)
+    given = [f"--{f.replace('_', '-')}" for f in _CENTRALIZED_ONLY if getattr(args, f, None) is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: centralized training only (add --centralized); federated "
+                          "runs have --client-lr, --rounds, --local-epochs and --clip")
     return _train_federated(args)
+
+
+#: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
+_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "weight_average",
+                     "patience")
 
 
 _DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")

@@ -192,6 +192,16 @@ def test_bad_recipe_values_are_refused(tmp_path, capsys, argv, expected):
     assert not os.path.exists(tmp_path / "r" / "weights.npz")
 
 
+@pytest.mark.parametrize("flag", [["--epochs", "3"], ["--weight-drop", "0.5"], ["--patience", "1"],
+                                  ["--optimizer", "sgd"]])
+def test_federated_train_refuses_centralized_flags(tmp_path, capsys, flag):
+    code = main(["train", "--out", str(tmp_path / "r"), *TINY, "--rounds", "1", *flag])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]}: centralized training only" in err and "Traceback" not in err
+    assert not os.path.exists(tmp_path / "r")
+
+
 def test_iid_repartition_is_deterministic_complete_and_balanced(default_corpus):
     a = repartition_iid(default_corpus, 40, seed=3)
     b = repartition_iid(default_corpus, 40, seed=3)

@@ -56,10 +56,10 @@ class CentralizedConfig:
     batch_size: int = 32
     seq_len: int = 20
     clipnorm: float | None = 5.0
-    dropout: float = 0.25
+    dropout: float = 0.4
     weight_decay: float = 0.0
-    weight_drop: float = 0.0
-    weight_average: float = 0.0
+    weight_drop: float = 0.5
+    weight_average: float = 0.999
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
     patience: int = 2

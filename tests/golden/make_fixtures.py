@@ -55,6 +55,7 @@ def train_and_export(model_type: str, out_dir: Path) -> None:
                         "--embedding-dim", "16", "--units", "32", "--epochs", "1", "--seed", "0",
                         # the recipe these fixtures were made with (the defaults before issue 11)
                         "--optimizer", "sgd", "--lr", "1.0", "--dropout", "0", "--validation-fraction", "0",
+                        "--weight-drop", "0", "--weight-average", "0",
                         "--out", run], check=True, cwd=REPO)
         for mode in MODES:
             out = out_dir / f"{model_type}_{mode}.tflite"
