@@ -53,8 +53,8 @@ def _finished(run_dir: str) -> bool:
 
 
 def _run_arms(args) -> dict:
-    dirs = {arm: os.path.join(args.work, f"arm{i}") for i, arm in enumerate(ARMS)}
-    todo = [arm for arm in ARMS if not _finished(dirs[arm])]
+    dirs = {arm: os.path.join(args.work, f"arm{i}") for i, arm in enumerate(ARMS) if i in args.arms}
+    todo = [arm for arm in dirs if not _finished(dirs[arm])]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     running, failed = [], []
     while todo or running:
@@ -148,9 +148,14 @@ def main():
     p.add_argument("--data", default=os.path.join("..", "shared", "data", "tinyshakespeare", "input.txt"))
     p.add_argument("--jobs", type=int, default=2, help="arms trained at once (2)")
     p.add_argument("--work", default=os.path.join("runs", "centralized_recipe_benchmark"), help="run directories")
+    p.add_argument("--arms", default=",".join(str(i) for i in range(len(ARMS))),
+                   help="indices of the arms to run and report, comma-separated (all)")
     p.add_argument("--analyse", type=int, default=3, help="index of the arm whose kept model the gap analysis uses")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
+    args.arms = sorted({int(i) for i in args.arms.split(",")})
+    if not set(args.arms) <= set(range(len(ARMS))) or args.analyse not in args.arms:
+        p.error(f"--arms must be indices 0-{len(ARMS) - 1} and include --analyse {args.analyse}")
     os.makedirs(args.work, exist_ok=True)
     rows, dirs = _run_arms(args)
     arm = list(ARMS)[args.analyse]
