@@ -43,6 +43,9 @@ class _Cell(tf.keras.layers.Layer):
         self._quantizer = Quantizer(quantization)
         self._prepared = None
 
+    #: DropConnect rate on the recurrent weights in training (cells that support it set it).
+    weight_drop = 0.0
+
     def kernels(self) -> list:
         raise NotImplementedError
 
@@ -51,7 +54,7 @@ class _Cell(tf.keras.layers.Layer):
         layer calls this before its loop; the loop body captures the rounded tensors).
         In training, a cell with ``weight_drop`` also draws its DropConnect mask here,
         one per sequence batch."""
-        drop = training and getattr(self, "weight_drop", 0.0) > 0.0
+        drop = training and self.weight_drop > 0.0
         if self.quantization != "none" or drop:
             self._prepared = {k.ref(): self._quantizer.weights(k) for k in self.kernels()}
             if drop:

@@ -41,7 +41,8 @@ class TiedOutput(tf.keras.layers.Layer):
 
 
 class SequenceRNN(tf.keras.layers.RNN):
-    """Keras' RNN loop over our cell; a quantization-aware cell rounds its kernels once per call."""
+    """Keras' RNN loop over our cell; a quantization-aware cell rounds its kernels once per call,
+    and in training a cell with weight drop draws its mask once per call."""
 
     def call(self, inputs, training=None, **kwargs):
         self.cell.prepare_weights(training=bool(training))
