@@ -89,7 +89,7 @@ def _gap(run_dir: str, data: str) -> dict:
     from keyboard_lm.data.corpora import load_shakespeare
     from keyboard_lm.data.examples import corpus_examples
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.evaluation import log_softmax
+    from keyboard_lm.evaluation import log_softmax, position_stats
     from keyboard_lm.models.checkpoint import build_loaded_model, load_run
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
@@ -103,12 +103,9 @@ def _gap(run_dir: str, data: str) -> dict:
     x_all = np.array([x for x, _ in pairs], np.int32).reshape(-1, 20)
     y_all = np.array([y for _, y in pairs], np.int32).reshape(-1)
     weights = (0.3, 0.5, 0.7)
-    special = list(SPECIAL_TOKENS.ids)
 
-    def hit3(scores, y):
-        scores = scores.copy()
-        scores[:, special] = -np.inf
-        return (np.argpartition(-scores, 3, axis=-1)[:, :3] == y[:, None]).any(-1)
+    def hit3(scores, y):  # recall@3 hits exactly as `keyboard-lm eval` counts them (events only)
+        return position_stats(scores, y)["hit3"]
 
     hits = {"cifg": [], "5-gram": [], **{f"interpolated {w}": [] for w in weights}}
     for start in range(0, len(x_all), 128):  # chunks: [events, 10k] float64 twice per chunk

@@ -65,6 +65,9 @@ non_negative_float = _float_above(0.0, strict=False)
 _CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
         "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
         "lr_decay": 0.5, "patience": 2}
+#: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
+_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "weight_average",
+                     "patience")
 #: Defaults of federated `train` (FederatedConfig is the source).
 _FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5}
 #: Rounds of federated `train` by default: the default recipe, validation-kept, was still improving at
@@ -161,10 +164,6 @@ def cmd_train(args) -> int:
                           "runs have --client-lr, --rounds, --local-epochs and --clip")
     return _train_federated(args)
 
-
-#: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
-_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "weight_average",
-                     "patience")
 
 
 _DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")
