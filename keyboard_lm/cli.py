@@ -64,10 +64,10 @@ non_negative_float = _float_above(0.0, strict=False)
 #: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
 _CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
         "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
-        "lr_decay": 0.5, "patience": 2}
+        "lr_decay": 0.5, "patience": 2, "ngram_teacher": 0.0}
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
 _CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "weight_average",
-                     "patience")
+                     "patience", "ngram_teacher")
 #: Defaults of federated `train` (FederatedConfig is the source).
 _FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5}
 #: Rounds of federated `train` by default: the default recipe, validation-kept, was still improving at
@@ -198,7 +198,7 @@ def _train_centralized(args) -> int:
              "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
              "weight_drop": args.weight_drop, "weight_average": args.weight_average,
              "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
-             "patience": args.patience}
+             "patience": args.patience, "ngram_teacher": args.ngram_teacher}
     if args.clipnorm is not None:
         given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
     config = CentralizedConfig(seq_len=args.seq_len, seed=args.seed,
@@ -764,6 +764,9 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                             f"{_CEN['lr_decay']}; federated {_FED['lr_decay']}, on the client rate)")
     cen.add_argument("--patience", type=positive_int, default=None,
                      help=f"epochs without validation gain before stopping ({_CEN['patience']})")
+    cen.add_argument("--ngram-teacher", type=non_negative_float, default=None, metavar="WEIGHT",
+                     help="mix a cross-fitted Kneser-Ney 5-gram's next-word distribution into each training "
+                          f"target with this weight (distillation); 0 = off ({_CEN['ngram_teacher']})")
     fed = train.add_argument_group("federated training (TFF)")
     fed.add_argument("--algorithm", default="fedavg", help="fedavg | fedsgd | fedatt (fedavg)")
     fed.add_argument("--server-optimizer", default=_FED["server_optimizer"],

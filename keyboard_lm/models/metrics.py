@@ -142,3 +142,18 @@ def metric_list():
 def loss_fn():
     """Training loss: sparse cross-entropy from logits, pad targets ignored."""
     return tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=_SP.pad_id)
+
+
+def mixed_target_loss(y_true, y_pred):
+    """Cross-entropy against a sparse soft target, averaged over non-pad positions.
+
+    ``y_true`` is [B, S, k, 2]: (word id, probability mass) pairs per position
+    (``training.ngram_teacher.mixed_targets``), mass 0 at pad positions;
+    ``y_pred`` is [B, S, V] logits.  With all mass on one id this equals
+    ``loss_fn()`` (Hinton et al. 2015's distillation loss, one term per kept id).
+    """
+    ids = tf.cast(y_true[..., 0], tf.int32)  # [B, S, k]
+    mass = tf.cast(y_true[..., 1], y_pred.dtype)  # [B, S, k]
+    log_q = tf.gather(tf.nn.log_softmax(y_pred), ids, batch_dims=2)  # [B, S, k]
+    positions = tf.reduce_sum(tf.cast(tf.reduce_sum(mass, axis=-1) > 0, y_pred.dtype))
+    return -tf.reduce_sum(mass * log_q) / tf.maximum(positions, 1.0)

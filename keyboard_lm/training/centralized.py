@@ -18,8 +18,9 @@ from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run, update_run_info
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
-from keyboard_lm.models.metrics import loss_fn
+from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
 from keyboard_lm.text.vocabulary import Vocabulary
+from keyboard_lm.training.ngram_teacher import TeacherConfig, cross_fitted_examples, mixed_targets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,9 @@ class CentralizedConfig:
       lr_decay: factor applied to the learning rate after an epoch that does
         not improve validation recall@3 (1.0: constant).
       patience: epochs without validation improvement before stopping.
-      seed: seed of initialization and shuffling.
+      ngram_teacher: weight of a cross-fitted Kneser-Ney 5-gram teacher in
+        each training target (``training.ngram_teacher``; 0: plain one-hot).
+      seed: seed of initialization, shuffling and the teacher's folds.
     """
 
     optimizer: str = "adam"
@@ -63,6 +66,7 @@ class CentralizedConfig:
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
     patience: int = 2
+    ngram_teacher: float = 0.0
     seed: int = 0
 
     def __post_init__(self):
@@ -89,6 +93,11 @@ class CentralizedConfig:
             raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
         if self.clipnorm is not None and not self.clipnorm > 0:
             raise ConfigError(f"clipnorm must be > 0 or None, got {self.clipnorm}")
+        self.teacher()  # validates ngram_teacher
+
+    def teacher(self) -> TeacherConfig:
+        """The n-gram teacher's settings (its other parts at their documented defaults)."""
+        return TeacherConfig(weight=self.ngram_teacher, seed=self.seed)
 
     def make_optimizer(self):
         if self.optimizer == "adamw":
@@ -167,12 +176,20 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     tf.keras.utils.set_random_seed(config.seed)
     model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
     optimizer = config.make_optimizer()
-    model.compile(optimizer=optimizer, loss=loss_fn())
+    teacher = config.teacher()
+    model.compile(optimizer=optimizer, loss=mixed_target_loss if teacher.weight else loss_fn())
 
-    texts = [t for cid in fit_ids for t in corpus.clients[cid]]
-    examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab), config.seq_len)
-    examples = examples.cache()
-    n_examples = sum(1 for _ in examples)
+    if teacher.weight:
+        sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
+        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log)
+        targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
+        examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
+        n_examples = len(ex["x"])
+    else:
+        texts = [t for cid in fit_ids for t in corpus.clients[cid]]
+        examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab),
+                                     config.seq_len).cache()
+        n_examples = sum(1 for _ in examples)
     data = examples.shuffle(n_examples, seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
     info = {
         "trainer": "centralized", "command": "train --centralized",
@@ -181,6 +198,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
                  "heldout_clients": len(heldout_ids),
                  "train_examples": n_examples, "split": dataclasses.asdict(split)},
         "hyperparameters": dataclasses.asdict(config),
+        "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
         "parameters": model.count_params(),
     }
     qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
