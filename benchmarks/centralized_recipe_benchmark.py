@@ -2,11 +2,13 @@
 still loses to the 5-gram.
 
 1. Runs `keyboard-lm train --centralized` once per arm (the previous default,
-   then stronger dropout, weight drop and weight averaging added one at a
-   time), at most ``--jobs`` at a time, each in its own process.  An arm whose
-   run directory already holds a finished run of the same command (its log
-   ends with "run saved to") is summarized, not rerun, so an interrupted
-   benchmark picks up where it stopped.
+   then stronger dropout, weight drop, weight averaging and the n-gram
+   teacher added one at a time), at most ``--jobs`` at a time, each in its
+   own process.  An arm whose run directory already holds a finished run of
+   the same command (its log ends with "run saved to") is summarized, not
+   rerun, so an interrupted benchmark picks up where it stopped.  Arms left
+   out of ``--arms`` keep their row from the previous results file, marked
+   with the date they were measured (each arm is one seeded run).
 2. For the kept model of ``--analyse`` (the current default) and the
    Kneser-Ney 5-gram on the same vocabulary and split: recall@3 on held-out
    roles by target-word frequency rank and by position in the sentence, the
@@ -31,15 +33,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 
-OFF = ["--weight-drop", "0", "--weight-average", "0"]
+OFF = ["--weight-drop", "0", "--weight-average", "0", "--ngram-teacher", "0"]
+REGULARIZED = ["--dropout", "0.4", "--weight-drop", "0.5", "--weight-average", "0.999"]
 ARMS = {
     "dropout 0.25 (the previous default)": ["--dropout", "0.25", *OFF],
     "dropout 0.4": ["--dropout", "0.4", *OFF],
-    "dropout 0.4, weight drop 0.5": ["--dropout", "0.4", "--weight-drop", "0.5", "--weight-average", "0"],
-    "dropout 0.4, weight drop 0.5, weight average 0.999": ["--dropout", "0.4", "--weight-drop", "0.5",
-                                                           "--weight-average", "0.999"],
+    "dropout 0.4, weight drop 0.5": ["--dropout", "0.4", "--weight-drop", "0.5", "--weight-average", "0",
+                                     "--ngram-teacher", "0"],
+    "dropout 0.4, weight drop 0.5, weight average 0.999": [*REGULARIZED, "--ngram-teacher", "0"],
     "dropout 0.4, weight drop 0.5, weight average 0.999, up to 30 epochs": [
-        "--dropout", "0.4", "--weight-drop", "0.5", "--weight-average", "0.999", "--epochs", "30"],
+        *REGULARIZED, "--ngram-teacher", "0", "--epochs", "30"],
+    "same, 5-gram teacher 0.25": [*REGULARIZED, "--ngram-teacher", "0.25"],
+    "same, 5-gram teacher 0.5": [*REGULARIZED, "--ngram-teacher", "0.5"],
 }
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_3", "perplexity")
 
@@ -140,6 +145,17 @@ def _gap(run_dir: str, data: str) -> dict:
             "by_frequency_rank": by_rank, "by_position": by_position}
 
 
+def _earlier_rows(out_dir: str, fresh: dict) -> dict:
+    """Rows of arms not run now, from the previous results file, with the date they were measured."""
+    try:
+        with open(os.path.join(out_dir, "centralized_recipe_benchmark.json"), encoding="utf-8") as f:
+            earlier = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return {a: {**r, "measured": r.get("measured", earlier["date"])}
+            for a, r in earlier.get("arms", {}).items() if a in ARMS and a not in fresh}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join("..", "shared", "data", "tinyshakespeare", "input.txt"))
@@ -155,13 +171,16 @@ def main():
         p.error(f"--arms must be indices 0-{len(ARMS) - 1} and include --analyse {args.analyse}")
     os.makedirs(args.work, exist_ok=True)
     rows, dirs = _run_arms(args)
+    rows = {**_earlier_rows(args.out, rows), **rows}
+    rows = {a: rows[a] for a in ARMS if a in rows}
     arm = list(ARMS)[args.analyse]
     gap = _gap(dirs[arm], args.data)
     lines = ["Held-out Tiny Shakespeare roles (10%, split seed 0), V=10k, paper-size CIFG (1,412,250 parameters); "
              "`keyboard-lm train --centralized` with the flags of each arm, validation clients pick the kept epoch.",
              "", "| arm | kept epoch (of) | recall@1 | recall@3 | iv-acc@3 | perplexity |", "|---|---|---|---|---|---|"]
     for a, r in rows.items():
-        lines.append(f"| {a} | {r['kept_epoch']} ({r['epochs_done']}) | {r['recall_at_1']:.4f} | "
+        when = f" (measured {r['measured'][:10]})" if "measured" in r else ""
+        lines.append(f"| {a}{when} | {r['kept_epoch']} ({r['epochs_done']}) | {r['recall_at_1']:.4f} | "
                      f"{r['recall_at_3']:.4f} | {r['iv_accuracy_at_3']:.4f} | {r['perplexity']:.1f} |")
     lines += ["", f"Where the gap is ({arm}, kept model, vs the Kneser-Ney 5-gram; {gap['events']:,} events):", "",
               "| target word's frequency rank | events | CIFG recall@3 | 5-gram recall@3 |", "|---|---|---|---|"]

@@ -63,7 +63,8 @@ def main():
                 # Plain SGD as Ro et al. compare it: no regularizer, no validation split, last epoch.
                 config = CentralizedConfig(optimizer="sgd", learning_rate=lr, epochs=args.epochs,
                                            batch_size=args.batch_size, clipnorm=None, seed=0, dropout=0.0,
-                                           weight_drop=0.0, weight_average=0.0, validation_fraction=0.0)
+                                           weight_drop=0.0, weight_average=0.0, validation_fraction=0.0,
+                                           ngram_teacher=0.0)
                 try:
                     r = train_centralized(corpus, run_dir, model_type, 10_000, 96, args.units, config, split,
                                           log=lambda s: print(s, flush=True))["pooled"]

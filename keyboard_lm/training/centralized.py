@@ -66,7 +66,7 @@ class CentralizedConfig:
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
     patience: int = 2
-    ngram_teacher: float = 0.0
+    ngram_teacher: float = 0.25
     seed: int = 0
 
     def __post_init__(self):
