@@ -62,7 +62,7 @@ def _float_above(minimum: float, strict: bool):
 positive_float = _float_above(0.0, strict=True)
 non_negative_float = _float_above(0.0, strict=False)
 #: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
-_CEN = {"epochs": 20, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
+_CEN = {"epochs": 40, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
         "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
         "lr_decay": 0.5, "patience": 2, "ngram_teacher": 0.25}
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.

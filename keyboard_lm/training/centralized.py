@@ -55,7 +55,7 @@ class CentralizedConfig:
 
     optimizer: str = "adam"
     learning_rate: float = 0.002
-    epochs: int = 20
+    epochs: int = 40
     batch_size: int = 32
     seq_len: int = 20
     clipnorm: float | None = 5.0
