@@ -33,22 +33,24 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 
-# Every arm names each recipe flag it depends on, so changing a default does not change what an arm runs.
-OFF = ["--weight-drop", "0", "--weight-average", "0", "--ngram-teacher", "0", "--lr", "0.002", "--epochs", "20"]
-REGULARIZED = ["--dropout", "0.4", "--weight-drop", "0.5", "--weight-average", "0.999"]
+
+def _recipe(dropout, weight_drop=0, weight_average=0, teacher=0, lr=0.002, epochs=20) -> list[str]:
+    """Every recipe flag an arm depends on, so changing a default does not change what an arm runs."""
+    return ["--dropout", str(dropout), "--weight-drop", str(weight_drop), "--weight-average", str(weight_average),
+            "--ngram-teacher", str(teacher), "--lr", str(lr), "--epochs", str(epochs)]
+
+
+REGULARIZED = {"dropout": 0.4, "weight_drop": 0.5, "weight_average": 0.999}
 ARMS = {
-    "dropout 0.25 (the previous default)": ["--dropout", "0.25", *OFF],
-    "dropout 0.4": ["--dropout", "0.4", *OFF],
-    "dropout 0.4, weight drop 0.5": ["--dropout", "0.4", "--weight-drop", "0.5", *OFF[2:]],
-    "dropout 0.4, weight drop 0.5, weight average 0.999": [*REGULARIZED, *OFF[4:]],
-    "dropout 0.4, weight drop 0.5, weight average 0.999, up to 30 epochs": [*REGULARIZED, *OFF[4:-2],
-                                                                            "--epochs", "30"],
-    "same (20 epochs), 5-gram teacher 0.25": [*REGULARIZED, "--ngram-teacher", "0.25", "--lr", "0.002",
-                                              "--epochs", "20"],
-    "same, 5-gram teacher 0.25, up to 40 epochs": [*REGULARIZED, "--ngram-teacher", "0.25", "--lr", "0.002",
-                                                   "--epochs", "40"],
-    "same, 5-gram teacher 0.25, lr 0.003, up to 40 epochs": [*REGULARIZED, "--ngram-teacher", "0.25",
-                                                             "--lr", "0.003", "--epochs", "40"],
+    "dropout 0.25 (the previous default)": _recipe(0.25),
+    "dropout 0.4": _recipe(0.4),
+    "dropout 0.4, weight drop 0.5": _recipe(0.4, weight_drop=0.5),
+    "dropout 0.4, weight drop 0.5, weight average 0.999": _recipe(**REGULARIZED),
+    "dropout 0.4, weight drop 0.5, weight average 0.999, up to 30 epochs": _recipe(**REGULARIZED, epochs=30),
+    "same (20 epochs), 5-gram teacher 0.25": _recipe(**REGULARIZED, teacher=0.25),
+    "same, 5-gram teacher 0.25, up to 40 epochs": _recipe(**REGULARIZED, teacher=0.25, epochs=40),
+    "same, 5-gram teacher 0.25, lr 0.003, up to 40 epochs": _recipe(**REGULARIZED, teacher=0.25, lr=0.003,
+                                                                    epochs=40),
 }
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_3", "perplexity")
 

@@ -87,13 +87,12 @@ def teacher_top_k(ngram: KneserNey, x: np.ndarray, y: np.ndarray, top_k: int) ->
     k = min(top_k, ngram.vocab_size)
     ids = np.zeros((n, s, k), np.int32)
     probs = np.zeros((n, s, k), np.float32)
-    ctx_len = ngram.order - 1
     for b in range(n):
         row = x[b].tolist()
         for t in range(s):
             if y[b, t] == SPECIAL_TOKENS.pad_id:
                 continue
-            p = ngram.distribution(row[max(0, t - ctx_len + 1):t + 1])
+            p = ngram.distribution(row[:t + 1])  # it keeps the last order - 1 tokens itself
             top = np.argpartition(-p, k - 1)[:k] if k < len(p) else np.arange(len(p))
             ids[b, t] = top
             probs[b, t] = p[top] / p[top].sum()
@@ -141,5 +140,5 @@ def mixed_targets(y: np.ndarray, teacher_ids: np.ndarray, teacher_probs: np.ndar
     keep = (y != SPECIAL_TOKENS.pad_id)[..., None]
     ids = np.concatenate([y[..., None], teacher_ids], axis=-1).astype(np.float32)
     mass = np.concatenate([np.full(y.shape + (1,), 1.0 - weight, np.float32),
-                           weight * teacher_probs.astype(np.float32)], axis=-1) * keep
-    return np.stack([ids, mass.astype(np.float32)], axis=-1)
+                           weight * teacher_probs], axis=-1) * keep
+    return np.stack([ids, mass], axis=-1).astype(np.float32)
