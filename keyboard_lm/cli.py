@@ -66,10 +66,11 @@ _CEN = {"epochs": 40, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5
         "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
         "lr_decay": 0.5, "patience": 2, "ngram_teacher": 0.25}
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
-_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "weight_average",
-                     "patience", "ngram_teacher")
+_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
+                     "ngram_teacher")
 #: Defaults of federated `train` (FederatedConfig is the source).
-_FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5}
+_FED = {"dropout": 0.2, "server_optimizer": "nesterov", "validation_fraction": 0.1, "lr_decay": 0.5,
+        "weight_average": 0.0}
 #: Rounds of federated `train` by default: the default recipe, validation-kept, was still improving at
 #: round 350 on Tiny Shakespeare, which took 41 minutes on the 2-core machine (README, "Federated training").
 DEFAULT_ROUNDS = 350
@@ -256,6 +257,10 @@ def _train_federated(args, corpus=None, log=print, track_clients=()) -> int:
                               rounds=args.rounds or DEFAULT_ROUNDS, fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps,
                               compression=args.compression, clip=args.clip, seed=args.seed,
                               dropout=_FED["dropout"] if args.dropout is None else args.dropout,
+                              # Under --dp the average is post-processing (no privacy cost) but unmeasured: off
+                              # unless asked for.
+                              weight_average=(args.weight_average if args.weight_average is not None
+                                              else 0.0 if args.dp else _FED["weight_average"]),
                               **_federated_validation(args))
         data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or 10,
                                        epochs=args.local_epochs, max_batches=args.max_batches)
@@ -751,9 +756,10 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     cen.add_argument("--weight-drop", type=non_negative_float, default=None,
                      help="DropConnect on the cell's recurrent weights, one mask per batch "
                           f"(Merity et al. 2018) ({_CEN['weight_drop']})")
-    cen.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
-                     help="keep and evaluate an exponential moving average of the weights with this "
-                          f"decay per step, e.g. 0.999; 0 = off ({_CEN['weight_average']})")
+    train.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
+                       help="keep and evaluate an exponential moving average of the weights with this decay "
+                            f"per step (centralized {_CEN['weight_average']}) or per round (federated "
+                            f"{_FED['weight_average']}, 0 with --dp unless given); 0 = off")
     train.add_argument("--validation-fraction", type=non_negative_float, default=None,
                        help="share of training clients, never trained on, whose recall@3 picks the epoch or "
                             "round the run keeps and decays the learning rate; 0 = keep the last "

@@ -68,6 +68,10 @@ class FederatedConfig:
         validation recall@3; 1.0 keeps it constant.  The rate lives in TFF's
         state (``LearningProcess.set_hparams``), so checkpoints and
         ``--resume`` carry it.
+      weight_average: decay of an exponential moving average of the global
+        model across rounds, kept by the driver (``server_average``); when > 0
+        the average is what evaluation and validation see and what the run
+        saves, while the server trains on its own weights (0: off).
       seed: seed of the model initialization, client sampling and shuffling
         (the held-out split has its own seed, ``SplitConfig.seed``).
     """
@@ -86,6 +90,7 @@ class FederatedConfig:
     dropout: float = 0.2
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
+    weight_average: float = 0.0
     seed: int = 0
 
     def __post_init__(self):
@@ -108,6 +113,8 @@ class FederatedConfig:
             raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if not 0.0 < self.lr_decay <= 1.0:
             raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        if not 0.0 <= self.weight_average < 1.0:
+            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
         object.__setattr__(self, "clip", parse_clip(self.clip))
         self.aggregation  # validates the combination (e.g. compression with FedAtt)
 

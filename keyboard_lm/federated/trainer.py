@@ -27,6 +27,7 @@ from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import client_batches, example_client_data
 from keyboard_lm.federated.process import FederatedConfig, build_process, client_learning_rate, decayed_hparams
 from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.server_average import ServerAverage
 from keyboard_lm.models.checkpoint import (append_metrics_row, load_run, prepare_run_dir, run_command, save_run,
                                            update_run_info)
 from keyboard_lm.models.config import ModelConfig
@@ -188,7 +189,9 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
         raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
     # Runs made before dropout existed trained without it.
     # Runs made before validation existed kept the last round at a constant rate.
-    saved = {"dropout": 0.0, "validation_fraction": 0.0, "lr_decay": 1.0, **run.info["federated"]}
+    # Runs made before server-side averaging existed kept the server's own weights.
+    saved = {"dropout": 0.0, "validation_fraction": 0.0, "lr_decay": 1.0, "weight_average": 0.0,
+             **run.info["federated"]}
     if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
         log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
     fingerprint = run.info["data"].get("fingerprint")
@@ -225,10 +228,18 @@ def _dp_summary(d: dict) -> str:
                                              if d["noise_batch_ratio"] is not None else ""))
 
 
-def _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab, seq_len, limit, round_num,
-                      last_good, run_dir) -> dict:
-    """Held-out evaluation of the round's model; a loss past ``limit`` is divergence."""
+def _assign(process, state, keras_model, average: ServerAverage | None) -> None:
+    """Put the round's model into ``keras_model``: the server's weights, or their average across rounds."""
     process.get_model_weights(state).assign_weights_to(keras_model)
+    if average is not None:
+        for var, value in zip(keras_model.trainable_weights, average.weights):
+            var.assign(value)
+
+
+def _evaluate_checked(process, state, keras_model, average, corpus, heldout_ids, vocab, seq_len, limit,
+                      round_num, last_good, run_dir) -> dict:
+    """Held-out evaluation of the round's model; a loss past ``limit`` is divergence."""
+    _assign(process, state, keras_model, average)
     result = evaluate_model(keras_model, corpus, heldout_ids, vocab, seq_len)
     heldout_loss = result["pooled"]["loss"]
     if not math.isfinite(heldout_loss) or heldout_loss > limit:
@@ -340,9 +351,13 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
     sent, raw = upload_bytes(shapes, config.compression)
 
-    manager = tff.program.FileProgramStateManager(os.path.join(run_dir, CHECKPOINT_DIR),
+    checkpoint_dir = os.path.join(run_dir, CHECKPOINT_DIR)
+    manager = tff.program.FileProgramStateManager(checkpoint_dir,
                                                   keep_total=loop.keep_checkpoints, keep_first=False)
     start_round = 0
+    # The average starts at the initial model, as the centralized one starts at the initial weights.
+    average = (ServerAverage(config.weight_average, process.get_model_weights(state).trainable)
+               if config.weight_average else None)
     if resume:
         loaded, version = asyncio.run(manager.load_latest(state))
         if loaded is None:
@@ -352,6 +367,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             raise ConfigError(f"{run_dir}: the run has done {start_round} rounds already; "
                               f"give --rounds above {start_round} to train further")
         _drop_metrics_after(run_dir, start_round)
+        if config.weight_average:
+            average = ServerAverage.load(checkpoint_dir, start_round, config.weight_average)
         log(f"resuming after round {start_round}, up to round {config.rounds}")
         if config.compression or config.dropout:
             what = "compressed uploads round" if config.compression else "dropout draws its masks"
@@ -427,6 +444,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     f"the last good checkpoint (round {last_good}) is kept in "
                     f"{os.path.join(run_dir, CHECKPOINT_DIR)}")
             state = output.state
+            if average is not None:
+                average.update(process.get_model_weights(state).trainable)
         elif sampled and failed == len(sampled):
             raise ConfigError(f"round {round_num}: every sampled client failed")
         else:
@@ -454,7 +473,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         improved = False
         is_last = round_num == config.rounds
         if round_num % loop.eval_every == 0 or is_last:
-            result = _evaluate_checked(process, state, keras_model, corpus, heldout_ids, vocab,
+            result = _evaluate_checked(process, state, keras_model, average, corpus, heldout_ids, vocab,
                                        data_config.max_seq_len, limit, round_num, last_good, run_dir)
             row.update({k: result["pooled"][k] for k in EVAL_KEYS})
             recall3 = result["pooled"]["recall_at_3"]
@@ -492,10 +511,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             if val_ids and not improved:
                 update_run_info(run_dir, fields)  # weights.npz stays the best round's
             else:
-                process.get_model_weights(state).assign_weights_to(keras_model)
+                _assign(process, state, keras_model, average)
                 save_run(run_dir, model_config, vocab, weights_dict(keras_model), fields)
         if checkpoint:
+            if average is not None:
+                average.save(checkpoint_dir, round_num)
             asyncio.run(manager.save(state, round_num))
+            if average is not None:
+                ServerAverage.prune(checkpoint_dir, asyncio.run(manager.get_versions()) or ())
             last_good = round_num
         if on_round is not None:
             on_round(round_num, row["seconds"])
