@@ -54,7 +54,7 @@ def main():
             start = time.time()
             with tempfile.TemporaryDirectory() as run_dir:
                 fed = FederatedConfig(clients_per_round=10, rounds=args.rounds, seed=0, dropout=0.0,  # as published
-                                      **SETTINGS[name])
+                                      weight_average=0.0, **SETTINGS[name])
                 status = "ok"
                 try:
                     train_federated(corpus, run_dir, ModelConfig(model_type), fed, ClientDataConfig(),

@@ -1,14 +1,20 @@
-"""Validation clients (kept round + learning-rate decay) on and off, side by side.
+"""One remedy of `train`'s default recipe on and off, side by side.
 
-`train`'s default keeps 10% of the training clients for validation: they
-pick the round the run keeps and halve the client learning rate after an
-evaluation without gain.  This runs `keyboard-lm train` twice on the same
-corpus, at the same time, each in its own process: as is, and with
-`--validation-fraction 0 --lr-decay 1` (every training client trains, the
-rate stays, the last round is kept).  Both report the held-out numbers of
-the model they keep; held-out clients are never used for a decision.
+`--compare validation` (the default): `train`'s default keeps 10% of the
+training clients for validation: they pick the round the run keeps and halve
+the client learning rate after an evaluation without gain.  The other arm
+runs with `--validation-fraction 0 --lr-decay 1` (every training client
+trains, the rate stays, the last round is kept).
 
-    python benchmarks/validation_benchmark.py [--rounds 350] [-- TRAIN_ARGS ...]
+`--compare average`: `train`'s default evaluates and keeps a moving average
+of the global model across rounds; the other arm, `--weight-average 0`,
+the server's own weights.
+
+Each arm runs `keyboard-lm train` on the same corpus, at the same time, in
+its own process.  Both report the held-out numbers of the model they keep;
+held-out clients are never used for a decision.
+
+    python benchmarks/validation_benchmark.py [--compare validation|average] [--rounds 350] [-- TRAIN_ARGS ...]
 
 TRAIN_ARGS (e.g. `--data ../shared/data/tinyshakespeare/input.txt --format
 shakespeare --partition iid --num-clients 100`) go to both runs; without
@@ -30,7 +36,11 @@ sys.path.insert(0, REPO)
 
 from benchmarks import _report  # noqa: E402
 
-ARMS = {"validation (train default)": [], "no validation": ["--validation-fraction", "0", "--lr-decay", "1"]}
+COMPARISONS = {
+    "validation": {"validation (train default)": [],
+                   "no validation": ["--validation-fraction", "0", "--lr-decay", "1"]},
+    "average": {"weight average 0.99 (train default)": [], "no weight average": ["--weight-average", "0"]},
+}
 
 
 def _summary(run_dir: str) -> dict:
@@ -52,6 +62,8 @@ def main():
     argv = sys.argv[1:]
     train_args = argv[argv.index("--") + 1:] if "--" in argv else []
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--compare", choices=sorted(COMPARISONS), default="validation",
+                   help="the remedy turned off in the second arm (validation)")
     p.add_argument("--rounds", type=int, default=350, help="rounds per run (350, train's default)")
     p.add_argument("--work", default=os.path.join("runs", "validation_benchmark"), help="run directories")
     p.add_argument("--name", default="validation_benchmark", help="base name of the result files")
@@ -60,14 +72,15 @@ def main():
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     dirs, procs = {}, []
     os.makedirs(args.work, exist_ok=True)
-    for i, (arm, extra) in enumerate(ARMS.items()):
+    arms = COMPARISONS[args.compare]
+    for i, (arm, extra) in enumerate(arms.items()):
         dirs[arm] = os.path.join(args.work, f"{args.name}_{i}")
         cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", "--out", dirs[arm], "--overwrite",
                "--rounds", str(args.rounds), *train_args, *extra]
         log = open(dirs[arm] + ".log", "w")  # noqa: SIM115 - closed when the process ends
         procs.append((subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     failed = []
-    for (proc, log), arm in zip(procs, ARMS):
+    for (proc, log), arm in zip(procs, arms):
         if proc.wait():
             failed.append(arm)
         log.close()
@@ -83,7 +96,8 @@ def main():
                      f"{r['seconds']:.0f} |")
     note = ("\nBoth runs at the same time on the same machine. Dropout masks are drawn unseeded inside TFF's "
             "runtime, so a repeat moves the figures a little.\n")
-    paths = _report.write(args.name, {"rounds": args.rounds, "train_args": train_args, "arms": results},
+    paths = _report.write(args.name, {"compare": args.compare, "rounds": args.rounds, "train_args": train_args,
+                                      "arms": results},
                           "\n".join(lines) + note, args.out)
     print("\n".join(lines))
     print("written:", *paths)

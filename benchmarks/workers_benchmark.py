@@ -85,7 +85,7 @@ def probe(args) -> int:
     trainable = [c for c in train_ids if len(encoded[c][0])]
     examples = example_client_data({c: encoded[c] for c in trainable})
     spec = (tf.TensorSpec([None, data_config.max_seq_len], tf.int32),) * 2
-    config = FederatedConfig(clients_per_round=args.probe_clients, dropout=0.0)
+    config = FederatedConfig(clients_per_round=args.probe_clients, dropout=0.0, weight_average=0.0)
     process = build_process(ModelConfig("cifg", len(vocab)), config, spec, metrics=False)
     manifest = None
     if args.worker_data:

@@ -28,7 +28,9 @@ def test_two_round_smoke_run_writes_a_complete_run_directory(tmp_path):
     assert main(["train", "--out", out, "--rounds", "2", *SMALL]) == 0
     for name in ("run.json", "vocab.txt", "weights.npz", "metrics.csv", "metrics.png"):
         assert os.path.isfile(os.path.join(out, name)), name
-    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["program_state_1", "program_state_2"]
+    # Program states, and beside each the moving average of the global model (train's default).
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == [
+        "average_1.npz", "average_2.npz", "program_state_1", "program_state_2"]
     assert os.listdir(os.path.join(out, "tensorboard"))
     rows = _rows(out)
     assert [r["round"] for r in rows] == ["1", "2"]
@@ -81,7 +83,8 @@ def test_divergence_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and "training diverged at round" in err
     last_good = int(err.split("last good checkpoint (round ")[1].split(")")[0])
-    versions = sorted(int(n.rsplit("_", 1)[1]) for n in os.listdir(os.path.join(out, "checkpoints")))
+    versions = sorted(int(n.rsplit("_", 1)[1]) for n in os.listdir(os.path.join(out, "checkpoints"))
+                      if n.startswith("program_state_"))
     assert (versions[-1] if versions else 0) == last_good
     run = load_run(out)
     assert run.info["rounds_done"] == last_good

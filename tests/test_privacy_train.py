@@ -44,6 +44,8 @@ def test_dp_fedavg_accounts_every_round_and_records_its_settings(fedavg_run):
     # DP noise is unseeded, and the DP clip replaced the robust one.
     assert run.info["reproducible"] is False
     assert run.info["federated"]["clip"] == "none"
+    # The moving average of the global model (train's default) is unmeasured under DP: off unless asked for.
+    assert run.info["federated"]["weight_average"] == 0.0
 
 
 def test_dp_fedavg_cohorts_are_the_poisson_draws(fedavg_run):

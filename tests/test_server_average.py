@@ -75,10 +75,12 @@ def test_averaged_federated_run_saves_the_average_and_resumes_it(tmp_path):
 
 
 def test_averaged_and_plain_runs_differ_after_the_same_rounds(tmp_path):
-    """The same seed and rounds: only the averaging differs, so the saved models differ."""
+    """The same seed and rounds: only the averaging (on by default) differs, so the saved models differ."""
     args = [*SMALL, "--dropout", "0", "--validation-fraction", "0", "--rounds", "3"]
     plain, averaged = str(tmp_path / "plain"), str(tmp_path / "avg")
-    assert main(["train", "--out", plain, *args]) == 0
-    assert main(["train", "--out", averaged, *args, "--weight-average", "0.9"]) == 0
+    assert main(["train", "--out", plain, *args, "--weight-average", "0"]) == 0
+    assert main(["train", "--out", averaged, *args]) == 0
+    assert load_run(averaged).info["federated"]["weight_average"] == 0.99
+    assert sorted(n for n in os.listdir(os.path.join(plain, "checkpoints")) if n.startswith("average_")) == []
     wp, wa = load_run(plain).weights, load_run(averaged).weights
     assert any(not np.allclose(wp[n], wa[n]) for n in wp)
