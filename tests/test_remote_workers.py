@@ -86,6 +86,26 @@ def test_workers_refuse_what_is_not_checked_under_the_mergeable_context(tmp_path
     assert "not host:port" in capsys.readouterr().err
 
 
+def _wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until every thread of ``pid`` is in the stopped state (T in /proc/PID/task/*/stat)."""
+    import glob
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for path in glob.glob(f"/proc/{pid}/task/*/stat"):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:  # a thread that just ended
+                continue
+        if states and all(s in "Tt" for s in states):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s")
+
+
 @pytest.mark.parametrize("fault", ["killed", "hung"])
 def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fault):
     """Killed: it refuses connections. Hung (SIGSTOP): the kernel still accepts TCP, the gRPC probe finds it silent."""
@@ -114,6 +134,7 @@ def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fa
             expected = f"TFF worker 127.0.0.1:{ports[1]} has refused connections"
         else:
             os.kill(workers[1].pid, signal.SIGSTOP)
+            _wait_stopped(workers[1].pid)  # the signal is asynchronous: a thread may still answer one call
             with socket.create_connection(("127.0.0.1", ports[1]), timeout=2.0):
                 pass  # a TCP check cannot tell
             assert remote.probe("127.0.0.1", ports[1], timeout=2.0) == "silent"
