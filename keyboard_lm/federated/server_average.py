@@ -55,8 +55,8 @@ class ServerAverage:
         os.makedirs(directory, exist_ok=True)
         final = self.path(directory, round_num)
         tmp = final + ".tmp.npz"
-        np.savez(tmp, rounds=np.int64(self.rounds), decay=np.float64(self.decay),
-                 **{f"w{i}": w for i, w in enumerate(self.weights)})
+        # The decay is not stored: run.json holds it (``FederatedConfig.weight_average``).
+        np.savez(tmp, rounds=np.int64(self.rounds), **{f"w{i}": w for i, w in enumerate(self.weights)})
         os.replace(tmp, final)
 
     @classmethod

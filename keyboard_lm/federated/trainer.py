@@ -355,9 +355,10 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     manager = tff.program.FileProgramStateManager(checkpoint_dir,
                                                   keep_total=loop.keep_checkpoints, keep_first=False)
     start_round = 0
-    # The average starts at the initial model, as the centralized one starts at the initial weights.
+    # A fresh average starts at the initial model, as the centralized one starts at the initial weights;
+    # a resumed one is read from the checkpoint below.
     average = (ServerAverage(config.weight_average, process.get_model_weights(state).trainable)
-               if config.weight_average else None)
+               if config.weight_average and not resume else None)
     if resume:
         loaded, version = asyncio.run(manager.load_latest(state))
         if loaded is None:
