@@ -34,10 +34,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from benchmarks import _report  # noqa: E402
 
 
-def _recipe(dropout, weight_drop=0, weight_average=0, teacher=0, lr=0.002, epochs=20) -> list[str]:
+def _recipe(dropout, weight_drop=0, weight_average=0, teacher=0, lr=0.002, epochs=20, batch=32,
+            patience=2) -> list[str]:
     """Every recipe flag an arm depends on, so changing a default does not change what an arm runs."""
     return ["--dropout", str(dropout), "--weight-drop", str(weight_drop), "--weight-average", str(weight_average),
-            "--ngram-teacher", str(teacher), "--lr", str(lr), "--epochs", str(epochs)]
+            "--ngram-teacher", str(teacher), "--lr", str(lr), "--epochs", str(epochs), "--batch-size", str(batch),
+            "--patience", str(patience)]
 
 
 REGULARIZED = {"dropout": 0.4, "weight_drop": 0.5, "weight_average": 0.999}
@@ -51,6 +53,12 @@ ARMS = {
     "same, 5-gram teacher 0.25, up to 40 epochs": _recipe(**REGULARIZED, teacher=0.25, epochs=40),
     "same, 5-gram teacher 0.25, lr 0.003, up to 40 epochs": _recipe(**REGULARIZED, teacher=0.25, lr=0.003,
                                                                     epochs=40),
+    "same, 5-gram teacher 0.25, up to 40 epochs, batch 16": _recipe(**REGULARIZED, teacher=0.25, epochs=40,
+                                                                    batch=16),
+    "same, 5-gram teacher 0.25, up to 40 epochs, batch 8": _recipe(**REGULARIZED, teacher=0.25, epochs=40,
+                                                                   batch=8),
+    "same, 5-gram teacher 0.25, up to 40 epochs, batch 8, patience 3": _recipe(**REGULARIZED, teacher=0.25,
+                                                                               epochs=40, batch=8, patience=3),
 }
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_3", "perplexity")
 

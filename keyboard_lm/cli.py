@@ -62,9 +62,9 @@ def _float_above(minimum: float, strict: bool):
 positive_float = _float_above(0.0, strict=True)
 non_negative_float = _float_above(0.0, strict=False)
 #: Defaults of `train --centralized` as the help text states them (CentralizedConfig is the source).
-_CEN = {"epochs": 40, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
+_CEN = {"epochs": 40, "batch_size": 8, "optimizer": "adam", "learning_rate": 0.002, "clipnorm": 5.0, "dropout": 0.4,
         "weight_decay": 0.0, "weight_drop": 0.5, "weight_average": 0.999, "validation_fraction": 0.1,
-        "lr_decay": 0.5, "patience": 2, "ngram_teacher": 0.25}
+        "lr_decay": 0.5, "patience": 3, "ngram_teacher": 0.25}
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
 _CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
                      "ngram_teacher")
@@ -735,7 +735,7 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                             "trained and evaluated")
     train.add_argument("--seq-len", type=positive_int, default=20, help="tokens per example (20)")
     train.add_argument("--batch-size", type=positive_int, default=None,
-                       help="examples per batch (centralized 32, federated client batch 10)")
+                       help=f"examples per batch (centralized {_CEN['batch_size']}, federated client batch 10)")
     train.add_argument("--out", required=out_required, metavar="RUN_DIR", help="run directory to write")
     train.add_argument("--overwrite", action="store_true",
                        help="replace the run already in RUN_DIR, or write into a non-empty directory "

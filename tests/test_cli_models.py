@@ -118,7 +118,7 @@ def test_eval_on_shakespeare_with_all_clients(shakespeare_path, tmp_path, capsys
     out = str(tmp_path / "sh")
     args = ["--data", shakespeare_path, "--format", "shakespeare"]
     assert main(["train", "--centralized", "--out", out, *args, "--units", "16", "--embedding-dim", "8",
-                 "--vocab-size", "500", "--epochs", "1"]) == 0
+                 "--vocab-size", "500", "--epochs", "1", "--batch-size", "32"]) == 0
     capsys.readouterr()
     assert main(["eval", out, *args, "--clients", "all", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["clients"]) == 299

@@ -56,7 +56,7 @@ class CentralizedConfig:
     optimizer: str = "adam"
     learning_rate: float = 0.002
     epochs: int = 40
-    batch_size: int = 32
+    batch_size: int = 8
     seq_len: int = 20
     clipnorm: float | None = 5.0
     dropout: float = 0.4
@@ -65,7 +65,7 @@ class CentralizedConfig:
     weight_average: float = 0.999
     validation_fraction: float = 0.1
     lr_decay: float = 0.5
-    patience: int = 2
+    patience: int = 3
     ngram_teacher: float = 0.25
     seed: int = 0
 
