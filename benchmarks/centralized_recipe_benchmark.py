@@ -177,7 +177,7 @@ def main():
     p.add_argument("--work", default=os.path.join("runs", "centralized_recipe_benchmark"), help="run directories")
     p.add_argument("--arms", default=",".join(str(i) for i in range(len(ARMS))),
                    help="indices of the arms to run and report, comma-separated (all)")
-    p.add_argument("--analyse", type=int, default=6, help="index of the arm whose kept model the gap analysis uses")
+    p.add_argument("--analyse", type=int, default=10, help="index of the arm whose kept model the gap analysis uses")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
     args.arms = sorted({int(i) for i in args.arms.split(",")})
