@@ -8,11 +8,13 @@ deltas, weighted mean).  Like for like: neither side clips (TFF: ``--clip
 none``, whose aggregator still zeroes non-finite updates, as the plain side
 does), and the plain side computes the loss, as TFF's loss-only model does.
 TFF variants: all seven Keras metrics per batch (what training computed
-before), loss and counts only (what `keyboard-lm train` computes now), and
-the latter with TFF's iterator ("simulation") client loop, and the latter
-with the C++ runtime running at most C client computations at once
-(``max_concurrent_computation_calls``; TFF's default, -1, runs all K at
-once), one local C++ context per C.  Everything runs side by side in one
+first), loss and counts only (TFF's dataset-reduce loop, as `train` ran
+until 2026-11-24), the latter with TFF's iterator ("simulation") client loop,
+and the latter with client models whose weights start at zero instead of
+being drawn at random (what `keyboard-lm train` runs now: the broadcast model
+overwrites them), and that with the C++ runtime running at most C client
+computations at once (``max_concurrent_computation_calls``; TFF's default,
+-1, runs all K at once), one local C++ context per C.  Everything runs side by side in one
 process; the ratio is TFF / plain (target <= 1.5).
 
     python benchmarks/tff_overhead.py --data ../shared/data/tinyshakespeare/input.txt
@@ -46,6 +48,8 @@ from keyboard_lm.models.metrics import loss_fn  # noqa: E402
 from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
 
 tff = import_tff()
+# What `keyboard-lm train` runs.
+TRAIN = "TFF, loss only, iterator loop, zero-initialized client model"
 
 
 class PlainFedAvg:
@@ -106,13 +110,16 @@ def main():
     trainable = [c for c in train_ids if len(encoded[c][0])]
     examples = example_client_data({c: encoded[c] for c in trainable})
     spec = (tf.TensorSpec([None, 20], tf.int32),) * 2
-    variants = {"TFF, 7 Keras metrics": {"metrics": True, "loop": "reduce"},
-                "TFF, loss only": {"metrics": False, "loop": "reduce"},
-                "TFF, loss only, iterator loop": {"metrics": False, "loop": "iterator"}}
+    # TFF's defaults first (dataset-reduce loop, client models drawn at random), then what `train` runs.
+    before = {"loop": "reduce", "zero_init_clients": False}
+    variants = {"TFF, 7 Keras metrics": {"metrics": True, **before},
+                "TFF, loss only": {"metrics": False, **before},
+                "TFF, loss only, iterator loop": {"metrics": False, "loop": "iterator", "zero_init_clients": False},
+                TRAIN: {"metrics": False, "loop": "iterator", "zero_init_clients": True}}
     concurrency = {}
     for c in [int(x) for x in args.concurrency.split(",") if x]:
-        name = f"TFF, loss only, at most {c} concurrent client calls"
-        variants[name] = {"metrics": False, "loop": "reduce"}
+        name = f"{TRAIN}, at most {c} concurrent client calls"
+        variants[name] = variants[TRAIN]
         concurrency[name] = tff.backends.native.create_sync_local_cpp_execution_context(
             max_concurrent_computation_calls=c)
     if args.variants:
@@ -142,17 +149,20 @@ def main():
             # The same starting weights for every side: the first variant's.
             first = next(iter(processes))
             weights = [np.array(w) for w in processes[first].get_model_weights(states[first]).trainable]
-            for name, proc in processes.items():
-                with context(name):
-                    t0 = time.perf_counter()
-                    out = proc.next(states[name], datasets)
-                    if r > 0:  # round 0 warms up (tracing, worker start)
-                        times[name].append(time.perf_counter() - t0)
-                states[name] = out.state
-            t0 = time.perf_counter()
-            plain.round(weights, materialized)
+            # Every side runs once per round; the order rotates from round to round, so that no side
+            # always runs right after another (the worker frees the previous call's memory meanwhile).
+            sides = [*processes, "plain"]
+            for name in sides[r % len(sides):] + sides[:r % len(sides)]:
+                t0 = time.perf_counter()
+                if name == "plain":
+                    plain.round(weights, materialized)
+                else:
+                    with context(name):
+                        t0 = time.perf_counter()
+                        states[name] = processes[name].next(states[name], datasets).state
+                if r > 0:  # round 0 warms up (tracing, worker start)
+                    times[name].append(time.perf_counter() - t0)
             if r > 0:
-                times["plain"].append(time.perf_counter() - t0)
                 steps.append(sum(len(m) for m in materialized))
         plain_s = float(np.median(times["plain"]))
         for name in variants:
@@ -167,7 +177,8 @@ def main():
               f"{r['plain_seconds']:.2f} | {r['ratio']:.2f} | {r['tff_seconds'] / r['steps_per_round']:.4f} |"
               for r in rows]
     note = (f"\nCIFG V={len(vocab)}, D=96, H=670 on {corpus.name}; client batch 10, at most {args.max_batches} "
-            f"batches per client, {args.local_epochs} local epoch(s); median of {args.rounds} rounds after a warm-up. "
+            f"batches per client, {args.local_epochs} local epoch(s); median of {args.rounds} rounds after a warm-up, "
+            "the order of the sides rotating from round to round. "
             "No clipping on either side; non-finite updates zeroed on both. "
             "Target: ratio <= 1.5, and round time linear in clients per round (constant s per step).\n")
     _report.write("tff_overhead", {"rows": rows}, "\n".join(lines) + note, args.out)

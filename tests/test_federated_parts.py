@@ -149,3 +149,53 @@ def test_sigterm_stops_the_worker_instead_of_orphaning_it():
     finally:
         proc.kill()
     assert not os.path.exists(f"/proc/{workers[0]}")
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedatt"])
+def test_trains_process_matches_tffs_own_builder_round_for_round(algorithm):
+    """The iterator loop and zero-initialized client models change speed only.
+
+    ``build_process`` composes TFF's parts itself; from the same state, on
+    the same batches, its rounds must equal those of TFF's builder with its
+    defaults (dataset-reduce loop, client models drawn at random).
+    """
+    from keyboard_lm.federated.process import FederatedConfig, build_process, model_fn_for
+    from keyboard_lm.models.config import ModelConfig
+
+    model_config = ModelConfig("cifg", 50, 8, 16)
+    spec = (tf.TensorSpec([None, 6], tf.int32),) * 2
+    config = FederatedConfig(algorithm=algorithm, server_optimizer="nesterov", clip="none", dropout=0.0)
+    ours = build_process(model_config, config, spec, metrics=False)
+    model_fn = model_fn_for(model_config, spec, metrics=False)
+    client_opt, server_opt = tff.learning.optimizers.build_sgdm(0.5), tff.learning.optimizers.build_sgdm(1.0)
+    if algorithm == "fedavg":
+        from keyboard_lm.federated.process import server_optimizer_for
+
+        tffs = tff.learning.algorithms.build_weighted_fed_avg(
+            model_fn, client_opt, server_optimizer_for(config), model_aggregator=build_aggregator(config.aggregation))
+    else:
+        tffs = tff.learning.algorithms.build_unweighted_fed_avg(
+            model_fn, client_opt, server_opt, model_aggregator=build_aggregator(config.aggregation))
+    assert ours.initialize.type_signature == tffs.initialize.type_signature
+    rng = np.random.RandomState(0)
+    clients = [tf.data.Dataset.from_tensor_slices((rng.randint(0, 50, (n, 6)).astype(np.int32),
+                                                   rng.randint(0, 50, (n, 6)).astype(np.int32))).batch(2)
+               for n in (3, 5, 8)]
+    state_ours = state_tffs = tffs.initialize()
+    for _ in range(2):
+        out_ours, out_tffs = ours.next(state_ours, clients), tffs.next(state_tffs, clients)
+        state_ours, state_tffs = out_ours.state, out_tffs.state
+        for a, b in zip(ours.get_model_weights(state_ours).trainable, tffs.get_model_weights(state_tffs).trainable):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    moved = [np.abs(a - b).max() for a, b in zip(tffs.get_model_weights(tffs.initialize()).trainable,
+                                                 ours.get_model_weights(state_ours).trainable)]
+    assert max(moved) > 1e-3  # the rounds trained
+
+
+def test_zero_initialized_client_models_do_not_touch_initial_weights():
+    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.models.config import ModelConfig
+
+    spec = (tf.TensorSpec([None, 6], tf.int32),) * 2
+    weights = build_process(ModelConfig("cifg", 50, 8, 16), FederatedConfig(), spec).initialize().global_model_weights
+    assert all(np.abs(w).max() > 0 for w in weights.trainable[:2])  # embedding and cell kernel drawn at random

@@ -15,7 +15,8 @@ The aggregator of a DP run is, outermost first:
    (``tff.learning.dp_aggregator`` adds it), whose threshold is estimated
    from client norms without noise.
 
-DP-FedAvg (McMahan et al. 2018) is ``build_unweighted_fed_avg`` around
+DP-FedAvg (McMahan et al. 2018) is unweighted FedAvg
+(``process.compose_fed_avg``, as ``build_unweighted_fed_avg``) around
 ``gaussian_fixed`` or, with a target quantile, ``gaussian_adaptive`` (the
 clip follows a privately estimated quantile of update norms, Andrew, Thakkar
 et al. 2021).  DP-FTRL (Kairouz et al. 2021) is the same loop around
@@ -128,7 +129,8 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
     return UnweightedNonFiniteZeroingFactory(inner)
 
 
-def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_optimizer=None):
+def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_optimizer=None,
+                     client_model_fn=None):
     """DP-FedAvg (McMahan et al. 2018): unweighted FedAvg around a DP mean.
 
     Clients must be sampled as the accountant assumes (Poisson with
@@ -141,19 +143,23 @@ def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_o
       client_lr: client SGD learning rate (0.5).
       server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0,
         McMahan et al.'s plain model averaging).
+      client_model_fn: client work's constructor (``process.compose_fed_avg``).
     Returns:
       A ``tff.learning.templates.LearningProcess``.
     """
     if dp.mechanism != "fedavg":
         raise ConfigError(f"build_dp_fed_avg needs --dp fedavg, got {dp.mechanism!r}")
-    return tff.learning.algorithms.build_unweighted_fed_avg(
+    from keyboard_lm.federated.process import compose_fed_avg
+
+    return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
-        model_aggregator=build_dp_aggregator(dp))
+        build_dp_aggregator(dp), weighting="uniform", client_model_fn=client_model_fn)
 
 
 def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: float = 1.0,
-                  server_momentum: float = 0.9, record_specs=None, noise_seed: int | None = None):
+                  server_momentum: float = 0.9, record_specs=None, noise_seed: int | None = None,
+                  client_model_fn=None):
     """DP-FTRLM (Kairouz et al. 2021): tree-aggregated noise, server SGD with momentum.
 
     The tree emits the residual of the noisy prefix sums each round; heavy-ball
@@ -168,6 +174,7 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
       server_momentum: heavy-ball momentum (0.9, as in Kairouz et al.); 0 for none.
       record_specs: trainable weight specs (default ``trainable_specs(model_fn)``).
       noise_seed: seed of the tree's noise (None: from the clock).
+      client_model_fn: client work's constructor (``process.compose_fed_avg``).
     """
     if dp.mechanism != "ftrl":
         raise ConfigError(f"build_dp_ftrl needs --dp ftrl, got {dp.mechanism!r}")
@@ -175,9 +182,12 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
         raise ConfigError(f"server momentum must be in [0, 1), got {server_momentum}")
     specs = record_specs if record_specs is not None else trainable_specs(model_fn)
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_lr, momentum=server_momentum or None)
-    return tff.learning.algorithms.build_unweighted_fed_avg(
+    from keyboard_lm.federated.process import compose_fed_avg
+
+    return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr), server,
-        model_aggregator=build_dp_aggregator(dp, specs, noise_seed=noise_seed))
+        build_dp_aggregator(dp, specs, noise_seed=noise_seed), weighting="uniform",
+        client_model_fn=client_model_fn)
 
 
 def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float = 0.5, server_optimizer=None,
@@ -191,10 +201,12 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
     from keyboard_lm.federated.process import model_fn_for
 
     model_fn = model_fn_for(model_config, input_spec, metrics, dropout)
+    client_model_fn = model_fn_for(model_config, input_spec, metrics, dropout, zero_init=True)
     if dp.mechanism == "fedavg":
-        return build_dp_fed_avg(model_fn, dp, client_lr=client_lr, server_optimizer=server_optimizer)
+        return build_dp_fed_avg(model_fn, dp, client_lr=client_lr, server_optimizer=server_optimizer,
+                                client_model_fn=client_model_fn)
     return build_dp_ftrl(model_fn, dp, client_lr=client_lr, server_lr=server_lr,
-                         server_momentum=server_momentum, noise_seed=noise_seed)
+                         server_momentum=server_momentum, noise_seed=noise_seed, client_model_fn=client_model_fn)
 
 
 class DPRun:

@@ -5,13 +5,21 @@ One ``build_*`` function per algorithm, each taking the model constructor and
 keyword-only optional parts with the paper's defaults; the aggregator comes
 from ``keyboard_lm.federated.aggregation`` (non-finite zeroing, clipping,
 mean), the same stack for every algorithm.  Everything is built from TFF's own
-parts: ``tff.learning.algorithms``, ``tff.learning.optimizers`` and
-``tff.aggregators``; this module only chooses and wires them.
+parts: ``tff.learning.templates`` (composed as
+``tff.learning.algorithms.build_weighted_fed_avg`` composes them),
+``tff.learning.optimizers`` and ``tff.aggregators``; this module only chooses
+and wires them.  Client work runs TFF's iterator loop on a model whose
+weights start at zero (``DEFAULT_LOOP``, ``model_fn_for``): the same steps as
+TFF's defaults, with less fixed work per client in its C++ runtime.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+
+import numpy as np
+import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator, parse_clip
@@ -25,6 +33,13 @@ tff = import_tff()
 
 ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
 SERVER_OPTIMIZERS = ("sgd", "nesterov", "adam")
+# The client training loop every process uses: TFF's iterator ("simulation")
+# loop.  Its dataset-reduce loop re-instantiates the training step's function
+# graphs for every client call in TFF's C++ runtime, about 25% of the worker's
+# CPU at 10 clients per round; the iterator loop's are built once
+# (benchmarks/tff_overhead.py, README "TFF overhead").  Both run the same
+# steps on the same batches.
+DEFAULT_LOOP = "iterator"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,20 +179,36 @@ def server_optimizer_for(config: FederatedConfig):
     return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
 
 
-def model_fn_for(model_config: ModelConfig, input_spec, metrics: bool = True, dropout: float = 0.0):
+def model_fn_for(model_config: ModelConfig, input_spec, metrics: bool = True, dropout: float = 0.0,
+                 zero_init: bool = False):
     """A no-argument constructor of the TFF model (a fresh Keras model each call).
 
     ``metrics`` False leaves the loss and example counts only (training);
     ``dropout`` applies in client training only (TFF calls the model with
-    ``training=True`` there) and adds no weights.
+    ``training=True`` there) and adds no weights.  ``zero_init`` starts every
+    weight at zero instead of drawing it: for client work, whose variables
+    are overwritten by the broadcast model before the first step, so the
+    random draw (1.4M numbers per client and round) is wasted work.  Never
+    use it to build initial weights.
     """
 
     def model_fn():
+        with tf.variable_creator_scope(_zeros_creator) if zero_init else contextlib.nullcontext():
+            keras_model = build_model(model_config, dropout=dropout)
         return tff.learning.models.from_keras_model(
-            build_model(model_config, dropout=dropout), loss=loss_fn(), input_spec=input_spec,
+            keras_model, loss=loss_fn(), input_spec=input_spec,
             metrics=metric_list() if metrics else None)
 
     return model_fn
+
+
+def _zeros_creator(next_creator, **kwargs):
+    """A ``tf.variable_creator_scope`` creator whose variables start at zeros of their shape."""
+    shape = kwargs.get("shape")
+    if callable(kwargs.get("initial_value")) and shape is not None and tf.TensorShape(shape).is_fully_defined():
+        dtype = kwargs.get("dtype") or tf.float32
+        kwargs["initial_value"] = lambda: tf.zeros(shape, dtype)
+    return next_creator(**kwargs)
 
 
 def _loop(loop: str):
@@ -189,8 +220,48 @@ def _loop(loop: str):
     return loops[loop]
 
 
+def compose_fed_avg(model_fn, client_optimizer, server_optimizer, aggregator, *, weighting: str = "examples",
+                    loop: str = DEFAULT_LOOP, client_model_fn=None):
+    """The parts ``tff.learning.algorithms.build_weighted_fed_avg`` composes, wired explicitly.
+
+    Initial weights from ``model_fn``, broadcast, model-delta client work,
+    ``aggregator``, and ``server_optimizer`` applied to the aggregate, through
+    ``tff.learning.templates.compose_learning_process``: the same process and
+    state as TFF's builder, except that client work is built from
+    ``client_model_fn``.
+
+    Args:
+      model_fn: no-argument constructor of a ``tff.learning.models.VariableModel``.
+      client_optimizer, server_optimizer: ``tff.learning.optimizers`` optimizers.
+      aggregator: a weighted aggregation factory, or an unweighted one with
+        ``weighting="uniform"`` (as ``build_unweighted_fed_avg``).
+      weighting: ``examples`` (n_k) or ``uniform``.
+      loop: the client training loop, ``iterator`` (``DEFAULT_LOOP``,
+        ``LoopImplementation.DATASET_ITERATOR``, TFF's simulation loop) or
+        ``reduce`` (TFF's own default).
+      client_model_fn: the constructor client work uses (``model_fn``).  Client
+        work overwrites its model's weights with the broadcast ones before the
+        first step, so a constructor that skips the random initializers
+        (``model_fn_for(..., zero_init=True)``) trains exactly the same.
+    """
+    weightings = {"examples": tff.learning.ClientWeighting.NUM_EXAMPLES,
+                  "uniform": tff.learning.ClientWeighting.UNIFORM}
+    if weighting not in weightings:
+        raise ConfigError(f"unknown client weighting {weighting!r}; choose examples or uniform")
+    if weighting == "uniform":
+        aggregator = tff.aggregators.as_weighted_aggregator(aggregator)
+    initial_weights = tff.tensorflow.computation(lambda: tff.learning.models.ModelWeights.from_model(model_fn()))
+    weights_type = initial_weights.type_signature.result
+    client_work = tff.learning.templates.build_model_delta_client_work(
+        client_model_fn or model_fn, client_optimizer, weightings[weighting], loop_implementation=_loop(loop))
+    return tff.learning.templates.compose_learning_process(
+        initial_weights, tff.learning.templates.build_broadcast_process(weights_type), client_work,
+        aggregator.create(weights_type.trainable, tff.TensorType(np.float32)),
+        tff.learning.templates.build_apply_optimizer_finalizer(server_optimizer, weights_type))
+
+
 def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, aggregator=None,
-                  loop: str = "reduce"):
+                  loop: str = DEFAULT_LOOP, client_model_fn=None):
     """FedAvg (McMahan et al. 2017) with updates weighted by n_k (Hard et al. 2018, eq. 3).
 
     Args:
@@ -198,16 +269,15 @@ def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, ag
       client_lr: client SGD learning rate (0.5).
       server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0, plain FedAvg).
       aggregator: a weighted aggregation factory (``build_aggregator()``: the default stack).
-      loop: the client training loop, ``reduce`` (TFF's default) or ``iterator``
-        (``LoopImplementation.DATASET_ITERATOR``, TFF's simulation loop).
+      loop, client_model_fn: see ``compose_fed_avg``.
     Returns:
       A ``tff.learning.templates.LearningProcess``.
     """
-    return tff.learning.algorithms.build_weighted_fed_avg(
+    return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
-        model_aggregator=aggregator or build_aggregator(AggregationConfig(mean="weighted")),
-        loop_implementation=_loop(loop))
+        aggregator or build_aggregator(AggregationConfig(mean="weighted")), loop=loop,
+        client_model_fn=client_model_fn)
 
 
 def build_fed_sgd(model_fn, *, server_optimizer=None, aggregator=None):
@@ -217,28 +287,39 @@ def build_fed_sgd(model_fn, *, server_optimizer=None, aggregator=None):
         model_aggregator=aggregator or build_aggregator(AggregationConfig(mean="weighted")))
 
 
-def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: float = 2.0, clip="adaptive"):
+def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: float = 2.0, clip="adaptive",
+                  loop: str = DEFAULT_LOOP, client_model_fn=None):
     """FedAtt (Ji et al. 2019): the server steps by eps towards attention-weighted client models.
 
     Args:
       eps: server step size (Ji et al.: 1.0); p: norm order of the attention (2).
       clip: update clipping before the attention, as for every algorithm.
+      loop, client_model_fn: see ``compose_fed_avg``.
     """
-    return tff.learning.algorithms.build_unweighted_fed_avg(
+    return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
         tff.learning.optimizers.build_sgdm(learning_rate=eps),
-        model_aggregator=build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p)))
+        build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p)), weighting="uniform",
+        loop=loop, client_model_fn=client_model_fn)
 
 
 def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec, metrics: bool = True,
-                  loop: str = "reduce"):
-    """The ``tff.learning.templates.LearningProcess`` for ``config`` (``loop``: see ``build_fed_avg``)."""
+                  loop: str = DEFAULT_LOOP, zero_init_clients: bool = True):
+    """The ``tff.learning.templates.LearningProcess`` for ``config``.
+
+    ``loop``: see ``compose_fed_avg``; ``zero_init_clients`` builds client work
+    from a model whose weights start at zero (they are overwritten by the
+    broadcast model), sparing TFF's runtime the random initializers for every
+    client of every round (FedSGD, built by TFF, keeps its own).
+    """
     model_fn = model_fn_for(model_config, input_spec, metrics, config.dropout)
+    client_model_fn = (model_fn_for(model_config, input_spec, metrics, config.dropout, zero_init=True)
+                       if zero_init_clients else None)
     if config.algorithm == "fedatt":
         return build_fed_att(model_fn, client_lr=config.client_lr, eps=config.fedatt_eps, p=config.fedatt_p,
-                             clip=config.clip)
+                             clip=config.clip, loop=loop, client_model_fn=client_model_fn)
     aggregator = build_aggregator(config.aggregation)
     if config.algorithm == "fedsgd":
         return build_fed_sgd(model_fn, server_optimizer=server_optimizer_for(config), aggregator=aggregator)
     return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=server_optimizer_for(config),
-                         aggregator=aggregator, loop=loop)
+                         aggregator=aggregator, loop=loop, client_model_fn=client_model_fn)
