@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated.process import compose_fed_avg, model_fn_for, server_optimizer_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.privacy.accounting import fedavg_epsilon, rho_to_epsilon
@@ -149,8 +150,6 @@ def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_o
     """
     if dp.mechanism != "fedavg":
         raise ConfigError(f"build_dp_fed_avg needs --dp fedavg, got {dp.mechanism!r}")
-    from keyboard_lm.federated.process import compose_fed_avg
-
     return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
@@ -182,8 +181,6 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
         raise ConfigError(f"server momentum must be in [0, 1), got {server_momentum}")
     specs = record_specs if record_specs is not None else trainable_specs(model_fn)
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_lr, momentum=server_momentum or None)
-    from keyboard_lm.federated.process import compose_fed_avg
-
     return compose_fed_avg(
         model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr), server,
         build_dp_aggregator(dp, specs, noise_seed=noise_seed), weighting="uniform",
@@ -198,8 +195,6 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
     ``server_optimizer`` applies to DP-FedAvg; DP-FTRL takes ``server_lr``
     and ``server_momentum``.
     """
-    from keyboard_lm.federated.process import model_fn_for
-
     model_fn = model_fn_for(model_config, input_spec, metrics, dropout)
     client_model_fn = model_fn_for(model_config, input_spec, metrics, dropout, zero_init=True)
     if dp.mechanism == "fedavg":
@@ -309,8 +304,6 @@ class DPRun:
 
     def process(self, model_config, input_spec, config, metrics: bool = False):
         """The TFF learning process of this run (``build_dp_process``)."""
-        from keyboard_lm.federated.process import server_optimizer_for
-
         return build_dp_process(model_config, self.config, input_spec, client_lr=config.client_lr,
                                 server_optimizer=server_optimizer_for(config), server_lr=config.server_lr,
                                 server_momentum=config.server_momentum, metrics=metrics, dropout=config.dropout)
