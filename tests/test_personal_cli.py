@@ -6,6 +6,8 @@ import pytest
 
 from keyboard_lm.cli import main
 
+from tests.conftest import assert_in_top_k
+
 TEXT = ("i love zorblaxen and quuxifying. the zorblaxen is mine. my good zorblaxen, my lord. "
         "quuxifying is a joy of zorblaxen. give me zorblaxen now. ") * 10
 
@@ -40,17 +42,27 @@ def test_add_train_predict_round_trip(encoder, small_tflite, tmp_path, capsys):
     assert main(["personal", "add", *common, "Zorblaxen", "the"]) == 0
     out = capsys.readouterr().out
     assert "added: zorblaxen" in out and "in vocabulary: the" in out and os.path.exists(state)
+    zero_shot = _strip(small_tflite, encoder, state, capsys)  # the char encoder's guess, before any training
     text = tmp_path / "typed.txt"
     text.write_text(TEXT, encoding="utf-8")
     assert main(["personal", "train", *common, "--text", str(text)]) == 0
     out = capsys.readouterr().out
     assert "new personal words (quuxifying" in out and "adapter:" in out and f"wrote {state}" in out
-    assert main(["predict", small_tflite, "i love", "--char-encoder", encoder, "--personal", state, "--json"]) == 0
-    words = [p["word"] for p in json.loads(capsys.readouterr().out)]
-    assert words[0] == "zorblaxen"
+    trained = _strip(small_tflite, encoder, state, capsys)
+    # What personalization guarantees on any CPU (tests/README.md): the word it followed in the user's text
+    # enters the strip, far more probable than before training; its exact rank depends on the fixture's bits.
+    assert_in_top_k("zorblaxen", trained, 3)
+    assert trained["zorblaxen"] > 10 * zero_shot.get("zorblaxen", 0.0), (zero_shot.get("zorblaxen"), trained)
     assert main(["predict", small_tflite, "i love", "--char-encoder", encoder, "--personal", state,
                  "--complete", "quu"]) == 0
     assert capsys.readouterr().out.startswith("quuxifying\t")
+
+
+def _strip(model, encoder, state, capsys) -> dict:
+    """``predict 'i love' --personal STATE --json`` over the whole vocabulary: word -> probability, best first."""
+    assert main(["predict", model, "i love", "--char-encoder", encoder, "--personal", state, "-k", "100000",
+                 "--json"]) == 0
+    return {p["word"]: p["probability"] for p in json.loads(capsys.readouterr().out)}
 
 
 def test_bad_input_is_one_clear_error(encoder, small_tflite, tmp_path, capsys):
