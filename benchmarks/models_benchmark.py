@@ -1,4 +1,4 @@
-"""Models benchmark on Tiny Shakespeare by role (issue: models and evaluation).
+"""Models benchmark on Tiny Shakespeare by role (n-gram baselines, CIFG and SI-CIFG, plain-SGD sweep).
 
 1. n-gram (Kneser-Ney, orders 3 and 5) vs centralized CIFG vs centralized
    SI-CIFG: recall@1/@3, in-vocabulary accuracy and perplexity on held-out roles.

@@ -1,4 +1,4 @@
-"""Personal OOV expansion on Tiny Shakespeare by role (issue 13; Shenoy & Nguyen's evaluation).
+"""Personal OOV expansion on Tiny Shakespeare by role (Shenoy & Nguyen's evaluation).
 
 Held-out users (the run's held-out clients with at least --min-sentences
 sentences), each user's sentences split 8:1:1 (personalize / early stop /

@@ -2,7 +2,7 @@
 
 Native x86_64 and emulated aarch64 (qemu-aarch64-static user mode, set up by
 ``benchmarks/arm64_env.sh``), side by side in one run, on one model and its
-char encoder (issue 13). Each timed suggestion is what a keyboard does per word:
+char encoder. Each timed suggestion is what a keyboard does per word:
 commit one word (tokenize + one model step) then top-3 over the vocabulary and
 the personal words; a completion is top-3 among the words with the typed
 prefix. Budget: p99 <= 20 ms on the phone (Hard et al.).

@@ -1,4 +1,4 @@
-"""Privacy-utility and memorization benchmark (issue: differential privacy).
+"""Privacy-utility and memorization benchmark (DP-FedAvg and DP-FTRL, canary exposure).
 
 Each row is one `keyboard-lm audit canaries` run on Tiny Shakespeare with one
 client per speech (`--partition record`, 6,387 training "users"; a user is a

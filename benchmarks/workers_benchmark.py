@@ -1,4 +1,4 @@
-"""Seconds per federated round on TFF workers, side by side (issue 15).
+"""Seconds per federated round on TFF workers, side by side.
 
 Part 1, rounds: each configuration is one `keyboard-lm train` run
 (paper-size CIFG, Tiny Shakespeare by role, FedAvgM: train's default) of --rounds rounds: TFF's
@@ -15,7 +15,7 @@ round spent on serialization, transport and TFF's dispatch.
 
 Workers run on this machine, so 2 workers share its cores with the driver:
 the comparison shows the runtime's overhead, not a speed-up. The cost model
-for N machines in README is fitted to these numbers.
+for N machines in docs/distributed.md is fitted to these numbers.
 
     python benchmarks/workers_benchmark.py --data ../shared/data/tinyshakespeare/input.txt
 """

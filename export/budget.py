@@ -50,7 +50,7 @@ def check_budget(breakdown: SizeBreakdown, budget_bytes: int | None) -> None:
 
 
 #: 1.6 MiB for what ships with personal words: the 1.4 MiB model budget plus 0.2 MiB
-#: for the personalization add-on (the char encoder file, issue 13).
+#: for the personalization add-on (the char encoder file).
 DEFAULT_PERSONAL_BUDGET_BYTES = 1_677_721
 
 

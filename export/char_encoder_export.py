@@ -1,4 +1,4 @@
-"""Export the char word encoder as a second small .tflite with the model file's appended-zip layout (issue 13).
+"""Export the char word encoder as a second small .tflite with the model file's appended-zip layout.
 
 A separate file rather than extra signatures in the model .tflite: the model
 exporter stays unchanged, the encoder can be updated or left out (apps without

@@ -10,7 +10,7 @@ the same interface: [h, c] for CIFG/SI-CIFG/LSTM, [s] for GRU):
   next-word distribution, for prefix completion.
 * ``step_personal(token int32[1], token_weight float32[1, 1], embedding
   float32[1, D], state) -> logits float32[1, V], output float32[1, D], state``:
-  for personal words (issue 13). The input is ``token_weight * row(token) +
+  for personal words outside the vocabulary. The input is ``token_weight * row(token) +
   embedding``: (word, 1, zeros) for a vocabulary word, (any, 0, adapted
   embedding) for a personal word typed as context, which so enters the model
   through its own embedding instead of the ``<oov>`` row. ``output`` is the

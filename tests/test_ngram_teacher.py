@@ -1,4 +1,4 @@
-"""Issue 11: the cross-fitted n-gram teacher of centralized training (training/ngram_teacher.py)."""
+"""The cross-fitted n-gram teacher of centralized training (training/ngram_teacher.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The char word encoder (issue 13): shapes at Shenoy's sizes, bad spellings, and that it learns the tied table."""
+"""The char word encoder: shapes at Shenoy's sizes, bad spellings, and that it learns the tied table."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""The personal-words commands as a user runs them (issue 13): encoder, add, train, predict --personal."""
+"""The personal-words commands as a user runs them: encoder, add, train, predict --personal."""
 import json
 import os
 

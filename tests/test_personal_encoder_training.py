@@ -1,4 +1,4 @@
-"""Training the char encoder in context against a run, and shipping it (issue 13).
+"""Training the char encoder in context against a run, and shipping it .
 
 Unit tests on a synthetic frozen "model" (a random tied table and outputs that
 point at their targets) check the losses, the held-out discipline, the kept

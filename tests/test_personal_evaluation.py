@@ -1,4 +1,4 @@
-"""OOV-aware encoding, 8:1:1 split and EMR3/KEMR3/OOV-rate on real text (issue 13)."""
+"""OOV-aware encoding, 8:1:1 split and EMR3/KEMR3/OOV-rate on real text."""
 import pytest
 
 from keyboard_lm.errors import ConfigError

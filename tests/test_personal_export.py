@@ -1,4 +1,4 @@
-"""Char encoder as a second .tflite, run TF-free; the shipped file and saved state hold no personal word (issue 13)."""
+"""Char encoder as a second .tflite, run TF-free; the shipped file and saved state hold no personal word."""
 import numpy as np
 import pytest
 

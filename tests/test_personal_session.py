@@ -1,4 +1,4 @@
-"""Personal words in a Session (issue 13): the exported step_personal signature, zero-shot words,
+"""Personal words in a Session: the exported step_personal signature, zero-shot words,
 on-device personalization, personal words as context, the per-user state file and bad input.
 
 Real components: a model trained and exported by keyboard-lm, a char encoder exported to

@@ -1,4 +1,4 @@
-"""TF-free personal state (issue 13): adapter math, its numpy trainer, the cap, and the per-user file."""
+"""TF-free personal state: adapter math, its numpy trainer, the cap, and the per-user file."""
 import numpy as np
 import pytest
 

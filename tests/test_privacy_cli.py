@@ -1,4 +1,4 @@
-"""`keyboard-lm privacy plan` through the real CLI entry point (issue 12's planner)."""
+"""`keyboard-lm privacy plan` through the real CLI entry point (the DP planner)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Issue 12: `train --dp fedavg|ftrl`, its accounting in metrics.csv, run.json and the model card,
+"""`train --dp fedavg|ftrl`, its accounting in metrics.csv, run.json and the model card,
 `--partition record`, and `audit canaries` end to end (tiny models on the embedded corpus)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""TFF's worker binary started on 127.0.0.1 (issue 15, first piece)."""
+"""TFF's worker binary started on 127.0.0.1."""
 
 import socket
 

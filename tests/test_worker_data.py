@@ -1,4 +1,4 @@
-"""Client data read by the TFF workers themselves (issue 15, data locality)."""
+"""Client data read by the TFF workers themselves (data locality)."""
 
 import json
 import os

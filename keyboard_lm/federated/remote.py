@@ -1,6 +1,6 @@
 """TFF's own C++ worker (``worker_binary``) run as a remote executor service.
 
-Issue 15 (docs/distributed.md): find the wheel's worker binary, start
+Training across machines (docs/distributed.md): find the wheel's worker binary, start
 it with bounded limits, wait (bounded) until it accepts connections, parse
 ``--workers host:port,...``, join one execution context per worker with
 ``tff.backends.native.set_mergeable_comp_execution_context``, and end a run

@@ -1,4 +1,4 @@
-"""Client data that TFF workers read themselves (issue 15, data locality).
+"""Client data that TFF workers read themselves (data locality, docs/distributed.md).
 
 Without it, the driver builds every sampled client's dataset and TFF
 serializes it into the round's arguments, so each round ships the clients'

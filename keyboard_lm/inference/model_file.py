@@ -49,7 +49,7 @@ class ModelFile:
         self.fingerprint = hashlib.sha256(data).hexdigest()
         #: D, the tied embedding size (an input embedding for step_embedding has this many floats).
         self.embedding_dim = int(meta.get("embedding_dim") or meta["model"]["embedding_dim"])
-        #: Files exported before issue 13 have no step_personal signature.
+        #: Files exported before personal words existed have no step_personal signature.
         self.has_personal_signatures = "step_personal" in meta.get("signatures", {})
         self._one, self._zero = np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32)
         self._zeros = np.zeros((1, self.embedding_dim), np.float32)
@@ -127,7 +127,7 @@ class ModelFile:
         return self._runners()[2]
 
     def step_hidden(self, token: int, state: np.ndarray):
-        """(vocabulary logits [V], output [D], new state) after ``token`` (personal words, issue 13)."""
+        """(vocabulary logits [V], output [D], new state) after ``token`` (personal words)."""
         out = self._personal_runner()(token=np.array([token], np.int32), token_weight=self._one,
                                       embedding=self._zeros, state=state)
         return out["logits"][0], out["output"][0], out["state"]

@@ -1,4 +1,4 @@
-"""Per-user personal vocabulary and OOV adapter, on device only (issue 13). No TensorFlow.
+"""Per-user personal vocabulary and OOV adapter, on device only (Shenoy & Nguyen). No TensorFlow.
 
 Shenoy & Nguyen: the user's top-n OOV words (n <= 1000) are embedded by the
 char encoder, passed through a residual MLP adapter trained only on that

@@ -15,7 +15,7 @@ punctuation is scored exactly as the trainer scored it, memory stays bounded,
 and the stateless ``Predictor.suggest`` (which replays only the current chunk
 of the last sentence) returns what the streaming session returns.
 
-Personal words (issue 13, Shenoy & Nguyen): a Session may hold a
+Personal words (Shenoy & Nguyen): a Session may hold a
 ``PersonalState`` (keyboard_lm.inference.personal): the user's own words
 outside the vocabulary, embedded by the char encoder (a second small .tflite
 given to ``Predictor.load(..., char_encoder=)``) and adapted by a per-user
@@ -243,7 +243,7 @@ class Session:
             personal = [i for _, i in self._personal_sorted[lo:hi]]
         return self._top(self.predictor._prefix_ids(normalized), personal, k)
 
-    # -- personal words (issue 13) ---------------------------------------------
+    # -- personal words --------------------------------------------------------
     def _personal_state(self) -> PersonalState:
         if self.personal is None:
             self.personal = PersonalState(self._model.fingerprint, self._model.embedding_dim)

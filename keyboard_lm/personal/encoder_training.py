@@ -1,4 +1,4 @@
-"""Train the char encoder against a run's frozen model and ship it next to the run's exported file (issue 13).
+"""Train the char encoder against a run's frozen model and ship it next to the run's exported file.
 
 The encoder is trained on the run's own training text: the contexts are the
 model outputs h at positions of the examples the trainer used (same clients,

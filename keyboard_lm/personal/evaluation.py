@@ -1,4 +1,4 @@
-"""OOV-aware encoding, the per-user 8:1:1 split and the metrics of Shenoy & Nguyen (issue 13).
+"""OOV-aware encoding, the per-user 8:1:1 split and the metrics of Shenoy & Nguyen.
 
 The ordinary data path keeps only ids, so every OOV word becomes ``<oov>``.
 Here each position keeps its spelling next to its id, so an adapter can be

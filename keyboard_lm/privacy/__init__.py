@@ -1,4 +1,4 @@
-"""Differential privacy for keyboard_lm (issue 12): settings and accounting.
+"""User-level differential privacy for keyboard_lm: settings and accounting.
 
 No TFF import here; only ``keyboard_lm.federated`` imports TFF.
 """

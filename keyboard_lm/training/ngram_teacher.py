@@ -1,7 +1,7 @@
 """A cross-fitted Kneser-Ney n-gram as a teacher for centralized training.
 
 On small text the CIFG wins on frequent words and loses on rarer ones, where
-the 5-gram's phrase memory is stronger (README, "Models": the two models'
+the 5-gram's phrase memory is stronger (docs/training.md: the two models'
 top-3 lists are complementary).  Knowledge distillation (Hinton et al. 2015)
 moves some of that into the neural model without changing what is exported:
 each training target becomes a mixture of the one-hot next word and the

@@ -53,7 +53,7 @@ def train_and_export(model_type: str, out_dir: Path) -> None:
         run = os.path.join(tmp, "run")
         subprocess.run([cli, "train", "--centralized", "--model", model_type, "--vocab-size", "300",
                         "--embedding-dim", "16", "--units", "32", "--epochs", "1", "--seed", "0",
-                        # the recipe these fixtures were made with (the defaults before issue 11)
+                        # the recipe these fixtures were made with (the centralized defaults before the batch-8 recipe)
                         "--optimizer", "sgd", "--lr", "1.0", "--dropout", "0", "--validation-fraction", "0",
                         "--weight-drop", "0", "--weight-average", "0",
                         "--out", run], check=True, cwd=REPO)
