@@ -115,3 +115,35 @@ def test_transitive_check_sees_through_a_helper(tmp_path):
     (tmp_path / "x.py").write_text("import tensorflow_federated as tff\n", encoding="utf-8")
     reach = _transitive_closure("keyboard_lm.export.a", modules)
     assert "tensorflow_federated" in reach and "keyboard_lm.federated.x" in reach
+
+
+#: The layers of STYLE.md, lowest first; a module may import its own layer and those below, never one above.
+LAYERS = (("keyboard_lm.errors",), ("keyboard_lm.text",),
+          ("keyboard_lm.data", "keyboard_lm.baselines", "keyboard_lm.inference", "keyboard_lm.models"),
+          ("keyboard_lm.evaluation", "keyboard_lm.export", "keyboard_lm"),
+          ("keyboard_lm.personal", "keyboard_lm.privacy", "keyboard_lm.training"),
+          ("keyboard_lm.federated",), ("keyboard_lm.cli",))
+
+
+def _layer(module: str) -> int:
+    """Index in LAYERS of the longest package prefix of ``module``."""
+    best = max((p for layer in LAYERS for p in layer if module == p or module.startswith(p + ".")), key=len)
+    return next(i for i, layer in enumerate(LAYERS) if best in layer)
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    modules = _module_files()
+    for name, path in modules.items():
+        for imp in _full_imports(path, name, modules):
+            if imp in modules:
+                assert _layer(imp) <= _layer(name), f"{name} (layer {_layer(name)}) imports {imp} ({_layer(imp)})"
+
+
+def test_cli_parser_and_predict_load_no_tensorflow():
+    """`keyboard-lm --help` and `predict` work on the predictor-only install: the help reads the recipe from
+    config dataclasses that import no TensorFlow."""
+    code = ("import sys; from keyboard_lm.cli import build_parser; p = build_parser();"
+            "p.parse_args(['predict', 'm.tflite', 'hi']); p.parse_args(['train', '--out', 'x']);"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (TF,))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,4 +1,4 @@
-"""Issue 11: the training recipes (defaults recorded, best epoch kept, dropout, IID re-partition)."""
+"""The training recipes (defaults recorded, best epoch kept, dropout, IID re-partition)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import os
 import numpy as np
 import pytest
 
-from keyboard_lm.cli import _CEN, _FED, main
+from keyboard_lm.cli import main
 from keyboard_lm.data.partition import apply_partition, repartition_iid
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+from keyboard_lm.training.config import CentralizedConfig
 
 TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300"]
 
@@ -25,14 +26,28 @@ def _rows(run_dir):
         return list(csv.DictReader(f))
 
 
-def test_cli_help_defaults_are_the_configs_defaults():
-    from keyboard_lm.federated.process import FederatedConfig
-    from keyboard_lm.training.centralized import CentralizedConfig
+def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
+    """The recipe lives once, in the library's config dataclasses; `train`'s parser and help read it there."""
+    from keyboard_lm.cli import build_parser
+    from keyboard_lm.data.config import ClientDataConfig
+    from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+    from keyboard_lm.training.config import CentralizedConfig
 
-    cen = dataclasses.asdict(CentralizedConfig())
-    assert {k: cen[k] for k in _CEN} == _CEN
-    fed = dataclasses.asdict(FederatedConfig())
-    assert {k: fed[k] for k in _FED} == _FED
+    args = build_parser().parse_args(["train", "--out", "x"])
+    fed, client, loop, cen = FederatedConfig(), ClientDataConfig(), LoopConfig(), CentralizedConfig()
+    for name in ("algorithm", "server_optimizer", "server_lr", "server_momentum", "client_lr", "clients_per_round",
+                 "fedatt_p", "fedatt_eps", "clip"):
+        assert getattr(args, name) == getattr(fed, name), name
+    assert (args.local_epochs, args.max_batches) == (client.epochs, client.max_batches)
+    assert (args.eval_every, args.checkpoint_every) == (loop.eval_every, loop.checkpoint_every)
+    # Flags whose default differs between centralized and federated runs stay unset; the config fills them in.
+    assert all(getattr(args, f) is None for f in ("epochs", "lr", "dropout", "batch_size", "rounds", "patience"))
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"rounds to run ({fed.rounds})" in text and f"most passes over the pooled data ({cen.epochs})" in text
+    assert f"centralized {cen.batch_size}, federated client batch {client.batch_size}" in text
+    assert f"centralized {cen.dropout}, federated {fed.dropout}" in text
 
 
 def test_dropout_adds_no_weights():
@@ -134,7 +149,8 @@ def test_default_centralized_recipe_is_recorded_and_keeps_the_best_epoch(tmp_pat
     run = load_run(out)
     hp = run.info["hyperparameters"]
     given = ("epochs", "patience")
-    assert {k: hp[k] for k in _CEN if k not in given} == {k: v for k, v in _CEN.items() if k not in given}
+    defaults = {k: v for k, v in dataclasses.asdict(CentralizedConfig()).items() if k not in given}
+    assert {k: hp[k] for k in defaults} == defaults
     rows = _rows(out)
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3, 4]
     best = max(rows, key=lambda r: (float(r["val_recall_at_3"]), -float(r["val_loss"])))

@@ -51,3 +51,24 @@ def test_the_exporter_imports_as_keyboard_lm_export():
     import keyboard_lm.export.tflite_export as module
 
     assert pathlib.Path(module.__file__).resolve().parent == REPO / "export"
+
+
+def test_code_and_docs_say_what_a_thing_is_not_which_ticket_made_it():
+    ticket = re.compile(r"\b[Ii]ssues? ?#?\d+")
+    hits = [f"{name}:{i + 1}" for name, text in _tracked_text_files()
+            if name.endswith((".py", ".md", ".java", ".sh", ".toml"))
+            for i, line in enumerate(text.splitlines()) if ticket.search(line)]
+    assert hits == []
+
+
+def test_version_is_the_packages_and_the_cli_prints_it(capsys):
+    import tomllib
+
+    import keyboard_lm
+    from keyboard_lm.cli import main
+
+    with open(REPO / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == keyboard_lm.__version__
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(f"keyboard-lm {keyboard_lm.__version__} ")

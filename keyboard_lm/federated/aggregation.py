@@ -21,65 +21,20 @@ clip (``keyboard_lm.federated.dp``).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
-from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated.config import AggregationConfig
 from keyboard_lm.federated.fed_att import FedAttFactory
 from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
 
 tff = import_tff()
 
-MEANS = ("weighted", "unweighted", "fedatt")
 # EncodedSumFactory.quantize_above_threshold(quantization_bits=8, threshold=20000),
 # as used by tff.learning.compression_aggregator: tensors with more elements are
 # quantized to 8 bits, smaller ones are sent as float32.
 QUANTIZE_THRESHOLD = 20_000
 QUANTIZE_BITS = 8
-
-
-def parse_clip(value: str | float) -> str | float:
-    """``adaptive`` | ``none`` | a positive L2 norm; raises ConfigError otherwise."""
-    if isinstance(value, str) and value in ("adaptive", "none"):
-        return value
-    try:
-        norm = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"clip must be 'adaptive', 'none' or a positive L2 norm, got {value!r}") from None
-    if not (norm > 0 and math.isfinite(norm)):
-        raise ConfigError(f"clip norm must be a positive number, got {value!r}")
-    return norm
-
-
-@dataclasses.dataclass(frozen=True)
-class AggregationConfig:
-    """Which parts the aggregator has.
-
-    Attributes:
-      mean: ``weighted`` (by examples, FedAvg), ``unweighted`` or ``fedatt``.
-      clip: ``adaptive`` (TFF's default robust aggregation, the default),
-        ``none``, or a fixed L2 norm (float).
-      compression: 8-bit stochastic quantization of uploads (not with FedAtt,
-        whose attention needs exact norms).
-      fedatt_p: FedAtt's norm order.
-    """
-
-    mean: str = "weighted"
-    clip: str | float = "adaptive"
-    compression: bool = False
-    fedatt_p: float = 2.0
-
-    def __post_init__(self):
-        if self.mean not in MEANS:
-            raise ConfigError(f"unknown mean {self.mean!r}; choose one of {', '.join(MEANS)}")
-        object.__setattr__(self, "clip", parse_clip(self.clip))
-        if self.compression and self.mean == "fedatt":
-            raise ConfigError("compressed uploads are not combined with FedAtt (its attention needs exact norms)")
-
-    @property
-    def weighted(self) -> bool:
-        return self.mean == "weighted"
 
 
 def mean_part(config: AggregationConfig):

@@ -16,13 +16,13 @@ TFF's defaults, with less fixed work per client in its C++ runtime.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator, parse_clip
+from keyboard_lm.federated.aggregation import build_aggregator
+from keyboard_lm.federated.config import AggregationConfig, FederatedConfig  # noqa: F401 (FederatedConfig: re-exported)
 from keyboard_lm.federated.nesterov import NesterovSGD
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.config import ModelConfig
@@ -31,116 +31,13 @@ from keyboard_lm.models.metrics import loss_fn, metric_list
 
 tff = import_tff()
 
-ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
-SERVER_OPTIMIZERS = ("sgd", "nesterov", "adam")
 # The client training loop every process uses: TFF's iterator ("simulation")
 # loop.  Its dataset-reduce loop re-instantiates the training step's function
 # graphs for every client call in TFF's C++ runtime, about 25% of the worker's
 # CPU at 10 clients per round; the iterator loop's are built once
-# (benchmarks/tff_overhead.py, README "TFF overhead").  Both run the same
+# (benchmarks/tff_overhead.py, docs/federated.md "TFF overhead").  Both run the same
 # steps on the same batches.
 DEFAULT_LOOP = "iterator"
-
-
-@dataclasses.dataclass(frozen=True)
-class FederatedConfig:
-    """Hyper-parameters of federated training.
-
-    The defaults are the best federated recipe measured on Tiny Shakespeare by
-    role (README, "Federated training"): Hard et al. 2018's FedAvgM (server
-    Nesterov momentum 0.9, lr 1.0) with client SGD lr 0.5, 10 clients per
-    round, plus dropout 0.2 against overfitting the few large roles, 10% of
-    the training clients set aside as validation (they pick the round the run
-    keeps and halve the client learning rate after an evaluation without
-    gain), and the global model averaged across rounds (decay 0.99: within
-    a few hundred rounds the ramp (1 + r) / (10 + r) stays below it, so the
-    average spans about the last r / 9 rounds).
-
-    Attributes:
-      algorithm: ``fedavg`` (weighted by n_k, Hard et al. eq. 3), ``fedsgd``
-        or ``fedatt`` (Ji et al.).
-      server_optimizer: ``sgd``, ``nesterov`` (FedAvgM; momentum 0.9, lr 1.0 as
-        in Hard et al.) or ``adam`` (FedAdam, Ro et al.).  FedAtt always uses
-        SGD with learning rate ``fedatt_eps``.
-      server_lr, server_momentum: server step size and momentum.
-      client_lr: client SGD learning rate.
-      clients_per_round: K clients sampled uniformly per round (10).
-      rounds: number of rounds.
-      fedatt_p, fedatt_eps: FedAtt's norm order and step size.
-      compression: stochastic 8-bit uniform quantization of uploads.  Its
-        random rounding runs unseeded inside TFF's runtime, so a compressed
-        run is not bit-reproducible (and a resumed one not bit-identical to an
-        uninterrupted one); everything else about it is.
-      clip: update clipping, the same for every algorithm: ``adaptive``
-        (TFF's default adaptive zeroing + clipping), ``none`` or a fixed L2
-        norm; see ``aggregation.py``.
-      dropout: dropout on embedding and cell outputs in client training
-        (Zaremba et al. 2014), as in centralized training.
-      validation_fraction: share of the *training* clients set aside (never
-        trained on) to choose the round the run keeps: at every evaluation
-        their recall@3 decides whether the round is the best so far, as in
-        centralized training.  0 trains on all of them and keeps the last
-        round.  Held-out clients are never used for a decision.
-      lr_decay: factor applied to the client learning rate (the server's,
-        for FedSGD, which has none) after an evaluation that does not improve
-        validation recall@3; 1.0 keeps it constant.  The rate lives in TFF's
-        state (``LearningProcess.set_hparams``), so checkpoints and
-        ``--resume`` carry it.
-      weight_average: decay of an exponential moving average of the global
-        model across rounds, kept by the driver (``server_average``); when > 0
-        the average is what evaluation and validation see and what the run
-        saves, while the server trains on its own weights (0: off).
-      seed: seed of the model initialization, client sampling and shuffling
-        (the held-out split has its own seed, ``SplitConfig.seed``).
-    """
-
-    algorithm: str = "fedavg"
-    server_optimizer: str = "nesterov"
-    server_lr: float = 1.0
-    server_momentum: float = 0.9
-    client_lr: float = 0.5
-    clients_per_round: int = 10
-    rounds: int = 10
-    fedatt_p: float = 2.0
-    fedatt_eps: float = 1.0
-    compression: bool = False
-    clip: str | float = "adaptive"
-    dropout: float = 0.2
-    validation_fraction: float = 0.1
-    lr_decay: float = 0.5
-    weight_average: float = 0.99
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.algorithm not in ALGORITHMS:
-            raise ConfigError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
-        if self.server_optimizer not in SERVER_OPTIMIZERS:
-            raise ConfigError(f"unknown server optimizer {self.server_optimizer!r}; "
-                              f"choose one of {', '.join(SERVER_OPTIMIZERS)}")
-        for name in ("server_lr", "client_lr", "fedatt_p", "fedatt_eps"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
-        if not 0 <= self.server_momentum < 1:
-            raise ConfigError(f"server_momentum must be in [0, 1), got {self.server_momentum}")
-        for name in ("clients_per_round", "rounds"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0.0 <= self.validation_fraction < 1.0:
-            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        if not 0.0 < self.lr_decay <= 1.0:
-            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
-        if not 0.0 <= self.weight_average < 1.0:
-            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
-        object.__setattr__(self, "clip", parse_clip(self.clip))
-        self.aggregation  # validates the combination (e.g. compression with FedAtt)
-
-    @property
-    def aggregation(self) -> AggregationConfig:
-        """The aggregator parts this algorithm uses."""
-        mean = {"fedavg": "weighted", "fedsgd": "weighted", "fedatt": "fedatt"}[self.algorithm]
-        return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
 
 
 def _rate_part(hparams) -> str:

@@ -25,7 +25,8 @@ from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import client_batches, example_client_data
-from keyboard_lm.federated.process import FederatedConfig, build_process, client_learning_rate, decayed_hparams
+from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+from keyboard_lm.federated.process import build_process, client_learning_rate, decayed_hparams
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.federated.server_average import ServerAverage
 from keyboard_lm.models.checkpoint import (append_metrics_row, load_run, prepare_run_dir, run_command, save_run,
@@ -39,29 +40,6 @@ tff = import_tff()
 
 CHECKPOINT_DIR = "checkpoints"
 EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate")
-
-
-@dataclasses.dataclass(frozen=True)
-class LoopConfig:
-    """How often the loop evaluates and saves, and when it calls a run diverged.
-
-    Attributes:
-      eval_every: evaluate held-out clients every N rounds (and at the end).
-      checkpoint_every: save TFF program state every N rounds (and at the end).
-      divergence_factor: a training loss above factor * ln(V) (the loss of a
-        uniform guess) counts as divergence.
-      keep_checkpoints: program states kept on disk.
-    """
-
-    eval_every: int = 1
-    checkpoint_every: int = 1
-    divergence_factor: float = 3.0
-    keep_checkpoints: int = 3
-
-    def __post_init__(self):
-        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 def sample_clients(client_ids: list[str], k: int, seed: int, round_num: int) -> list[str]:
@@ -335,7 +313,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     tf.keras.utils.set_random_seed(config.seed)
     # Training computes the loss and example counts only: recall is measured
     # on held-out clients, and per-batch top-k over V words would cost more
-    # than the cell itself (issue: TFF no slower than plain TensorFlow).
+    # than the cell itself (TFF should be no slower than plain TensorFlow).
     process = (dp_run.process(model_config, input_spec, config) if dp_run is not None
                else build_process(model_config, config, input_spec, metrics=False))
     manifest = None

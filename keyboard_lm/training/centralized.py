@@ -13,98 +13,24 @@ import tensorflow as tf
 from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
-from keyboard_lm.errors import ConfigError, TrainingDivergedError
+from keyboard_lm.errors import TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run, update_run_info
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
 from keyboard_lm.text.vocabulary import Vocabulary
-from keyboard_lm.training.ngram_teacher import TeacherConfig, cross_fitted_examples, mixed_targets
+from keyboard_lm.training.config import CentralizedConfig
+from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
 
+def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
+    """The Keras optimizer ``config`` names, with its rate, clip and (adamw) decoupled weight decay."""
+    if config.optimizer == "adamw":
+        return tf.keras.optimizers.AdamW(learning_rate=config.learning_rate, weight_decay=config.weight_decay,
+                                         clipnorm=config.clipnorm)
+    cls = tf.keras.optimizers.SGD if config.optimizer == "sgd" else tf.keras.optimizers.Adam
+    return cls(learning_rate=config.learning_rate, clipnorm=config.clipnorm)
 
-@dataclasses.dataclass(frozen=True)
-class CentralizedConfig:
-    """Hyper-parameters of centralized training; the defaults are the best
-    recipe measured on held-out Tiny Shakespeare roles (README, "Models").
-
-    Attributes:
-      optimizer: ``sgd`` (Hard et al.'s server baseline), ``adam`` or
-        ``adamw`` (Adam with decoupled weight decay, Loshchilov & Hutter 2019).
-      learning_rate: initial step size.
-      epochs: most passes over the pooled training examples.
-      batch_size: examples per step.
-      seq_len: tokens per example (20).
-      clipnorm: gradient norm clip (None: no clipping).
-      dropout: dropout on embedding and cell outputs (Zaremba et al. 2014).
-      weight_decay: decoupled weight decay (``adamw`` only).
-      weight_drop: DropConnect on the cell's recurrent weights (Merity et al. 2018).
-      weight_average: decay of an exponential moving average of the weights,
-        updated every step; when > 0 the averaged weights are what each epoch
-        evaluates and what the run keeps (0: off).
-      validation_fraction: share of the *training* clients set aside to pick
-        the best epoch, decay the learning rate and stop early; 0 trains on
-        all of them and keeps the last epoch.
-      lr_decay: factor applied to the learning rate after an epoch that does
-        not improve validation recall@3 (1.0: constant).
-      patience: epochs without validation improvement before stopping.
-      ngram_teacher: weight of a cross-fitted Kneser-Ney 5-gram teacher in
-        each training target (``training.ngram_teacher``; 0: plain one-hot).
-      seed: seed of initialization, shuffling and the teacher's folds.
-    """
-
-    optimizer: str = "adam"
-    learning_rate: float = 0.002
-    epochs: int = 40
-    batch_size: int = 8
-    seq_len: int = 20
-    clipnorm: float | None = 5.0
-    dropout: float = 0.4
-    weight_decay: float = 0.0
-    weight_drop: float = 0.5
-    weight_average: float = 0.999
-    validation_fraction: float = 0.1
-    lr_decay: float = 0.5
-    patience: int = 3
-    ngram_teacher: float = 0.25
-    seed: int = 0
-
-    def __post_init__(self):
-        if self.optimizer not in ("sgd", "adam", "adamw"):
-            raise ConfigError(f"unknown optimizer {self.optimizer!r}; choose sgd, adam or adamw")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
-        for name in ("epochs", "batch_size", "seq_len", "patience"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0.0 <= self.weight_drop < 1.0:
-            raise ConfigError(f"weight_drop must be in [0, 1), got {self.weight_drop}")
-        if not 0.0 <= self.weight_average < 1.0:
-            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
-        if self.weight_decay < 0:
-            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay}")
-        if self.weight_decay and self.optimizer != "adamw":
-            raise ConfigError("weight_decay needs --optimizer adamw (decoupled decay)")
-        if not 0.0 <= self.validation_fraction < 1.0:
-            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        if not 0.0 < self.lr_decay <= 1.0:
-            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
-        if self.clipnorm is not None and not self.clipnorm > 0:
-            raise ConfigError(f"clipnorm must be > 0 or None, got {self.clipnorm}")
-        self.teacher()  # validates ngram_teacher
-
-    def teacher(self) -> TeacherConfig:
-        """The n-gram teacher's settings (its other parts at their documented defaults)."""
-        return TeacherConfig(weight=self.ngram_teacher, seed=self.seed)
-
-    def make_optimizer(self):
-        if self.optimizer == "adamw":
-            return tf.keras.optimizers.AdamW(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
-                                             clipnorm=self.clipnorm)
-        cls = tf.keras.optimizers.SGD if self.optimizer == "sgd" else tf.keras.optimizers.Adam
-        return cls(learning_rate=self.learning_rate, clipnorm=self.clipnorm)
 
 
 class WeightAverage(tf.keras.callbacks.Callback):
@@ -175,7 +101,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
     tf.keras.utils.set_random_seed(config.seed)
     model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
-    optimizer = config.make_optimizer()
+    optimizer = make_optimizer(config)
     teacher = config.teacher()
     model.compile(optimizer=optimizer, loss=mixed_target_loss if teacher.weight else loss_fn())
 

@@ -1,0 +1,143 @@
+"""Arguments and helpers shared by several commands: corpus, split and number flags."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+
+
+FORMATS = ("default", "jsonl", "textdir", "shakespeare", "stackoverflow")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump), like every other CLI error."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_at_least(minimum: int):
+    """argparse type: an integer >= ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = _int_at_least(1)
+
+
+non_negative_int = _int_at_least(0)
+
+
+def _float_above(minimum: float, strict: bool):
+    """argparse type: a finite number > ``minimum`` (``strict``) or >= it."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or (value <= minimum if strict else value < minimum):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum:g}, got {text}")
+        return value
+
+    return parse
+
+
+positive_float = _float_above(0.0, strict=True)
+
+
+non_negative_float = _float_above(0.0, strict=False)
+
+
+def add_data_args(p: argparse.ArgumentParser) -> None:
+    """--data/--format/--skip-bad, shared by every command that reads a corpus."""
+    p.add_argument("--data", metavar="PATH",
+                   help="corpus file or directory (not needed for --format default; "
+                        "for stackoverflow, the download cache directory)")
+    p.add_argument("--format", default="default", choices=FORMATS,
+                   help="corpus format (default: the embedded chatterbot-corpus English conversations)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed records and count them, instead of stopping at the first")
+    p.add_argument("--partition", default="natural", choices=("natural", "iid", "record"),
+                   help="natural: the corpus' own users; iid: pool the records and deal them to "
+                        "--num-clients synthetic clients (Ji et al.), seeded by --split-seed; record: one "
+                        "client per record (a speech of Tiny Shakespeare, for user-level DP) (natural)")
+    p.add_argument("--num-clients", type=positive_int, default=None, metavar="N",
+                   help="clients of --partition iid")
+
+
+def load_corpus_from_args(args):
+    """The corpus named by --data/--format, re-partitioned if --partition asks."""
+    from keyboard_lm.data.partition import apply_partition
+
+    if args.format == "stackoverflow":
+        from keyboard_lm.federated.client_data import stackoverflow_corpus
+
+        corpus = stackoverflow_corpus(args.data)
+    else:
+        from keyboard_lm.data.corpora import load_corpus
+
+        corpus = load_corpus(args.data, args.format, skip_bad=args.skip_bad)
+    seed = getattr(args, "partition_seed", None)
+    return apply_partition(corpus, getattr(args, "partition", "natural"), getattr(args, "num_clients", None),
+                           getattr(args, "split_seed", 0) if seed is None else seed)
+
+
+def data_source(args) -> dict:
+    """How to load the corpus again (run.json "data.source"; eval reloads it from there)."""
+    source = {"path": data_path(args), "format": args.format}
+    if getattr(args, "partition", "natural") != "natural":
+        source.update(partition=args.partition, num_clients=args.num_clients, partition_seed=args.split_seed)
+        if args.partition == "record":
+            source.update(num_clients=None, partition_seed=None)
+    return source
+
+
+def add_split_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--heldout-fraction", type=float, default=0.1, help="share of clients held out (0.1)")
+    p.add_argument("--split-seed", type=non_negative_int, default=0,
+                   help="seed of the train/held-out client split, kept apart from --seed so a seed sweep "
+                        "evaluates on the same clients (0)")
+
+
+def split_from_args(args):
+    from keyboard_lm.data.split import SplitConfig
+
+    return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.split_seed)
+
+
+def data_path(path_or_args) -> str | None:
+    """A corpus path as recorded in run.json: absolute, so eval finds it from any directory."""
+    path = getattr(path_or_args, "data", path_or_args)
+    return os.path.abspath(path) if path else None
+
+
+def default_data_to_run(args, info: dict) -> None:
+    """Without --data/--format, use the corpus the run (or model) was trained on."""
+    source = (info.get("data") or {}).get("source") or {}
+    if args.data is None and args.format == "default" and source:
+        args.data, args.format = source.get("path"), source.get("format", "default")
+        if args.partition == "natural" and source.get("partition", "natural") != "natural":
+            args.partition, args.num_clients = source["partition"], source.get("num_clients")
+            args.partition_seed = source.get("partition_seed", 0)
+
+
+def check_same_corpus(args, corpus, info: dict, what: str) -> None:
+    """Refuse to score a corpus other than the one ``what`` was trained on, unless told."""
+    expected = (info.get("data") or {}).get("fingerprint")
+    if expected and expected != corpus.fingerprint() and not args.allow_other_data:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError(f"{corpus.name} is not the corpus {what} was trained on (fingerprint "
+                          f"{corpus.fingerprint()[:12]} != {expected[:12]}); its held-out clients would be "
+                          f"a different set: pass --allow-other-data to evaluate on it anyway")

@@ -1,0 +1,96 @@
+"""``keyboard-lm eval`` (a run directory or an exported file) and ``baseline ngram``, on held-out clients."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from keyboard_lm.cli.args import (add_data_args, add_split_args, check_same_corpus, default_data_to_run,
+                                  load_corpus_from_args, positive_int, split_from_args)
+
+
+def cmd_eval(args) -> int:
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.evaluation import evaluate_predict_fn, per_client_table, summarize
+
+    if os.path.isfile(args.run_dir):  # an exported .tflite file
+        from keyboard_lm.inference.model_file import ModelFile
+
+        model = ModelFile.load(args.run_dir)
+        vocab, split_info, seq_len = model.vocab, model.meta.get("split") or {}, model.meta.get("seq_len", 20)
+        predict, kind = model.predict_log_probs, f"{model.meta['model']['model_type']} (TFLite)"
+        info = {"data": model.meta.get("data") or {}}
+    else:
+        from keyboard_lm.evaluation import evaluate_model
+        from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+
+        run = load_run(args.run_dir)
+        vocab, split_info = run.vocab, run.info.get("data", {}).get("split", {})
+        seq_len = run.info.get("hyperparameters", {}).get("seq_len", 20)
+        keras_model = build_loaded_model(run)
+        predict, kind, info = None, run.model_config.model_type, run.info
+    default_data_to_run(args, info)
+    corpus = load_corpus_from_args(args)
+    check_same_corpus(args, corpus, info, args.run_dir)
+    split = SplitConfig(**split_info) if args.clients == "heldout" else None
+    client_ids = corpus.client_ids if split is None else split_clients(corpus.client_ids, split)[1]
+    if predict is None:
+        result = evaluate_model(keras_model, corpus, client_ids, vocab, seq_len)
+    else:
+        result = evaluate_predict_fn(predict, corpus, client_ids, vocab, seq_len, batch_size=32)
+    result["model"] = args.run_dir
+    result["clients_evaluated"] = args.clients
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{kind} from {args.run_dir} on {len(client_ids)} {args.clients} clients of {corpus.name}")
+        print(summarize(result))
+        if args.per_client:
+            print(per_client_table(result))
+    return 0
+
+
+def cmd_baseline_ngram(args) -> int:
+    from keyboard_lm.baselines.ngram import KneserNey
+    from keyboard_lm.data.split import split_clients
+    from keyboard_lm.evaluation import evaluate_predict_fn, summarize
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    corpus = load_corpus_from_args(args)
+    train_ids, heldout_ids = split_clients(corpus.client_ids, split_from_args(args))
+    vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), args.vocab_size)
+    model = KneserNey(len(vocab), args.order).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
+    result = evaluate_predict_fn(model.predict_log_probs, corpus, heldout_ids, vocab, args.seq_len, batch_size=32)
+    result["model"] = f"kneser-ney order {args.order}, V={len(vocab)}"
+    if args.json:
+        print(json.dumps({k: v for k, v in result.items() if k != "clients" or args.per_client}, indent=2))
+    else:
+        print(f"{result['model']}, trained on {len(train_ids)} clients, evaluated on {len(heldout_ids)} held-out clients")
+        print(summarize(result))
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``eval`` and ``baseline ngram``."""
+    ev = sub.add_parser("eval", help="recall@1/@3, in-vocabulary accuracy, perplexity on held-out clients")
+    ev.add_argument("run_dir", metavar="RUN_DIR|MODEL.tflite", help="a run directory or an exported .tflite file")
+    add_data_args(ev)
+    ev.add_argument("--clients", choices=("heldout", "all"), default="heldout",
+                    help="held-out clients of the run's split (default) or every client of --data")
+    ev.add_argument("--per-client", action="store_true", help="also print per-client metrics")
+    ev.add_argument("--allow-other-data", action="store_true",
+                    help="evaluate on a corpus other than the one the model was trained on (default: refuse; "
+                         "without --data/--format the run's own corpus is used)")
+    ev.add_argument("--json", action="store_true", help="print JSON (pooled and per client)")
+    ev.set_defaults(func=cmd_eval)
+
+    base = sub.add_parser("baseline", help="non-neural baselines").add_subparsers(dest="baseline", required=True)
+    ng = base.add_parser("ngram", help="interpolated Kneser-Ney n-gram, same vocabulary, split and metrics")
+    add_data_args(ng)
+    add_split_args(ng)
+    ng.add_argument("--order", type=positive_int, default=5, help="n (5, as Hard et al.'s baseline)")
+    ng.add_argument("--vocab-size", type=positive_int, default=10_000, help="(10000)")
+    ng.add_argument("--seq-len", type=positive_int, default=20, help="context window as the neural models see it (20)")
+    ng.add_argument("--per-client", action="store_true", help="include per-client metrics in --json")
+    ng.add_argument("--json", action="store_true")
+    ng.set_defaults(func=cmd_baseline_ngram)

@@ -1,0 +1,139 @@
+"""``keyboard-lm privacy plan`` and ``audit canaries``: plan a DP run, measure what a run memorized."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from keyboard_lm.cli.args import load_corpus_from_args, non_negative_int, positive_float, positive_int, split_from_args
+from keyboard_lm.cli.train import add_train_args, dp_options, federated_validation, train_federated_from_args
+
+
+def cmd_privacy_plan(args) -> int:
+    from keyboard_lm.privacy.planner import cmd_privacy_plan as run
+
+    return run(args)
+
+
+CANARY_FILE = "canaries.json"
+
+
+AUDIT_FILE = "audit.json"
+
+
+def _canary_repeats(text: str) -> list[int]:
+    from keyboard_lm.errors import ConfigError
+
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"--canary-repeats must be comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"--canary-repeats must be integers >= 1, got {text!r}")
+    return values
+
+
+def cmd_audit_canaries(args) -> int:
+    """``keyboard-lm audit canaries``: plant canaries, train as ``train`` would, report each one's exposure.
+
+    With ``--run RUN_DIR`` an existing audit run is measured again (its
+    canaries.json); otherwise the canaries are planted in training clients,
+    the run is trained into ``--out`` with every ``train`` option (``--dp``
+    included), and canaries.json, audit.json and the table are written.
+    """
+    from keyboard_lm.data.split import split_clients
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.privacy import canaries as cn
+
+    if args.run:
+        run_dir = args.run
+        path = os.path.join(run_dir, CANARY_FILE)
+        if not os.path.exists(path):
+            raise ConfigError(f"{run_dir}: no {CANARY_FILE}; --run re-audits a run made by `audit canaries`")
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        placements = saved["placements"]
+        fmt = cn.CanaryFormat.from_dict(placements["format"])
+        controls = [cn.Canary(fmt, fmt.parse(t)) for t in saved["controls"]]
+    else:
+        if args.out is None:
+            raise ConfigError("audit canaries needs --out RUN_DIR (to train) or --run RUN_DIR (to re-audit)")
+        if args.centralized or args.resume:
+            raise ConfigError("audit canaries trains a new federated run; --centralized and --resume do not apply")
+        if args.canaries < 1 or args.controls < 0:
+            raise ConfigError(f"--canaries must be >= 1 and --controls >= 0, got {args.canaries}, {args.controls}")
+        repeats = _canary_repeats(args.canary_repeats)
+        dp_options(args)  # bad DP flags fail before any data is read
+        corpus = load_corpus_from_args(args)
+        split = split_from_args(args)
+        train_ids, _ = split_clients(corpus.client_ids, split)
+        fraction = federated_validation(args)["validation_fraction"]
+        if fraction:  # canaries go to clients that train, not to the validation clients
+            from keyboard_lm.data.split import validation_clients
+
+            train_ids = validation_clients(train_ids, fraction, split.seed)[0]
+        made = cn.make_canaries(args.canaries + args.controls, seed=args.canary_seed)
+        planted, controls = made[:args.canaries], made[args.canaries:]
+        per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
+        corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=args.canary_seed)
+        run_dir = args.out
+        train_federated_from_args(args, corpus=corpus, track_clients=[p["client"] for p in placements["canaries"]])
+        with open(os.path.join(run_dir, CANARY_FILE), "w", encoding="utf-8") as f:
+            json.dump({"placements": placements, "controls": [c.text for c in controls]}, f, indent=1)
+    rows = cn.audit_run(run_dir, placements, controls=controls)
+    info = load_run(run_dir).info
+    rounds_of = info.get("participation") or {}
+    for row in rows:
+        # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
+        row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
+    dp = info.get("differential_privacy")
+    report = {"rows": rows, "differential_privacy": dp, "rounds": info.get("rounds_done"),
+              "final_metrics": info.get("final_metrics")}
+    with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        eps = "no DP" if not dp else f"eps {dp['epsilon'] if isinstance(dp['epsilon'], str) else round(dp['epsilon'], 3)}"
+        print(f"exposure of {len(rows)} canaries in {run_dir} ({eps}); max = log2|R|; controls were never planted")
+        print(cn.format_audit(rows))
+        print("rounds each canary's client trained in: " +
+              ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
+        print(f"written: {os.path.join(run_dir, AUDIT_FILE)}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``privacy plan`` and ``audit canaries``."""
+    priv = sub.add_parser("privacy", help="differential privacy tools").add_subparsers(
+        dest="privacy_command", required=True)
+    pp = priv.add_parser("plan", help="noise multiplier per cohort size for a target (eps, delta), "
+                                      "ranked by the noise-batch ratio z*clip/K")
+    pp.add_argument("--epsilon", type=positive_float, required=True, help="target epsilon")
+    pp.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
+    pp.add_argument("--population", type=positive_int, required=True, help="N, clients in the population")
+    pp.add_argument("--rounds", type=positive_int, required=True, help="T, training rounds")
+    pp.add_argument("--max-clients-per-round", type=positive_int, default=None,
+                    help="top of the cohort grid (min(N, 10000))")
+    pp.add_argument("--mechanism", choices=("fedavg", "ftrl"), default="fedavg", help="(fedavg)")
+    pp.add_argument("--clip", type=positive_float, default=1.0, help="L2 clip C of the noise-batch ratio (1.0)")
+    pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
+    pp.add_argument("--json", action="store_true")
+    pp.set_defaults(func=cmd_privacy_plan)
+
+    audit = sub.add_parser("audit", help="memorization audits").add_subparsers(dest="audit_command", required=True)
+    ac = audit.add_parser("canaries", help="plant canary sentences, train, report their exposure (Carlini et al.)",
+                          description="Plants --canaries random sentences of one format ('my number is' + 4 words "
+                                      "from 10) into training clients, trains federated with every `train` "
+                                      "option (--dp too) and reports each canary's exposure, log2|R| - "
+                                      "log2(rank); --controls unplanted canaries give the baseline.")
+    add_train_args(ac, out_required=False)
+    ac.add_argument("--canaries", type=int, default=6, help="canaries planted (6)")
+    ac.add_argument("--canary-repeats", default="1,4,16", metavar="R1,R2,...",
+                    help="copies of each canary, cycled over the canaries (1,4,16)")
+    ac.add_argument("--controls", type=int, default=4, help="canaries of the same format never planted (4)")
+    ac.add_argument("--canary-seed", type=non_negative_int, default=0, help="seed of canaries and placement (0)")
+    ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
+    ac.add_argument("--json", action="store_true")
+    ac.set_defaults(func=cmd_audit_canaries)

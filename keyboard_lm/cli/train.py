@@ -1,0 +1,297 @@
+"""``keyboard-lm train``: centralized or federated training (and DP) into a run directory.
+
+Every default comes from the library's config dataclasses (``CentralizedConfig``,
+``FederatedConfig``, ``ClientDataConfig``, ``LoopConfig``, ``ModelConfig``): a flag
+left out is not passed, so the run gets what a Python caller gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from keyboard_lm.cli.args import (add_data_args, add_split_args, data_source, default_data_to_run,
+                                  load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
+                                  positive_int, split_from_args)
+from keyboard_lm.data.config import ClientDataConfig
+from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+from keyboard_lm.models.config import QUANTIZATION, ModelConfig
+from keyboard_lm.training.config import CentralizedConfig
+
+CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
+
+
+#: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
+_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
+                     "ngram_teacher")
+
+
+def _quantization(args) -> str:
+    return args.quantization_aware or "none"
+
+
+def cmd_train(args) -> int:
+    from keyboard_lm.errors import ConfigError
+
+    if args.round_timeout is not None and (not args.workers or args.round_timeout <= 0):
+        raise ConfigError("--round-timeout needs --workers and a number of seconds above 0")
+    if args.worker_data_root and not args.worker_data:
+        raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
+    if args.centralized:
+        given = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
+        if given:
+            raise ConfigError(f"{', '.join(given)}: federated training only, not --centralized")
+        return _train_centralized(args)
+    given = [f"--{f.replace('_', '-')}" for f in _CENTRALIZED_ONLY if getattr(args, f, None) is not None]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: centralized training only (add --centralized); federated "
+                          "runs have --client-lr, --rounds, --local-epochs and --clip")
+    return train_federated_from_args(args)
+
+
+_DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")
+
+
+def dp_options(args):
+    """The DPOptions of ``train --dp ...`` (None without --dp); every value checked before data is read."""
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.privacy.config import DPOptions
+
+    if args.dp is None:
+        given = [f"--{f.replace('_', '-')}" for f in _DP_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise ConfigError(f"{', '.join(given)} given without --dp fedavg|ftrl")
+        return None
+    if args.dp_clip is None and args.dp_clip_quantile is None:
+        raise ConfigError("--dp needs --dp-clip C (or, with --dp fedavg, --dp-clip-quantile Q)")
+    return DPOptions(args.dp, noise_multiplier=args.dp_noise_multiplier, clip=args.dp_clip,
+                     clip_quantile=args.dp_clip_quantile, delta=args.dp_delta, sampling=args.dp_sampling,
+                     target_epsilon=args.dp_epsilon)
+
+
+def _train_centralized(args) -> int:
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.training.centralized import train_centralized
+
+    if args.resume:
+        raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
+    if args.dp is not None:
+        raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
+    given = {"optimizer": args.optimizer, "learning_rate": args.lr, "epochs": args.epochs,
+             "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
+             "weight_drop": args.weight_drop, "weight_average": args.weight_average,
+             "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
+             "patience": args.patience, "ngram_teacher": args.ngram_teacher}
+    if args.clipnorm is not None:
+        given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
+    config = CentralizedConfig(seq_len=args.seq_len, seed=args.seed,
+                               **{k: v for k, v in given.items() if v is not None})
+    corpus = load_corpus_from_args(args)
+    train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
+                      config, split_from_args(args), quantization=_quantization(args),
+                      data_source=data_source(args), overwrite=args.overwrite)
+    print(f"run saved to {args.out}")
+    return 0
+
+
+def federated_validation(args) -> dict:
+    """--validation-fraction/--lr-decay of a federated run; off under --dp (outside its accounting)."""
+    if args.dp is None:
+        return {"validation_fraction": FED.validation_fraction if args.validation_fraction is None
+                else args.validation_fraction,
+                "lr_decay": FED.lr_decay if args.lr_decay is None else args.lr_decay}
+    if args.validation_fraction or (args.lr_decay is not None and args.lr_decay != 1.0):
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError("--validation-fraction and --lr-decay choose by the validation clients' text, which "
+                          "--dp's accounting does not cover; a DP run keeps its last round at a constant rate")
+    return {"validation_fraction": 0.0, "lr_decay": 1.0}
+
+
+def train_federated_from_args(args, corpus=None, log=print, track_clients=()) -> int:
+    """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
+    from keyboard_lm.federated.trainer import train_federated
+
+    split = split_from_args(args)
+    if args.resume:
+        # The run directory holds the settings; only --rounds (and the data path) may be given again.
+        from keyboard_lm.models.checkpoint import load_run
+
+        saved = load_run(args.out).info
+        default_data_to_run(args, saved)
+        from keyboard_lm.data.split import SplitConfig
+
+        split = SplitConfig(**saved["data"]["split"])
+        # Without --rounds a resumed run continues to its own round count.
+        fed = FederatedConfig(**{**saved["federated"], "rounds": args.rounds or saved["federated"]["rounds"]})
+        data_config = ClientDataConfig(**saved["client_data"])
+        loop = LoopConfig(**saved["loop"])
+        model_config = None
+    else:
+        model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units,
+                                   _quantization(args))
+        given = {"rounds": args.rounds, "dropout": args.dropout,
+                 # Under --dp the average is post-processing (no privacy cost) but unmeasured: off unless asked.
+                 "weight_average": 0.0 if args.dp and args.weight_average is None else args.weight_average}
+        fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
+                              server_lr=args.server_lr, server_momentum=args.server_momentum,
+                              client_lr=args.client_lr, clients_per_round=args.clients_per_round,
+                              fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps, compression=args.compression,
+                              clip=args.clip, seed=args.seed, **federated_validation(args),
+                              **{k: v for k, v in given.items() if v is not None})
+        data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or CLIENT.batch_size,
+                                       epochs=args.local_epochs, max_batches=args.max_batches)
+        loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+    dp = None if args.resume else dp_options(args)
+    if corpus is None:
+        corpus = load_corpus_from_args(args)
+    on_round = None
+    if getattr(args, "workers", None):
+        from keyboard_lm.federated import remote
+
+        if fed.algorithm == "fedatt":
+            from keyboard_lm.errors import ConfigError
+
+            # TFF: "Detected one aggregate dependent on another": FedAtt's attention weights need the
+            # first aggregate before the second, which a split-and-merge round cannot compute.
+            raise ConfigError("--workers: FedAtt cannot run on TFF's mergeable context (its second aggregate "
+                              "depends on the first); run it on one machine")
+        workers = remote.parse_workers(args.workers)
+        remote.set_remote_context(workers)
+        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout)
+        watchdog.start()
+        on_round = watchdog.round_done
+        log(f"training on {len(workers)} TFF workers: {args.workers}")
+    train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
+                    vocab_size=args.vocab_size, data_source=data_source(args),
+                    overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
+                    worker_data=getattr(args, "worker_data", None),
+                    worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round)
+    log(f"run saved to {args.out}")
+    return 0
+
+
+def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) -> None:
+    """Every option of ``train`` (``audit canaries`` trains with the same ones)."""
+    add_data_args(train)
+    add_split_args(train)
+    train.add_argument("--centralized", action="store_true",
+                       help="server-trained baseline: SGD on the pooled training clients (default: federated)")
+    train.add_argument("--model", default=MODEL.model_type, help="cifg | si-cifg | lstm | gru (%(default)s)")
+    train.add_argument("--vocab-size", type=positive_int, default=MODEL.vocab_size,
+                       help="incl. 4 special tokens (%(default)s)")
+    train.add_argument("--embedding-dim", type=positive_int, default=MODEL.embedding_dim,
+                       help="D, tied embedding and projection (%(default)s)")
+    train.add_argument("--units", type=positive_int, default=MODEL.units, help="H, cell size (%(default)s)")
+    train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
+                       choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE",
+                       help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "
+                            "default, or weight-only), so the exported model computes exactly what was "
+                            "trained and evaluated")
+    train.add_argument("--seq-len", type=positive_int, default=CEN.seq_len, help="tokens per example (%(default)s)")
+    train.add_argument("--batch-size", type=positive_int, default=None,
+                       help=f"examples per batch (centralized {CEN.batch_size}, federated client batch "
+                            f"{CLIENT.batch_size})")
+    train.add_argument("--out", required=out_required, metavar="RUN_DIR", help="run directory to write")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace the run already in RUN_DIR, or write into a non-empty directory "
+                            "(default: refuse; only the run's own files are removed)")
+    train.add_argument("--seed", type=non_negative_int, default=CEN.seed,
+                       help="seed of initialization, client sampling and shuffling (%(default)s); the split has "
+                            "--split-seed")
+    train.add_argument("--dropout", type=non_negative_float, default=None,
+                       help=f"dropout on embedding and cell outputs (centralized {CEN.dropout}, "
+                            f"federated {FED.dropout})")
+    cen = train.add_argument_group("centralized training")
+    cen.add_argument("--epochs", type=positive_int, default=None,
+                     help=f"most passes over the pooled data ({CEN.epochs})")
+    cen.add_argument("--optimizer", default=None, choices=("sgd", "adam", "adamw"),
+                     help=f"({CEN.optimizer})")
+    cen.add_argument("--lr", type=positive_float, default=None, help=f"initial learning rate ({CEN.learning_rate})")
+    cen.add_argument("--clipnorm", type=non_negative_float, default=None,
+                     help=f"gradient norm clip, 0 = off ({CEN.clipnorm})")
+    cen.add_argument("--weight-decay", type=non_negative_float, default=None,
+                     help=f"decoupled weight decay, with --optimizer adamw ({CEN.weight_decay})")
+    cen.add_argument("--weight-drop", type=non_negative_float, default=None,
+                     help="DropConnect on the cell's recurrent weights, one mask per batch "
+                          f"(Merity et al. 2018) ({CEN.weight_drop})")
+    train.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
+                       help="keep and evaluate an exponential moving average of the weights with this decay "
+                            f"per step (centralized {CEN.weight_average}) or per round (federated "
+                            f"{FED.weight_average}, 0 with --dp unless given); 0 = off")
+    train.add_argument("--validation-fraction", type=non_negative_float, default=None,
+                       help="share of training clients, never trained on, whose recall@3 picks the epoch or "
+                            "round the run keeps and decays the learning rate; 0 = keep the last "
+                            f"({CEN.validation_fraction}; federated {FED.validation_fraction}, "
+                            "0 with --dp)")
+    train.add_argument("--lr-decay", type=positive_float, default=None,
+                       help="learning-rate factor after an evaluation without validation gain (centralized "
+                            f"{CEN.lr_decay}; federated {FED.lr_decay}, on the client rate)")
+    cen.add_argument("--patience", type=positive_int, default=None,
+                     help=f"epochs without validation gain before stopping ({CEN.patience})")
+    cen.add_argument("--ngram-teacher", type=non_negative_float, default=None, metavar="WEIGHT",
+                     help="mix a cross-fitted Kneser-Ney 5-gram's next-word distribution into each training "
+                          f"target with this weight (distillation); 0 = off ({CEN.ngram_teacher})")
+    fed = train.add_argument_group("federated training (TFF)")
+    fed.add_argument("--algorithm", default=FED.algorithm, help="fedavg | fedsgd | fedatt (%(default)s)")
+    fed.add_argument("--server-optimizer", default=FED.server_optimizer,
+                     help="sgd | nesterov (FedAvgM) | adam (FedAdam) (%(default)s)")
+    fed.add_argument("--server-lr", type=float, default=FED.server_lr, help="server learning rate (%(default)s)")
+    fed.add_argument("--server-momentum", type=float, default=FED.server_momentum,
+                     help="Nesterov momentum (%(default)s)")
+    fed.add_argument("--client-lr", type=float, default=FED.client_lr, help="client SGD learning rate (%(default)s)")
+    fed.add_argument("--clients-per-round", type=positive_int, default=FED.clients_per_round,
+                     help="K, sampled uniformly; at most the number of training clients (%(default)s)")
+    fed.add_argument("--rounds", type=positive_int, default=None,
+                     help=f"rounds to run ({FED.rounds}); with --resume, the round to reach (default: the run's own "
+                          "count)")
+    fed.add_argument("--local-epochs", type=positive_int, default=CLIENT.epochs,
+                     help="client epochs per round (%(default)s)")
+    fed.add_argument("--max-batches", type=positive_int, default=CLIENT.max_batches,
+                     help="cap on batches per client and round, drawn from all of the client's examples "
+                          "(%(default)s)")
+    fed.add_argument("--clip", default=FED.clip, metavar="adaptive|none|NORM",
+                     help="update clipping, the same for every algorithm: adaptive (TFF's adaptive zeroing and "
+                          "quantile clipping, the default), none, or a fixed L2 norm")
+    fed.add_argument("--fedatt-p", type=float, default=FED.fedatt_p, help="FedAtt norm order p (%(default)s)")
+    fed.add_argument("--fedatt-eps", type=float, default=FED.fedatt_eps, help="FedAtt step size eps (%(default)s)")
+    fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
+    fed.add_argument("--eval-every", type=positive_int, default=LOOP.eval_every,
+                     help="evaluate held-out clients every N rounds and at the end (%(default)s)")
+    fed.add_argument("--checkpoint-every", type=positive_int, default=LOOP.checkpoint_every,
+                     help="save program state every N rounds (%(default)s)")
+    fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
+    fed.add_argument("--workers", metavar="HOST:PORT,...",
+                     help="spread each round's clients over these TFF workers (keyboard-lm worker), merged by "
+                          "TFF's mergeable context; default: one local worker")
+    fed.add_argument("--round-timeout", type=float, default=None, metavar="S",
+                     help="with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
+                          "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)")
+    fed.add_argument("--worker-data", metavar="DIR",
+                     help="write the training clients' encoded shards to DIR once; each round the workers read "
+                          "their clients' data from there instead of receiving it from this process "
+                          "(docs/distributed.md)")
+    fed.add_argument("--worker-data-root", metavar="PATH",
+                     help="where the workers find the --worker-data directory (default: the same path, "
+                          "e.g. a shared filesystem)")
+    dpg = train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)")
+    dpg.add_argument("--dp", choices=("fedavg", "ftrl"), default=None,
+                     help="DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic "
+                          "participation schedule, zCDP accounting); unweighted, the DP clip replaces --clip")
+    dpg.add_argument("--dp-noise-multiplier", type=float, default=None, metavar="Z",
+                     help="Gaussian noise std / clip (or give --dp-epsilon)")
+    dpg.add_argument("--dp-epsilon", type=float, default=None, metavar="EPS",
+                     help="calibrate Z so that eps after --rounds rounds is EPS (dp_accounting)")
+    dpg.add_argument("--dp-clip", type=float, default=None, metavar="C", help="L2 clip of each client update")
+    dpg.add_argument("--dp-clip-quantile", type=float, default=None, metavar="Q",
+                     help="adaptive clip at the Q quantile of update norms (--dp fedavg)")
+    dpg.add_argument("--dp-delta", type=float, default=None, metavar="D",
+                     help="delta of the reported (eps, delta) (1 / population^1.1)")
+    dpg.add_argument("--dp-sampling", choices=("poisson", "fixed", "schedule"), default=None,
+                     help="fedavg: poisson (default) or fixed-size; ftrl: schedule")
+
+
+def register(sub) -> None:
+    """Add ``train``."""
+    train = sub.add_parser("train", help="train a next-word model into a run directory")
+    add_train_args(train)
+    train.set_defaults(func=cmd_train)

@@ -1,0 +1,186 @@
+"""Hyper-parameters of federated training, importable without TensorFlow or TFF.
+
+The defaults here are the recipe: ``keyboard-lm train`` reads them for its
+flags and help, and a Python caller of
+``keyboard_lm.federated.trainer.train_federated`` gets the same.
+``process.py``, ``aggregation.py`` and ``trainer.py`` build from them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from keyboard_lm.errors import ConfigError
+
+ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
+SERVER_OPTIMIZERS = ("sgd", "nesterov", "adam")
+MEANS = ("weighted", "unweighted", "fedatt")
+
+
+def parse_clip(value: str | float) -> str | float:
+    """``adaptive`` | ``none`` | a positive L2 norm; raises ConfigError otherwise."""
+    if isinstance(value, str) and value in ("adaptive", "none"):
+        return value
+    try:
+        norm = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"clip must be 'adaptive', 'none' or a positive L2 norm, got {value!r}") from None
+    if not (norm > 0 and math.isfinite(norm)):
+        raise ConfigError(f"clip norm must be a positive number, got {value!r}")
+    return norm
+
+
+@dataclasses.dataclass(frozen=True)
+class AggregationConfig:
+    """Which parts the aggregator has.
+
+    Attributes:
+      mean: ``weighted`` (by examples, FedAvg), ``unweighted`` or ``fedatt``.
+      clip: ``adaptive`` (TFF's default robust aggregation, the default),
+        ``none``, or a fixed L2 norm (float).
+      compression: 8-bit stochastic quantization of uploads (not with FedAtt,
+        whose attention needs exact norms).
+      fedatt_p: FedAtt's norm order.
+    """
+
+    mean: str = "weighted"
+    clip: str | float = "adaptive"
+    compression: bool = False
+    fedatt_p: float = 2.0
+
+    def __post_init__(self):
+        if self.mean not in MEANS:
+            raise ConfigError(f"unknown mean {self.mean!r}; choose one of {', '.join(MEANS)}")
+        object.__setattr__(self, "clip", parse_clip(self.clip))
+        if self.compression and self.mean == "fedatt":
+            raise ConfigError("compressed uploads are not combined with FedAtt (its attention needs exact norms)")
+
+    @property
+    def weighted(self) -> bool:
+        return self.mean == "weighted"
+
+
+@dataclasses.dataclass(frozen=True)
+class FederatedConfig:
+    """Hyper-parameters of federated training.
+
+    The defaults are the best federated recipe measured on Tiny Shakespeare by
+    role (docs/training.md): Hard et al. 2018's FedAvgM (server
+    Nesterov momentum 0.9, lr 1.0) with client SGD lr 0.5, 10 clients per
+    round, plus dropout 0.2 against overfitting the few large roles, 10% of
+    the training clients set aside as validation (they pick the round the run
+    keeps and halve the client learning rate after an evaluation without
+    gain), and the global model averaged across rounds (decay 0.99: within
+    a few hundred rounds the ramp (1 + r) / (10 + r) stays below it, so the
+    average spans about the last r / 9 rounds).
+
+    Attributes:
+      algorithm: ``fedavg`` (weighted by n_k, Hard et al. eq. 3), ``fedsgd``
+        or ``fedatt`` (Ji et al.).
+      server_optimizer: ``sgd``, ``nesterov`` (FedAvgM; momentum 0.9, lr 1.0 as
+        in Hard et al.) or ``adam`` (FedAdam, Ro et al.).  FedAtt always uses
+        SGD with learning rate ``fedatt_eps``.
+      server_lr, server_momentum: server step size and momentum.
+      client_lr: client SGD learning rate.
+      clients_per_round: K clients sampled uniformly per round (10).
+      rounds: number of rounds (350: about 40 minutes of the default recipe
+        on Tiny Shakespeare on a 2-core machine; validation kept round 325).
+      fedatt_p, fedatt_eps: FedAtt's norm order and step size.
+      compression: stochastic 8-bit uniform quantization of uploads.  Its
+        random rounding runs unseeded inside TFF's runtime, so a compressed
+        run is not bit-reproducible (and a resumed one not bit-identical to an
+        uninterrupted one); everything else about it is.
+      clip: update clipping, the same for every algorithm: ``adaptive``
+        (TFF's default adaptive zeroing + clipping), ``none`` or a fixed L2
+        norm; see ``aggregation.py``.
+      dropout: dropout on embedding and cell outputs in client training
+        (Zaremba et al. 2014), as in centralized training.
+      validation_fraction: share of the *training* clients set aside (never
+        trained on) to choose the round the run keeps: at every evaluation
+        their recall@3 decides whether the round is the best so far, as in
+        centralized training.  0 trains on all of them and keeps the last
+        round.  Held-out clients are never used for a decision.
+      lr_decay: factor applied to the client learning rate (the server's,
+        for FedSGD, which has none) after an evaluation that does not improve
+        validation recall@3; 1.0 keeps it constant.  The rate lives in TFF's
+        state (``LearningProcess.set_hparams``), so checkpoints and
+        ``--resume`` carry it.
+      weight_average: decay of an exponential moving average of the global
+        model across rounds, kept by the driver (``server_average``); when > 0
+        the average is what evaluation and validation see and what the run
+        saves, while the server trains on its own weights (0: off).
+      seed: seed of the model initialization, client sampling and shuffling
+        (the held-out split has its own seed, ``SplitConfig.seed``).
+    """
+
+    algorithm: str = "fedavg"
+    server_optimizer: str = "nesterov"
+    server_lr: float = 1.0
+    server_momentum: float = 0.9
+    client_lr: float = 0.5
+    clients_per_round: int = 10
+    rounds: int = 350
+    fedatt_p: float = 2.0
+    fedatt_eps: float = 1.0
+    compression: bool = False
+    clip: str | float = "adaptive"
+    dropout: float = 0.2
+    validation_fraction: float = 0.1
+    lr_decay: float = 0.5
+    weight_average: float = 0.99
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError(f"unknown algorithm {self.algorithm!r}; choose one of {', '.join(ALGORITHMS)}")
+        if self.server_optimizer not in SERVER_OPTIMIZERS:
+            raise ConfigError(f"unknown server optimizer {self.server_optimizer!r}; "
+                              f"choose one of {', '.join(SERVER_OPTIMIZERS)}")
+        for name in ("server_lr", "client_lr", "fedatt_p", "fedatt_eps"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if not 0 <= self.server_momentum < 1:
+            raise ConfigError(f"server_momentum must be in [0, 1), got {self.server_momentum}")
+        for name in ("clients_per_round", "rounds"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if not 0.0 < self.lr_decay <= 1.0:
+            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        if not 0.0 <= self.weight_average < 1.0:
+            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
+        object.__setattr__(self, "clip", parse_clip(self.clip))
+        self.aggregation  # validates the combination (e.g. compression with FedAtt)
+
+    @property
+    def aggregation(self) -> AggregationConfig:
+        """The aggregator parts this algorithm uses."""
+        mean = {"fedavg": "weighted", "fedsgd": "weighted", "fedatt": "fedatt"}[self.algorithm]
+        return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoopConfig:
+    """How often the loop evaluates and saves, and when it calls a run diverged.
+
+    Attributes:
+      eval_every: evaluate held-out clients every N rounds (and at the end).
+      checkpoint_every: save TFF program state every N rounds (and at the end).
+      divergence_factor: a training loss above factor * ln(V) (the loss of a
+        uniform guess) counts as divergence.
+      keep_checkpoints: program states kept on disk.
+    """
+
+    eval_every: int = 25
+    checkpoint_every: int = 1
+    divergence_factor: float = 3.0
+    keep_checkpoints: int = 3
+
+    def __post_init__(self):
+        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -1,0 +1,91 @@
+"""Hyper-parameters of centralized training, importable without TensorFlow.
+
+The defaults here are the recipe: ``keyboard-lm train --centralized`` reads
+them for its flags and help, and a Python caller of
+``keyboard_lm.training.centralized.train_centralized`` gets the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.training.ngram_teacher import TeacherConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class CentralizedConfig:
+    """Hyper-parameters of centralized training; the defaults are the best
+    recipe measured on held-out Tiny Shakespeare roles (docs/training.md).
+
+    Attributes:
+      optimizer: ``sgd`` (Hard et al.'s server baseline), ``adam`` or
+        ``adamw`` (Adam with decoupled weight decay, Loshchilov & Hutter 2019).
+      learning_rate: initial step size.
+      epochs: most passes over the pooled training examples.
+      batch_size: examples per step.
+      seq_len: tokens per example (20).
+      clipnorm: gradient norm clip (None: no clipping).
+      dropout: dropout on embedding and cell outputs (Zaremba et al. 2014).
+      weight_decay: decoupled weight decay (``adamw`` only).
+      weight_drop: DropConnect on the cell's recurrent weights (Merity et al. 2018).
+      weight_average: decay of an exponential moving average of the weights,
+        updated every step; when > 0 the averaged weights are what each epoch
+        evaluates and what the run keeps (0: off).
+      validation_fraction: share of the *training* clients set aside to pick
+        the best epoch, decay the learning rate and stop early; 0 trains on
+        all of them and keeps the last epoch.
+      lr_decay: factor applied to the learning rate after an epoch that does
+        not improve validation recall@3 (1.0: constant).
+      patience: epochs without validation improvement before stopping.
+      ngram_teacher: weight of a cross-fitted Kneser-Ney 5-gram teacher in
+        each training target (``training.ngram_teacher``; 0: plain one-hot).
+      seed: seed of initialization, shuffling and the teacher's folds.
+    """
+
+    optimizer: str = "adam"
+    learning_rate: float = 0.002
+    epochs: int = 40
+    batch_size: int = 8
+    seq_len: int = 20
+    clipnorm: float | None = 5.0
+    dropout: float = 0.4
+    weight_decay: float = 0.0
+    weight_drop: float = 0.5
+    weight_average: float = 0.999
+    validation_fraction: float = 0.1
+    lr_decay: float = 0.5
+    patience: int = 3
+    ngram_teacher: float = 0.25
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.optimizer not in ("sgd", "adam", "adamw"):
+            raise ConfigError(f"unknown optimizer {self.optimizer!r}; choose sgd, adam or adamw")
+        if not self.learning_rate > 0:
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+        for name in ("epochs", "batch_size", "seq_len", "patience"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 <= self.weight_drop < 1.0:
+            raise ConfigError(f"weight_drop must be in [0, 1), got {self.weight_drop}")
+        if not 0.0 <= self.weight_average < 1.0:
+            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
+        if self.weight_decay < 0:
+            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay}")
+        if self.weight_decay and self.optimizer != "adamw":
+            raise ConfigError("weight_decay needs --optimizer adamw (decoupled decay)")
+        if not 0.0 <= self.validation_fraction < 1.0:
+            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
+        if not 0.0 < self.lr_decay <= 1.0:
+            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        if self.clipnorm is not None and not self.clipnorm > 0:
+            raise ConfigError(f"clipnorm must be > 0 or None, got {self.clipnorm}")
+        self.teacher()  # validates ngram_teacher
+
+    def teacher(self) -> TeacherConfig:
+        """The n-gram teacher's settings (its other parts at their documented defaults)."""
+        return TeacherConfig(weight=self.ngram_teacher, seed=self.seed)
+
