@@ -14,17 +14,23 @@ warnings.filterwarnings("ignore", message=".*pkg_resources.*")
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SHAKESPEARE = pathlib.Path(os.environ.get(
     "KEYBOARD_LM_SHAKESPEARE", REPO.parent / "shared" / "data" / "tinyshakespeare" / "input.txt"))
+SPAMASSASSIN = pathlib.Path(os.environ.get(
+    "KEYBOARD_LM_SPAMASSASSIN", REPO.parent / "shared" / "data" / "spamassassin-ham" / "ham.mbox"))
 GOLDEN = REPO / "tests" / "golden" / "text_spec_vectors.json"
+#: marker -> (file it needs, the environment variable that points elsewhere, what it is)
+SHARED_DATA = {"shakespeare": (SHAKESPEARE, "KEYBOARD_LM_SHAKESPEARE", "Tiny Shakespeare"),
+               "spamassassin": (SPAMASSASSIN, "KEYBOARD_LM_SPAMASSASSIN", "the SpamAssassin ham mbox")}
 
 
 def pytest_collection_modifyitems(config, items):
-    if SHAKESPEARE.is_file():
-        return
-    skip = pytest.mark.skip(reason="Tiny Shakespeare not found at ../shared/data/tinyshakespeare/input.txt "
-                                   "(present in CI; set KEYBOARD_LM_SHAKESPEARE to run these)")
-    for item in items:
-        if "shakespeare" in item.keywords:
-            item.add_marker(skip)
+    for marker, (path, variable, what) in SHARED_DATA.items():
+        if path.is_file():
+            continue
+        skip = pytest.mark.skip(reason=f"{what} not found at ../shared/data/{path.parent.name}/{path.name} "
+                                       f"(present in CI; set {variable} to run these)")
+        for item in items:
+            if marker in item.keywords:
+                item.add_marker(skip)
 
 
 def assert_in_top_k(word: str, ranked, k: int = 3) -> None:

@@ -7,7 +7,7 @@ import math
 import os
 
 
-FORMATS = ("default", "jsonl", "textdir", "shakespeare", "stackoverflow")
+FORMATS = ("default", "jsonl", "textdir", "mbox", "shakespeare", "stackoverflow")
 
 
 class OneLineParser(argparse.ArgumentParser):

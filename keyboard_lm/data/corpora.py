@@ -250,12 +250,20 @@ def load_default(path: str | None = None, skip_bad: bool = False) -> Corpus:
     return collector.corpus("default:chatterbot-corpus/english")
 
 
+def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
+    """An mbox file of e-mail, one client per sender (``keyboard_lm.data.mbox``)."""
+    from keyboard_lm.data.mbox import load_mbox as read
+
+    return read(path, skip_bad=skip_bad)
+
+
 #: --format name -> reader(path, skip_bad).  ``stackoverflow`` is served by
 #: ``keyboard_lm.federated.client_data`` because it comes from TFF.
 READERS: dict[str, Callable[..., Corpus]] = {
     "jsonl": load_jsonl,
     "textdir": load_textdir,
     "shakespeare": load_shakespeare,
+    "mbox": load_mbox,
     "default": load_default,
 }
 
