@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up the pinned environment (idempotent) and run a job in it.
 #   bash dev.sh demo   - the main job on the embedded default corpus
-#   bash dev.sh test   - the whole test suite
+#   bash dev.sh test   - the whole test suite (two workers; the 15 slowest tests listed at the end)
 #   bash dev.sh env    - only set up
 # Needs Python 3.11 on PATH (python3.11, or python3 at 3.11) and the package index.
 set -euo pipefail
@@ -55,6 +55,8 @@ shift || true
 case "$job" in
   env) setup ;;
   demo) setup; exec .venv/bin/keyboard-lm demo "$@" ;;
-  test) setup; exec .venv/bin/python -m pytest "$@" ;;
+  # Two pytest-xdist workers (the suite's subprocesses, TFF workers and timeouts leave a core idle otherwise);
+  # KEYBOARD_LM_TEST_WORKERS=0 runs in one process.
+  test) setup; exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
   *) echo "usage: bash dev.sh demo|test|env [args...]" >&2; exit 2 ;;
 esac

@@ -23,6 +23,9 @@ SHARED_DATA = {"shakespeare": (SHAKESPEARE, "KEYBOARD_LM_SHAKESPEARE", "Tiny Sha
 
 
 def pytest_collection_modifyitems(config, items):
+    # Tests marked heavy (subprocesses, TFF workers, long waits) go first, so the two xdist workers overlap
+    # them with the many short tests instead of finishing on one long tail.
+    items.sort(key=lambda item: "heavy" not in item.keywords)
     for marker, (path, variable, what) in SHARED_DATA.items():
         if path.is_file():
             continue
@@ -78,30 +81,50 @@ SMALL_RUN_RECIPE = ["--units", "48", "--embedding-dim", "24", "--vocab-size", "1
                     "--ngram-teacher", "0"]
 
 
-@pytest.fixture(scope="session")
-def small_run(tmp_path_factory):
-    """A small CIFG trained centrally on the embedded corpus (a real run directory)."""
+def build_once(tmp_path_factory, name: str, build) -> pathlib.Path:
+    """``build(directory)`` once per test run, shared by every pytest-xdist worker; returns the directory.
+
+    The first worker to ask builds under an exclusive lock while the others wait, then all reuse what it
+    wrote (the pattern of pytest-xdist's docs, with the standard library's ``fcntl`` as the lock).
+    Without xdist it is an ordinary session-scoped build.
+    """
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's directory, shared
+    target, done = root / f"shared-{name}", root / f"shared-{name}.done"
+    with open(root / f"shared-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            if target.exists():  # a build that failed half-way in another worker: start again
+                import shutil
+
+                shutil.rmtree(target)
+            target.mkdir()
+            build(target)
+            done.touch()
+    return target
+
+
+def _train_small(out: pathlib.Path, *extra: str) -> None:
     from keyboard_lm.cli import main
 
-    out = str(tmp_path_factory.mktemp("small_run") / "run")
-    assert main(["train", "--centralized", "--out", out, *SMALL_RUN_RECIPE]) == 0
-    return out
+    assert main(["train", "--centralized", "--out", str(out / "run"), *SMALL_RUN_RECIPE, *extra]) == 0
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory):
+    """A small CIFG trained centrally on the embedded corpus (a real run directory), built once per run."""
+    return str(build_once(tmp_path_factory, "small_run", _train_small) / "run")
 
 
 @pytest.fixture(scope="session")
 def small_qat_run(tmp_path_factory):
     """``small_qat_run(mode)``: as ``small_run``, trained quantization-aware for export mode ``mode``."""
-    from keyboard_lm.cli import main
-
-    runs = {}
 
     def get(mode: str) -> str:
-        if mode not in runs:
-            out = str(tmp_path_factory.mktemp(f"small_qat_{mode}") / "run")
-            assert main(["train", "--centralized", "--out", out, *SMALL_RUN_RECIPE,
-                         "--quantization-aware", mode]) == 0
-            runs[mode] = out
-        return runs[mode]
+        build = lambda out: _train_small(out, "--quantization-aware", mode)  # noqa: E731
+        return str(build_once(tmp_path_factory, f"small_qat_{mode}", build) / "run")
 
     return get
 
@@ -111,6 +134,7 @@ def small_tflite(small_run, tmp_path_factory):
     """``small_run`` exported with the real exporter."""
     from keyboard_lm.export.tflite_export import export_run
 
-    out = str(tmp_path_factory.mktemp("export") / "model.tflite")
-    export_run(small_run, out)
-    return out
+    def build(out):
+        export_run(small_run, str(out / "model.tflite"))
+
+    return str(build_once(tmp_path_factory, "small_tflite", build) / "model.tflite")

@@ -142,6 +142,7 @@ def test_federated_round_on_shakespeare_roles(shakespeare_path, tmp_path):
     assert load_run(out).info["data"]["train_clients"] == 269
 
 
+@pytest.mark.heavy
 def test_run_killed_mid_training_resumes_to_the_same_result(tmp_path):
     """A real kill (SIGKILL of the training process) at an arbitrary round, then --resume."""
     import signal

@@ -57,6 +57,7 @@ def _predict(python: str, cwd) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("minor", [12, 13])
 def test_predictor_installs_on_newer_python_and_matches_311(tmp_path, minor):
     python = find_python(minor)

@@ -7,6 +7,8 @@ import pytest
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated import remote
 
+pytestmark = pytest.mark.heavy
+
 
 def test_parse_workers_and_refusals():
     assert remote.parse_workers("127.0.0.1:8000, h:9") == [("127.0.0.1", 8000), ("h", 9)]
@@ -34,44 +36,92 @@ SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--cli
          "--server-lr", "0.01", "--eval-every", "2"]
 
 
-def _train(out, *extra):
-    """`keyboard-lm train` in its own process: the execution context is process-wide."""
+def _drive(runs: dict, timeout: float = 900) -> dict:
+    """Run each ``name -> argv`` of ``runs`` through `keyboard-lm` in ONE driver process, in order.
+
+    The execution context is process-wide, so runs on workers never share the test's process; one driver
+    for all of them imports TensorFlow and TFF once instead of once per run.  Local runs must come before
+    the first ``--workers`` run.  Returns ``name -> [exit code, stdout, stderr]``.
+    """
+    import json
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *SMALL, *extra],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    script = ("import contextlib, io, json, sys\n"
+              "from keyboard_lm.cli import main\n"
+              "results = {}\n"
+              "for name, argv in json.loads(sys.argv[1]).items():\n"
+              "    out, err = io.StringIO(), io.StringIO()\n"
+              "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+              "        code = main(argv)\n"
+              "    results[name] = [code, out.getvalue(), err.getvalue()]\n"
+              "print(json.dumps(results))\n")
+    done = subprocess.run([sys.executable, "-c", script, json.dumps(runs)], capture_output=True, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+VARIANTS = {"plain": (), "compression": ("--compression",),
+            "dp-adaptive-z0": ("--dp", "fedavg", "--dp-noise-multiplier", "0", "--dp-clip-quantile", "0.5")}
+
+
+@pytest.fixture(scope="module")
+def spread(tmp_path_factory):
+    """Every variant trained in one process and on two TFF workers, plus runs whose clients' data the workers
+    read themselves (--worker-data), with and without the data where they look: ``(root, results)``."""
+    import json
+
+    from tests.conftest import build_once
+
+    def build(root):
+        ports = [remote.free_port(), remote.free_port()]
+        workers = [remote.start_worker(p, wait=30.0) for p in ports]
+        flag = ",".join(f"127.0.0.1:{p}" for p in ports)
+        runs = {f"local-{n}": ["train", "--out", str(root / f"local-{n}"), *SMALL, *x] for n, x in VARIANTS.items()}
+        runs.update({f"remote-{n}": ["train", "--out", str(root / f"remote-{n}"), *SMALL, *x, "--workers", flag]
+                     for n, x in VARIANTS.items()})
+        shards = str(root / "shards")
+        runs["worker-data"] = ["train", "--out", str(root / "worker-data"), *SMALL, "--workers", flag,
+                               "--worker-data", shards]
+        runs["worker-data-missing"] = ["train", "--out", str(root / "m"), *SMALL, "--workers", flag,
+                                       "--worker-data", shards, "--worker-data-root", str(root / "elsewhere")]
+        try:
+            results = _drive(runs)
+        finally:
+            for w in workers:
+                w.kill()
+                w.wait(timeout=10)
+        (root / "results.json").write_text(json.dumps(results), encoding="utf-8")
+
+    root = build_once(tmp_path_factory, "remote_spread", build)
+    return root, json.loads((root / "results.json").read_text(encoding="utf-8"))
+
+
+def _losses(run_dir):
     import csv
+    import os
 
-    with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
-        return [float(r["train_loss"]) for r in csv.DictReader(f)], done.stdout
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        return [float(r["train_loss"]) for r in csv.DictReader(f)]
 
 
-@pytest.mark.parametrize("extra", [(), ("--compression",),
-                                   ("--dp", "fedavg", "--dp-noise-multiplier", "0", "--dp-clip-quantile", "0.5")],
-                         ids=["plain", "compression", "dp-adaptive-z0"])
-def test_two_local_workers_give_the_single_process_rounds(tmp_path, extra):
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_two_local_workers_give_the_single_process_rounds(spread, variant):
     import numpy as np
 
     from keyboard_lm.models.checkpoint import load_run
 
-    ports = [remote.free_port(), remote.free_port()]
-    workers = [remote.start_worker(p, wait=30.0) for p in ports]
-    try:
-        local, _ = _train(str(tmp_path / "local"), *extra)
-        spread, out = _train(str(tmp_path / "remote"), *extra, "--workers", ",".join(f"127.0.0.1:{p}" for p in ports))
-    finally:
-        for w in workers:
-            w.kill()
-            w.wait(timeout=10)
-    assert "training on 2 TFF workers" in out
-    assert len(local) == len(spread) == 2
-    np.testing.assert_allclose(spread, local, rtol=1e-5)
-    if "--compression" not in extra:  # stochastic quantization draws unseeded noise inside TFF
-        a, b = load_run(str(tmp_path / "local")).weights, load_run(str(tmp_path / "remote")).weights
+    root, results = spread
+    for name in (f"local-{variant}", f"remote-{variant}"):
+        assert results[name][0] == 0, results[name][2][-2000:]
+    assert "training on 2 TFF workers" in results[f"remote-{variant}"][1]
+    local, spread_losses = _losses(root / f"local-{variant}"), _losses(root / f"remote-{variant}")
+    assert len(local) == len(spread_losses) == 2
+    np.testing.assert_allclose(spread_losses, local, rtol=1e-5)
+    if variant != "compression":  # stochastic quantization draws unseeded noise inside TFF
+        a, b = load_run(str(root / f"local-{variant}")).weights, load_run(str(root / f"remote-{variant}")).weights
         for name in a:
             np.testing.assert_allclose(b[name], a[name], rtol=1e-4, atol=1e-6)
 
@@ -165,39 +215,25 @@ def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fa
             w.wait(timeout=10)
 
 
-def test_workers_read_their_clients_data_themselves(tmp_path):
+def test_workers_read_their_clients_data_themselves(spread):
     """--worker-data: the same rounds as the driver-side data; a worker without the data is a clear error."""
     import os
-    import subprocess
-    import sys
 
     import numpy as np
 
     from keyboard_lm.models.checkpoint import load_run
 
-    shards = str(tmp_path / "shards")
-    ports = [remote.free_port(), remote.free_port()]
-    workers = [remote.start_worker(p, wait=30.0) for p in ports]
-    flag = ",".join(f"127.0.0.1:{p}" for p in ports)
-    try:
-        local, _ = _train(str(tmp_path / "local"))
-        spread, out = _train(str(tmp_path / "remote"), "--workers", flag, "--worker-data", shards)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        missing = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", str(tmp_path / "m"),
-                                  *SMALL, "--workers", flag, "--worker-data", shards,
-                                  "--worker-data-root", str(tmp_path / "elsewhere")],
-                                 capture_output=True, text=True, env=env, timeout=600)
-    finally:
-        for w in workers:
-            w.kill()
-            w.wait(timeout=10)
-    assert "client shards" in out and os.path.exists(os.path.join(shards, "manifest.json"))
-    np.testing.assert_allclose(spread, local, rtol=1e-5)
-    a, b = load_run(str(tmp_path / "local")).weights, load_run(str(tmp_path / "remote")).weights
+    root, results = spread
+    code, out, err = results["worker-data"]
+    assert code == 0, err[-2000:]
+    assert "client shards" in out and os.path.exists(os.path.join(root, "shards", "manifest.json"))
+    np.testing.assert_allclose(_losses(root / "worker-data"), _losses(root / "local-plain"), rtol=1e-5)
+    a, b = load_run(str(root / "local-plain")).weights, load_run(str(root / "worker-data")).weights
     for name in a:
         np.testing.assert_allclose(b[name], a[name], rtol=1e-4, atol=1e-6)
-    assert missing.returncode == 2, missing.stderr[-2000:]
-    last = missing.stderr.strip().splitlines()[-1]
+    code, _, err = results["worker-data-missing"]
+    assert code == 2, err[-2000:]
+    last = err.strip().splitlines()[-1]
     assert "round 1: a TFF worker could not read client data under" in last
     assert "elsewhere/clients/" in last and "No such file or directory" in last
 

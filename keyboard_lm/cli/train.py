@@ -144,7 +144,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=()) ->
     dp = None if args.resume else dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
-    on_round = None
+    on_round = watchdog = None
     if getattr(args, "workers", None):
         from keyboard_lm.federated import remote
 
@@ -161,11 +161,15 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=()) ->
         watchdog.start()
         on_round = watchdog.round_done
         log(f"training on {len(workers)} TFF workers: {args.workers}")
-    train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
-                    vocab_size=args.vocab_size, data_source=data_source(args),
-                    overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
-                    worker_data=getattr(args, "worker_data", None),
-                    worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round)
+    try:
+        train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
+                        vocab_size=args.vocab_size, data_source=data_source(args),
+                        overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
+                        worker_data=getattr(args, "worker_data", None),
+                        worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round)
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
     log(f"run saved to {args.out}")
     return 0
 

@@ -134,6 +134,7 @@ class Watchdog:
         self.first_round_timeout = first_round_timeout
         self._slowest = None
         self._last = time.monotonic()
+        self._stopped = threading.Event()
 
     def round_done(self, round_num: int, seconds: float) -> None:
         """Called by the training loop after every round."""
@@ -175,13 +176,16 @@ class Watchdog:
     def start(self) -> threading.Thread:
         def watch():
             bad_since: dict = {}
-            while True:
-                time.sleep(self.interval)
+            while not self._stopped.wait(self.interval):
                 self.check(bad_since)
 
         thread = threading.Thread(target=watch, name="tff-worker-watchdog", daemon=True)
         thread.start()
         return thread
+
+    def stop(self) -> None:
+        """End the watch (the run is over): a process that trains again must not be ended by this run's clock."""
+        self._stopped.set()
 
 
 def free_port() -> int:
