@@ -8,6 +8,8 @@ on real text keep them equal.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 
 import tensorflow as tf
 import tensorflow_text as tft
@@ -80,14 +82,36 @@ def client_dataset(texts: tf.data.Dataset, table: tf.lookup.StaticHashTable,
     return batch_examples(texts_to_examples(texts, table, config.max_seq_len), config)
 
 
+#: The last few ``encode_clients`` results of this process, keyed by (text, vocabulary, seq_len) digests: a
+#: process that trains several runs on one corpus (a sweep, a notebook, the test suite) encodes it once.
+_ENCODED: collections.OrderedDict = collections.OrderedDict()
+_ENCODED_KEEP = 4
+
+
 def encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: int) -> dict:
-    """Every client's text -> (inputs [n, S], targets [n, S]) int32 numpy arrays.
+    """Every client's text -> (inputs [n, S], targets [n, S]) int32 numpy arrays (read-only).
 
     Runs the tensorflow-text pipeline once over all records (eagerly, in this
     process).  TFF's C++ runtime has no tensorflow-text kernels, so datasets
     handed to TFF computations are built from these arrays with core ops only.
-    Clients without any sentence get arrays with zero rows.
+    Clients without any sentence get arrays with zero rows.  The same text,
+    vocabulary and length again return the arrays already computed.
     """
+    digest = hashlib.sha256()
+    for cid in sorted(clients):
+        digest.update(f"{cid}\0{len(clients[cid])}\0".encode("utf-8"))
+        for text in clients[cid]:
+            digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    key = (digest.hexdigest(), vocab.fingerprint(), seq_len)
+    if key not in _ENCODED:
+        _ENCODED[key] = _encode_clients(clients, vocab, seq_len)
+        while len(_ENCODED) > _ENCODED_KEEP:
+            _ENCODED.popitem(last=False)
+    _ENCODED.move_to_end(key)
+    return dict(_ENCODED[key])
+
+
+def _encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: int) -> dict:
     import numpy as np
 
     ids = sorted(clients)
@@ -107,7 +131,11 @@ def encode_clients(clients: dict[str, list[str]], vocab: Vocabulary, seq_len: in
     x = np.concatenate(xs) if xs else np.zeros((0, seq_len), np.int32)
     y = np.concatenate(ys) if ys else np.zeros((0, seq_len), np.int32)
     owner = np.concatenate(os_) if os_ else np.zeros((0,), np.int32)
-    return {cid: (x[owner == i], y[owner == i]) for i, cid in enumerate(ids)}
+    out = {cid: (x[owner == i], y[owner == i]) for i, cid in enumerate(ids)}
+    for arrays in out.values():
+        for a in arrays:
+            a.flags.writeable = False  # shared by every caller with the same text
+    return out
 
 
 def batch_examples(examples: tf.data.Dataset, config: ClientDataConfig) -> tf.data.Dataset:
