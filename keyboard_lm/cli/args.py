@@ -6,8 +6,14 @@ import argparse
 import math
 import os
 
+from keyboard_lm.data.corpora import READERS
+from keyboard_lm.data.split import SplitConfig
+from keyboard_lm.models.config import ModelConfig
 
-FORMATS = ("default", "jsonl", "textdir", "mbox", "shakespeare", "stackoverflow")
+#: Every --format: the corpus readers, and Stack Overflow, which comes through TFF.
+FORMATS = (*READERS, "stackoverflow")
+#: Default vocabulary size of every command that builds one (Hard et al.'s 10k).
+VOCAB_SIZE = ModelConfig().vocab_size
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -33,8 +39,6 @@ def _int_at_least(minimum: int):
 
 
 positive_int = _int_at_least(1)
-
-
 non_negative_int = _int_at_least(0)
 
 
@@ -54,8 +58,6 @@ def _float_above(minimum: float, strict: bool):
 
 
 positive_float = _float_above(0.0, strict=True)
-
-
 non_negative_float = _float_above(0.0, strict=False)
 
 
@@ -104,15 +106,15 @@ def data_source(args) -> dict:
 
 
 def add_split_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--heldout-fraction", type=float, default=0.1, help="share of clients held out (0.1)")
-    p.add_argument("--split-seed", type=non_negative_int, default=0,
+    split = SplitConfig()
+    p.add_argument("--heldout-fraction", type=float, default=split.heldout_fraction,
+                   help="share of clients held out (%(default)s)")
+    p.add_argument("--split-seed", type=non_negative_int, default=split.seed,
                    help="seed of the train/held-out client split, kept apart from --seed so a seed sweep "
-                        "evaluates on the same clients (0)")
+                        "evaluates on the same clients (%(default)s)")
 
 
-def split_from_args(args):
-    from keyboard_lm.data.split import SplitConfig
-
+def split_from_args(args) -> SplitConfig:
     return SplitConfig(heldout_fraction=args.heldout_fraction, seed=args.split_seed)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from keyboard_lm.cli.args import add_data_args, add_split_args, load_corpus_from_args, positive_int, split_from_args
+from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, load_corpus_from_args, positive_int,
+                                  split_from_args)
 
 
 def cmd_data_stats(args) -> int:
@@ -22,7 +23,8 @@ def register(sub) -> None:
     data = sub.add_parser("data", help="inspect corpora").add_subparsers(dest="data_command", required=True)
     stats = data.add_parser("stats", help="clients, examples, words, vocabulary coverage, OOV rate")
     add_data_args(stats)
-    stats.add_argument("--vocab-size", type=positive_int, default=10_000, help="vocabulary size incl. special tokens")
+    stats.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
+                       help="vocabulary size incl. special tokens (%(default)s)")
     add_split_args(stats)
     stats.add_argument("--json", action="store_true", help="print JSON instead of a table")
     stats.set_defaults(func=cmd_data_stats)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from keyboard_lm.cli.args import (add_data_args, add_split_args, check_same_corpus, default_data_to_run,
+from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, check_same_corpus, default_data_to_run,
                                   load_corpus_from_args, positive_int, split_from_args)
 
 
@@ -89,7 +89,7 @@ def register(sub) -> None:
     add_data_args(ng)
     add_split_args(ng)
     ng.add_argument("--order", type=positive_int, default=5, help="n (5, as Hard et al.'s baseline)")
-    ng.add_argument("--vocab-size", type=positive_int, default=10_000, help="(10000)")
+    ng.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE, help="(%(default)s)")
     ng.add_argument("--seq-len", type=positive_int, default=20, help="context window as the neural models see it (20)")
     ng.add_argument("--per-client", action="store_true", help="include per-client metrics in --json")
     ng.add_argument("--json", action="store_true")

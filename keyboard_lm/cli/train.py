@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from keyboard_lm.cli.args import (add_data_args, add_split_args, data_source, default_data_to_run,
+from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, data_source, default_data_to_run,
                                   load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
                                   positive_int, split_from_args)
 from keyboard_lm.data.config import ClientDataConfig
@@ -181,7 +181,7 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     train.add_argument("--centralized", action="store_true",
                        help="server-trained baseline: SGD on the pooled training clients (default: federated)")
     train.add_argument("--model", default=MODEL.model_type, help="cifg | si-cifg | lstm | gru (%(default)s)")
-    train.add_argument("--vocab-size", type=positive_int, default=MODEL.vocab_size,
+    train.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
                        help="incl. 4 special tokens (%(default)s)")
     train.add_argument("--embedding-dim", type=positive_int, default=MODEL.embedding_dim,
                        help="D, tied embedding and projection (%(default)s)")
