@@ -127,7 +127,8 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
         "parameters": run.model_config.num_parameters(), "quantization": quantization,
         "text_spec": TEXT_SPEC_VERSION, "data": info.get("data"),
         "training": {"trainer": info.get("trainer"), "algorithm": fed["algorithm"] if fed else "centralized",
-                     "federated": fed, "rounds": info.get("rounds_done"), "epochs": info.get("epochs_done"),
+                     # What the run started from (warm start); None: random weights.
+                     "init_from": info.get("init_from"), "federated": fed, "rounds": info.get("rounds_done"), "epochs": info.get("epochs_done"),
                      "hyperparameters": info.get("hyperparameters")},
         # Every DP setting and the final (eps, delta, rho) of the run; None: trained without DP.
         "differential_privacy": info.get("differential_privacy"),

@@ -6,7 +6,8 @@ import json
 import os
 
 from keyboard_lm.cli.args import load_corpus_from_args, non_negative_int, positive_float, positive_int, split_from_args
-from keyboard_lm.cli.train import add_train_args, dp_options, federated_validation, train_federated_from_args
+from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validation, train_federated_from_args,
+                                  warm_start_from_args)
 
 
 def cmd_privacy_plan(args) -> int:
@@ -65,6 +66,7 @@ def cmd_audit_canaries(args) -> int:
             raise ConfigError(f"--canaries must be >= 1 and --controls >= 0, got {args.canaries}, {args.controls}")
         repeats = _canary_repeats(args.canary_repeats)
         dp_options(args)  # bad DP flags fail before any data is read
+        init = warm_start_from_args(args)
         corpus = load_corpus_from_args(args)
         split = split_from_args(args)
         train_ids, _ = split_clients(corpus.client_ids, split)
@@ -78,7 +80,8 @@ def cmd_audit_canaries(args) -> int:
         per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
         corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=args.canary_seed)
         run_dir = args.out
-        train_federated_from_args(args, corpus=corpus, track_clients=[p["client"] for p in placements["canaries"]])
+        train_federated_from_args(args, corpus=corpus, track_clients=[p["client"] for p in placements["canaries"]],
+                                  init=init)
         with open(os.path.join(run_dir, CANARY_FILE), "w", encoding="utf-8") as f:
             json.dump({"placements": placements, "controls": [c.text for c in controls]}, f, indent=1)
     rows = cn.audit_run(run_dir, placements, controls=controls)

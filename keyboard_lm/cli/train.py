@@ -15,6 +15,7 @@ from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, dat
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
+from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.training.config import CentralizedConfig
 
 CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
@@ -36,16 +37,45 @@ def cmd_train(args) -> int:
         raise ConfigError("--round-timeout needs --workers and a number of seconds above 0")
     if args.worker_data_root and not args.worker_data:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
+    init = warm_start_from_args(args)
     if args.centralized:
         given = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
         if given:
             raise ConfigError(f"{', '.join(given)}: federated training only, not --centralized")
-        return _train_centralized(args)
+        return _train_centralized(args, init)
     given = [f"--{f.replace('_', '-')}" for f in _CENTRALIZED_ONLY if getattr(args, f, None) is not None]
     if given:
         raise ConfigError(f"{', '.join(given)}: centralized training only (add --centralized); federated "
                           "runs have --client-lr, --rounds, --local-epochs and --clip")
-    return train_federated_from_args(args)
+    return train_federated_from_args(args, init=init)
+
+
+def warm_start_from_args(args):
+    """The WarmStart of ``--init-from`` (None without it); fills in the model flags left out.
+
+    Without --init-from the model flags left out take ModelConfig's defaults.
+    With it they take the base's, and a flag that contradicts the base is
+    refused with one line naming the base's run.json, before any data is read.
+    """
+    from keyboard_lm.errors import ConfigError
+
+    init = None
+    if args.init_from is None:
+        if args.init_vocab is not None:
+            raise ConfigError("--init-vocab needs --init-from")
+    elif args.resume:
+        raise ConfigError("--init-from starts a fresh run; --resume continues one from its own checkpoint")
+    else:
+        from keyboard_lm.models.warm_start import load_warm_start
+
+        init = load_warm_start(args.init_from, args.init_vocab or INIT_VOCAB[0])
+    ref = init.base.model_config if init is not None else MODEL
+    for flag, field in (("model", "model_type"), ("embedding_dim", "embedding_dim"), ("units", "units")):
+        if getattr(args, flag, None) is None:
+            setattr(args, flag, getattr(ref, field))
+    if init is not None:
+        init.check_model(args.model, args.embedding_dim, args.units)
+    return init
 
 
 _DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")
@@ -68,7 +98,7 @@ def dp_options(args):
                      target_epsilon=args.dp_epsilon)
 
 
-def _train_centralized(args) -> int:
+def _train_centralized(args, init=None) -> int:
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.training.centralized import train_centralized
 
@@ -88,7 +118,7 @@ def _train_centralized(args) -> int:
     corpus = load_corpus_from_args(args)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
                       config, split_from_args(args), quantization=_quantization(args),
-                      data_source=data_source(args), overwrite=args.overwrite)
+                      data_source=data_source(args), overwrite=args.overwrite, init=init)
     print(f"run saved to {args.out}")
     return 0
 
@@ -107,7 +137,7 @@ def federated_validation(args) -> dict:
     return {"validation_fraction": 0.0, "lr_decay": 1.0}
 
 
-def train_federated_from_args(args, corpus=None, log=print, track_clients=()) -> int:
+def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
     from keyboard_lm.federated.trainer import train_federated
 
@@ -166,7 +196,8 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=()) ->
                         vocab_size=args.vocab_size, data_source=data_source(args),
                         overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
                         worker_data=getattr(args, "worker_data", None),
-                        worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round)
+                        worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round,
+                        init=init)
     finally:
         if watchdog is not None:
             watchdog.stop()
@@ -180,12 +211,21 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     add_split_args(train)
     train.add_argument("--centralized", action="store_true",
                        help="server-trained baseline: SGD on the pooled training clients (default: federated)")
-    train.add_argument("--model", default=MODEL.model_type, help="cifg | si-cifg | lstm | gru (%(default)s)")
+    train.add_argument("--model", default=None,
+                       help=f"cifg | si-cifg | lstm | gru ({MODEL.model_type}; with --init-from, the base's)")
     train.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
                        help="incl. 4 special tokens (%(default)s)")
-    train.add_argument("--embedding-dim", type=positive_int, default=MODEL.embedding_dim,
-                       help="D, tied embedding and projection (%(default)s)")
-    train.add_argument("--units", type=positive_int, default=MODEL.units, help="H, cell size (%(default)s)")
+    train.add_argument("--embedding-dim", type=positive_int, default=None,
+                       help=f"D, tied embedding and projection ({MODEL.embedding_dim}; with --init-from, the base's)")
+    train.add_argument("--units", type=positive_int, default=None,
+                       help=f"H, cell size ({MODEL.units}; with --init-from, the base's)")
+    train.add_argument("--init-from", metavar="base|RUN_DIR", default=None,
+                       help="start from the weights of another run, or of the base model shipped with the "
+                            "package (pretrained on public English text, docs/training.md); default: random")
+    train.add_argument("--init-vocab", choices=INIT_VOCAB, default=None,
+                       help=f"with --init-from: build the vocabulary on this corpus and carry over the rows of "
+                            f"the words the base knows (target), or keep the base's vocabulary (base) "
+                            f"({INIT_VOCAB[0]})")
     train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
                        choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE",
                        help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "

@@ -32,7 +32,8 @@ from keyboard_lm.federated.server_average import ServerAverage
 from keyboard_lm.models.checkpoint import (append_metrics_row, load_run, prepare_run_dir, run_command, save_run,
                                            update_run_info)
 from keyboard_lm.models.config import ModelConfig
-from keyboard_lm.models.language_model import build_model, weights_dict
+from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
+from keyboard_lm.models.warm_start import WarmStart, describe
 from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -233,7 +234,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
                     log=print, command: str = "train", overwrite: bool = False,
                     dp: DPOptions | None = None, track_clients=(), worker_data: str | None = None,
-                    worker_data_root: str | None = None, on_round=None) -> dict:
+                    worker_data_root: str | None = None, on_round=None, init: WarmStart | None = None) -> dict:
     """Run federated training into ``run_dir``; returns the held-out evaluation of the round it keeps.
 
     With ``config.validation_fraction`` > 0 a share of the training clients
@@ -267,18 +268,28 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
 
     ``on_round(round_num, seconds)`` is called after every round (the worker
     watchdog's clock).
+
+    ``init`` starts a fresh run from another run's weights
+    (``models.warm_start``): the server's first model is the base's, with
+    its model type and sizes; run.json records the start in ``init_from``.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume and track_clients:
         raise ConfigError("tracking client participation needs a fresh run, not a resumed one")
+    if resume and init is not None:
+        raise ConfigError("--init-from starts a fresh run; a resumed run continues from its own checkpoint")
     best = None  # the round the run keeps: {"round", "val_recall_at_3", "val_loss", "heldout"}
     if resume:
         vocab, model_config, config, data_config, command, dp, best = _resume_settings(
             run_dir, corpus, heldout_ids, config, log)
     else:
+        base = model_config or ModelConfig()
+        if init is not None:
+            init.check_model(base.model_type, base.embedding_dim, base.units)
         prepare_run_dir(run_dir, command, overwrite=overwrite, replace_own=command == "demo")
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
-        base = model_config or ModelConfig()
+        if init is not None:
+            vocab = init.vocabulary(vocab)
         model_config = dataclasses.replace(base, vocab_size=len(vocab))
 
     if dp is not None and (config.validation_fraction or config.lr_decay != 1.0):
@@ -326,6 +337,11 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         process = wd.compose(process, data_config)
     state = process.initialize()
     keras_model = build_model(model_config)
+    if init is not None:
+        # The server's first model is the base's; clients receive it in round 1.
+        assign_weights(keras_model, init.initial_weights(vocab, config.seed))
+        state = process.set_model_weights(state, tff.learning.models.ModelWeights.from_model(keras_model))
+        log(describe(init.record(vocab)))
     shapes = [tuple(w.shape) for w in keras_model.trainable_weights]
     sent, raw = upload_bytes(shapes, config.compression)
 
@@ -370,6 +386,9 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         "parameters": keras_model.count_params(),
         "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
     }
+    # A resumed run keeps the record of where it started (save_run rewrites run.json whole).
+    info["init_from"] = (load_run(run_dir).info.get("init_from") if resume
+                         else init.record(vocab) if init is not None else None)
     if not resume:
         save_run(run_dir, model_config, vocab, weights_dict(keras_model),
                  {**info, "rounds_done": 0, "best": None,

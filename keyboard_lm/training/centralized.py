@@ -17,8 +17,9 @@ from keyboard_lm.errors import TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run, update_run_info
 from keyboard_lm.models.config import ModelConfig
-from keyboard_lm.models.language_model import build_model, weights_dict
+from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
+from keyboard_lm.models.warm_start import WarmStart, describe
 from keyboard_lm.text.vocabulary import Vocabulary
 from keyboard_lm.training.config import CentralizedConfig
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
@@ -74,7 +75,8 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
                       embedding_dim: int = 96, units: int = 670,
                       config: CentralizedConfig = CentralizedConfig(),
                       split: SplitConfig = SplitConfig(), log=print, quantization: str = "none",
-                      data_source: dict | None = None, overwrite: bool = False) -> dict:
+                      data_source: dict | None = None, overwrite: bool = False,
+                      init: WarmStart | None = None) -> dict:
     """Train on the pooled training clients, evaluate held-out clients each epoch.
 
     With ``config.validation_fraction`` > 0 a share of the training clients
@@ -90,17 +92,28 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     ``run_dir`` must be new or empty unless ``overwrite`` (see
     ``prepare_run_dir``); ``data_source`` (path and format) is recorded with
     the corpus fingerprint so ``eval`` scores the same corpus by default.
+
+    ``init`` starts from another run's weights (``models.warm_start``); the
+    model type and sizes must be the base's, and run.json records the start
+    in ``init_from``.
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if config.validation_fraction:
         fit_ids, val_ids = validation_clients(train_ids, config.validation_fraction, split.seed)
     else:
         fit_ids, val_ids = train_ids, []
+    if init is not None:
+        init.check_model(model_type, embedding_dim, units)
     prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite)
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
+    if init is not None:
+        vocab = init.vocabulary(vocab)
     model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
     tf.keras.utils.set_random_seed(config.seed)
     model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
+    if init is not None:
+        assign_weights(model, init.initial_weights(vocab, config.seed))
+        log(describe(init.record(vocab)))
     optimizer = make_optimizer(config)
     teacher = config.teacher()
     model.compile(optimizer=optimizer, loss=mixed_target_loss if teacher.weight else loss_fn())
@@ -126,6 +139,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         "hyperparameters": dataclasses.asdict(config),
         "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
         "parameters": model.count_params(),
+        "init_from": init.record(vocab) if init is not None else None,
     }
     qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
     val_note = f", {len(val_ids)} more for validation" if val_ids else ""

@@ -1,0 +1,159 @@
+"""Warm start: a run that begins from another run's weights (no TensorFlow here).
+
+``train --init-from RUN_DIR`` (or ``--init-from base``, the model shipped in
+``keyboard_lm/models/base``) starts centralized, federated, DP and
+quantization-aware training from a model trained before, usually on public
+text (Hard et al. 2018 train Gboard's model on the users after it exists;
+Ro et al. 2022 and Shenoy & Nguyen 2021 pretrain on public text first).
+
+The vocabulary decides how the weights carry over (``--init-vocab``):
+
+- ``target``: the vocabulary is built from the new run's training clients,
+  as without a warm start.  Rows of the tied embedding for words the base
+  knows are copied; a word new to the base starts as an average rare word
+  of the base (the mean of its least frequent rows, plus noise of their
+  spread), so the start predicts it as rarely as the base predicted its
+  rarest words.  The recurrent cell is copied whole.
+- ``base``: the run keeps the base's vocabulary and every weight as it is
+  (Gboard's way: one vocabulary for every stage); the users' words outside
+  it are OOV.
+
+The run records what it started from in run.json's ``init_from`` (the base's
+name and path, the sha256 of its weights file, the vocabulary mode and how
+many words carried over), and the model card repeats it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from importlib import resources
+
+import numpy as np
+
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.checkpoint import RUN_FILE, WEIGHTS_FILE, Run, load_run
+from keyboard_lm.models.config import ModelConfig
+from keyboard_lm.text.vocabulary import Vocabulary
+
+#: ``--init-vocab`` choices; the first is the default (docs/training.md has the measurement).
+INIT_VOCAB = ("target", "base")
+#: The name ``--init-from`` gives the shipped base model.
+BASE_NAME = "base"
+#: How many of the base's least frequent words define a new word's starting row.
+RARE_ROWS = 1000
+EMBEDDING = "embedding/embeddings:0"
+
+
+def base_model_dir() -> str:
+    """The directory of the base model shipped in the package (a run directory)."""
+    return str(resources.files("keyboard_lm.models") / "base")
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmStart:
+    """A loaded base run and how to carry it over.
+
+    Attributes:
+      base: the run to start from.
+      name: ``base`` for the shipped model, else the run directory as given.
+      weights_sha256: sha256 of the base's weights file (checked against the
+        card for the shipped base).
+      vocab: ``target`` or ``base`` (see the module docstring).
+    """
+
+    base: Run
+    name: str
+    weights_sha256: str
+    vocab: str = INIT_VOCAB[0]
+
+    def __post_init__(self):
+        if self.vocab not in INIT_VOCAB:
+            raise ConfigError(f"unknown --init-vocab {self.vocab!r}; choose {' or '.join(INIT_VOCAB)}")
+
+    @property
+    def run_file(self) -> str:
+        return os.path.join(self.base.path, RUN_FILE)
+
+    def check_model(self, model_type: str, embedding_dim: int, units: int) -> None:
+        """One line naming the base's run.json when the requested model is not the base's."""
+        b = self.base.model_config
+        asked = (model_type, embedding_dim, units)
+        if asked != (b.model_type, b.embedding_dim, b.units):
+            raise ConfigError(
+                f"{self.run_file}: --init-from holds a {b.model_type} with D={b.embedding_dim}, H={b.units}; "
+                f"this run asks for a {model_type} with D={embedding_dim}, H={units} (leave out --model, "
+                "--embedding-dim and --units to take the base's)")
+
+    def vocabulary(self, target: Vocabulary) -> Vocabulary:
+        """The run's vocabulary: ``target`` (built on the run's training clients) or the base's."""
+        return self.base.vocab if self.vocab == "base" else target
+
+    def model_config(self, vocab: Vocabulary, quantization: str = "none") -> ModelConfig:
+        """The base's model with the run's vocabulary size and quantization."""
+        return dataclasses.replace(self.base.model_config, vocab_size=len(vocab), quantization=quantization)
+
+    def initial_weights(self, vocab: Vocabulary, seed: int = 0) -> dict[str, np.ndarray]:
+        """The run's starting weights by variable name, for ``vocab``."""
+        weights = {k: np.asarray(v, np.float32) for k, v in self.base.weights.items()}
+        if self.vocab == "base" or vocab.tokens == self.base.vocab.tokens:
+            return weights
+        table = weights[EMBEDDING]
+        base_ids = {t: i for i, t in enumerate(self.base.vocab.tokens)}
+        n_special = len(vocab.special.tokens)
+        rare = table[max(n_special, len(table) - RARE_ROWS):]
+        rng = np.random.default_rng(seed)
+        new = np.empty((len(vocab), table.shape[1]), np.float32)
+        fresh = [i for i, t in enumerate(vocab.tokens) if t not in base_ids]
+        for i, t in enumerate(vocab.tokens):
+            if t in base_ids:
+                new[i] = table[base_ids[t]]
+        new[fresh] = rare.mean(0) + rng.normal(0.0, 1.0, (len(fresh), table.shape[1])) * rare.std(0)
+        weights[EMBEDDING] = new
+        return weights
+
+    def record(self, vocab: Vocabulary) -> dict:
+        """run.json's ``init_from``."""
+        shared = sum(1 for t in vocab.tokens if t in self.base.vocab)
+        return {"name": self.name, "path": self.base.path if self.name != BASE_NAME else "keyboard_lm/models/base",
+                "weights_sha256": self.weights_sha256, "vocab": self.vocab,
+                "model": self.base.model_config.to_dict(), "base_vocab_size": len(self.base.vocab),
+                "shared_words": shared, "new_words": len(vocab) - shared,
+                "base_metrics": self.base.info.get("final_metrics"),
+                "base_corpus": (self.base.info.get("data") or {}).get("corpus")}
+
+
+def load_warm_start(spec: str, vocab: str = INIT_VOCAB[0]) -> WarmStart:
+    """``spec``: ``base`` (the shipped model) or a run directory; every problem is one ConfigError line."""
+    if spec == BASE_NAME:
+        path = base_model_dir()
+        if not os.path.isfile(os.path.join(path, RUN_FILE)):
+            raise ConfigError(f"{path}: the shipped base model is missing (reinstall keyboard-lm, or give "
+                              "--init-from RUN_DIR)")
+    else:
+        path = spec
+    run = load_run(path)
+    sha = _sha256(os.path.join(path, WEIGHTS_FILE))
+    expected = run.info.get("weights_sha256")
+    if expected is not None and expected != sha:
+        raise ConfigError(f"{os.path.join(path, WEIGHTS_FILE)}: damaged (sha256 {sha[:12]} != {expected[:12]} "
+                          f"recorded in {RUN_FILE})")
+    if EMBEDDING not in run.weights:
+        raise ConfigError(f"{os.path.join(path, WEIGHTS_FILE)}: no {EMBEDDING} (not a keyboard_lm model)")
+    return WarmStart(run, spec if spec == BASE_NAME else path, sha, vocab)
+
+
+def describe(record: dict) -> str:
+    """One line on what a run started from."""
+    return (f"warm start from {record['name']} (weights sha256 {record['weights_sha256'][:12]}), "
+            f"{record['vocab']} vocabulary: {record['shared_words']:,} words carried over, "
+            f"{record['new_words']:,} new")
