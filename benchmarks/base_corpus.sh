@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Build the English public-text corpus of the base model from scratch on a Debian machine:
+#   1. `apt-get download` the seven Debian packages it is made of (apt's own sources; no archive is named
+#      here) into OUT_DIR/debs, skipping those already there;
+#   2. `python -m keyboard_lm.data.public_text`, which extracts them with dpkg-deb into a temporary
+#      directory and writes OUT_DIR/corpus.jsonl and OUT_DIR/report.json (versions and sha256 of the .deb
+#      files, words kept and dropped by reason, sha256 of the corpus).
+# chatterbot-corpus comes from the project's environment and Tiny Shakespeare from ../shared (only the
+# training clients of the default split of both are used: their held-out clients stay unseen).
+#
+# Usage: benchmarks/base_corpus.sh [OUT_DIR] [-- EXTRA_BUILDER_ARGS...]   (OUT_DIR: build/base_corpus)
+#   e.g. benchmarks/base_corpus.sh build/base_corpus -- --max-words-per-source 2000000
+# Environment: PYTHON (default .venv/bin/python of the repository), KEYBOARD_LM_SHAKESPEARE (default
+# ../shared/data/tinyshakespeare/input.txt), BASE_CORPUS_PIN=1 to download the exact versions of the
+# reference build below instead of apt's candidates (an archive may have dropped an old version).
+# Needs apt-get and dpkg-deb; runs `apt-get update` (as root) only when apt knows none of the packages.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(dirname "$here")"
+
+out="$repo/build/base_corpus"  # the default; a given OUT_DIR is relative to the current directory
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then
+  case "$1" in /*) out="$1" ;; *) out="$(pwd)/$1" ;; esac
+  shift
+fi
+if [ "${1:-}" = "--" ]; then
+  shift
+fi
+
+packages=(python3.11-doc debian-handbook debian-reference-en gnome-user-docs wordnet-base dict-gcide dict-jargon)
+# The versions of the reference build (Debian 12 "bookworm"), used with BASE_CORPUS_PIN=1.
+pinned=("python3.11-doc=3.11.2-6+deb12u9" "debian-handbook=11.20220922" "debian-reference-en=2.100"
+        "gnome-user-docs=43.0-2" "wordnet-base=1:3.0-37" "dict-gcide=0.48.5+nmu2" "dict-jargon=4.4.7-3.1")
+
+python="${PYTHON:-$repo/.venv/bin/python}"
+shakespeare="${KEYBOARD_LM_SHAKESPEARE:-$repo/../shared/data/tinyshakespeare/input.txt}"
+for tool in apt-get apt-cache dpkg-deb; do
+  command -v "$tool" >/dev/null || { echo "base_corpus.sh: $tool not found (a Debian machine is needed)" >&2; exit 1; }
+done
+[ -x "$python" ] || command -v "$python" >/dev/null ||
+  { echo "base_corpus.sh: $python not found (run 'bash dev.sh env', or set PYTHON)" >&2; exit 1; }
+[ -f "$shakespeare" ] ||
+  { echo "base_corpus.sh: $shakespeare not found (set KEYBOARD_LM_SHAKESPEARE)" >&2; exit 1; }
+
+debs="$out/debs"
+mkdir -p "$debs"
+apt_opts=()
+if [ "$(id -u)" = 0 ]; then
+  # As root apt downloads as the _apt user, which may not write here; keep root instead of warning.
+  apt_opts=(-o APT::Sandbox::User=root)
+fi
+candidate() { apt-cache policy "$1" 2>/dev/null | awk '$1 == "Candidate:" { print $2 }'; }
+if [ -z "$(candidate python3.11-doc)" ] || [ "$(candidate python3.11-doc)" = "(none)" ]; then
+  echo "base_corpus.sh: apt knows no python3.11-doc; running apt-get update" >&2
+  apt-get update -qq >&2
+fi
+wanted=()
+for i in "${!packages[@]}"; do
+  p="${packages[$i]}"
+  if compgen -G "$debs/${p}_*.deb" >/dev/null; then
+    echo "base_corpus.sh: keeping $(cd "$debs" && ls "${p}"_*.deb)" >&2
+  elif [ "${BASE_CORPUS_PIN:-0}" = 1 ]; then
+    wanted+=("${pinned[$i]}")
+  else
+    wanted+=("$p")
+  fi
+done
+if [ ${#wanted[@]} -gt 0 ]; then
+  (cd "$debs" && apt-get download -q "${apt_opts[@]}" "${wanted[@]}" >&2)
+fi
+
+cd "$repo"
+start=$(date +%s)
+"$python" -m keyboard_lm.data.public_text --debs "$debs" --shakespeare "$shakespeare" --out "$out" "$@"
+echo "base_corpus.sh: built $out/corpus.jsonl in $(( $(date +%s) - start )) s" >&2
