@@ -119,6 +119,35 @@ def test_a_file_that_is_not_an_mbox_is_refused(tmp_path):
         load_corpus(str(path), "mbox")
 
 
+def test_a_maildir_reads_as_the_same_mbox_does(mbox, tmp_path):
+    """--format maildir: the same messages delivered to a Maildir give the same clients, records and skips."""
+    import mailbox
+
+    maildir = mailbox.Maildir(str(tmp_path / "Mail"), create=True)
+    for message in mailbox.mbox(mbox, create=False):
+        maildir.add(mailbox.MaildirMessage(message))
+    maildir.close()
+    from_mbox, from_maildir = load_corpus(mbox, "mbox"), load_corpus(str(tmp_path / "Mail"), "maildir")
+    assert from_maildir.clients == from_mbox.clients
+    assert [s.reason for s in from_maildir.skipped] == ["empty text"]
+    with pytest.raises(DataError, match="not a Maildir"):
+        load_corpus(mbox, "maildir")
+    with pytest.raises(DataError, match="is a directory, not an mbox file"):
+        load_corpus(str(tmp_path / "Mail"), "mbox")
+
+
+def test_mail_with_no_usable_message_is_one_line_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "quotes.mbox"
+    path.write_text(_message("ann@example.org", "Mon, 26 Aug 2002 09:00:00 +0000", "> only a quote\n"),
+                    encoding="utf-8")
+    with pytest.raises(DataError, match=r"quotes.mbox: the corpus has no clients with text"):
+        load_corpus(str(path), "mbox")
+    out = tmp_path / "run"
+    assert main(["train", "--data", str(path), "--format", "mbox", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and not out.exists()
+
+
 @pytest.mark.parametrize("body, kept", [
     ("Thanks!\n-- \nsig line", "Thanks!"),
     ("Thanks!\n\n-- whump\n\"a quote\"", "Thanks!"),

@@ -257,6 +257,13 @@ def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
     return read(path, skip_bad=skip_bad)
 
 
+def load_maildir(path: str, skip_bad: bool = False) -> Corpus:
+    """A Maildir directory of e-mail, one client per sender (``keyboard_lm.data.mbox``)."""
+    from keyboard_lm.data.mbox import load_maildir as read
+
+    return read(path, skip_bad=skip_bad)
+
+
 #: --format name -> reader(path, skip_bad).  ``stackoverflow`` is served by
 #: ``keyboard_lm.federated.client_data`` because it comes from TFF.
 READERS: dict[str, Callable[..., Corpus]] = {
@@ -264,6 +271,7 @@ READERS: dict[str, Callable[..., Corpus]] = {
     "textdir": load_textdir,
     "shakespeare": load_shakespeare,
     "mbox": load_mbox,
+    "maildir": load_maildir,
     "default": load_default,
 }
 

@@ -177,24 +177,11 @@ def _timestamp(message) -> float | None:
     return when.timestamp()
 
 
-def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
-    """One client per sender address, one record per message (its own text), in time order.
-
-    Raises DataError when ``path`` is not an mbox file, or (without
-    ``skip_bad``) at the first message with no From address.
-    """
-    with open(path, "rb") as f:
-        first = f.readline()
-    if not first.startswith(b"From "):
-        raise DataError(f"{path}: not an mbox file (its first line does not start with 'From ', which "
-                        "separates messages in the mbox format)")
-    collector = _Collector(path, skip_bad)
-    box = mailbox.mbox(path, factory=lambda f: email.message_from_binary_file(f, policy=email.policy.compat32),
-                       create=False)
+def _read_messages(messages, collector: _Collector) -> dict[str, list[tuple[float, int, str, str]]]:
+    """sender -> [(time, order, where, own text)] of ``messages`` ((where, message) pairs in file order)."""
     dated: dict[str, list[tuple[float, int, str, str]]] = {}
     last_time = float("-inf")
-    for number, message in enumerate(box, start=1):
-        where = f"{path}: message {number}"
+    for number, (where, message) in enumerate(messages, start=1):
         who = sender(message)
         if who is None:
             collector.bad(where, "no From address", str(message.get("Message-ID") or "").strip())
@@ -202,10 +189,55 @@ def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
         when = _timestamp(message)
         last_time = last_time if when is None else when
         dated.setdefault(who, []).append((last_time, number, where, own_text(body_text(message))))
-    box.close()
+    return dated
+
+
+def _corpus(dated, collector: _Collector, path: str, name: str, what: str) -> Corpus:
     if not dated and not collector.skipped:
-        raise DataError(f"{path}: no messages found in the mbox file")
+        raise DataError(f"{path}: no messages found in the {what}")
     for who in sorted(dated):
         for _, _, where, text in sorted(dated[who], key=lambda m: (m[0], m[1])):
             collector.add(who, text, where, empty_ok=True)
-    return collector.corpus(f"mbox:{os.path.basename(path)}")
+    return collector.corpus(name)
+
+
+def _parse(f):
+    return email.message_from_binary_file(f, policy=email.policy.compat32)
+
+
+def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
+    """One client per sender address, one record per message (its own text), in time order.
+
+    Raises DataError when ``path`` is not an mbox file, or (without
+    ``skip_bad``) at the first message with no From address.
+    """
+    if os.path.isdir(path):
+        raise DataError(f"{path}: is a directory, not an mbox file (a Maildir is read by --format maildir)")
+    with open(path, "rb") as f:
+        first = f.readline()
+    if not first.startswith(b"From "):
+        raise DataError(f"{path}: not an mbox file (its first line does not start with 'From ', which "
+                        "separates messages in the mbox format)")
+    collector = _Collector(path, skip_bad)
+    box = mailbox.mbox(path, factory=_parse, create=False)
+    try:
+        dated = _read_messages(((f"{path}: message {n}", m) for n, m in enumerate(box, start=1)), collector)
+    finally:
+        box.close()
+    return _corpus(dated, collector, path, f"mbox:{os.path.basename(path)}", "mbox file")
+
+
+def load_maildir(path: str, skip_bad: bool = False) -> Corpus:
+    """A Maildir directory (``cur/``, ``new/``, ``tmp/``), read as ``load_mbox`` reads an mbox file.
+
+    Messages are taken in the order of their file names (Maildir names start
+    with the delivery time), then sorted per sender by their Date header.
+    """
+    if not all(os.path.isdir(os.path.join(path, d)) for d in ("cur", "new")):
+        raise DataError(f"{path}: not a Maildir (expected the subdirectories cur/ and new/)")
+    collector = _Collector(path, skip_bad)
+    box = mailbox.Maildir(path, factory=_parse, create=False)
+    keys = sorted(box.keys())
+
+    dated = _read_messages(((f"{path}: message {key}", box[key]) for key in keys), collector)
+    return _corpus(dated, collector, path, f"maildir:{os.path.basename(os.path.normpath(path))}", "Maildir")
