@@ -1,0 +1,107 @@
+"""Package a pretrained run as the base model shipped in keyboard_lm/models/base.
+
+    python -m benchmarks.package_base RUN_DIR --corpus-report build/base_corpus/report.json \
+        --command "keyboard-lm train --centralized ..." [--out keyboard_lm/models/base]
+
+Writes a run directory that ``train --init-from base`` loads: weights.npz in
+float16 (half the bytes; the held-out metrics of the float16 weights are
+measured here and recorded beside the float32 ones), vocab.txt, and run.json
+carrying the model card: what the corpus is made of (package, version, sha256
+of each .deb, words kept per source), the corpus sha256, the training command,
+its wall time and the held-out metrics, plus the sha256 of weights.npz that
+``load_warm_start`` checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+from keyboard_lm.models.checkpoint import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run
+
+
+def _card_sources(report: dict) -> list[dict]:
+    keep = ("package", "version", "deb_sha256", "data_sha256", "documents", "records", "words", "words_available",
+            "split", "heldout_clients")
+    return [{k: s.get(k) for k in keep if k in s} | {"source": name}
+            for name, s in sorted(report.get("sources", {}).items())]
+
+
+def package(run_dir: str, out: str, corpus_report: str, command: str, data_path: str | None = None) -> dict:
+    from keyboard_lm.data.corpora import load_jsonl
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.evaluation import evaluate_model
+    from keyboard_lm.models.checkpoint import build_loaded_model
+
+    run = load_run(run_dir)
+    with open(corpus_report, encoding="utf-8") as f:
+        report = json.load(f)
+    half = {k: v.astype(np.float16) for k, v in run.weights.items()}
+    metrics = {"float32": run.info.get("final_metrics")}
+    if data_path:
+        # The held-out documents of the run's own split, scored with the float16 weights.
+        corpus = load_jsonl(data_path)
+        split = SplitConfig(**run.info["data"]["split"])
+        heldout = split_clients(corpus.client_ids, split)[1]
+        model = build_loaded_model(run)
+        for var in model.weights:
+            var.assign(half[var.name].astype(np.float32))
+        metrics["float16"] = evaluate_model(model, corpus, heldout, run.vocab,
+                                            run.info["hyperparameters"]["seq_len"])["pooled"]
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **half)
+    data = buf.getvalue()
+    os.makedirs(out, exist_ok=True)
+    atomic_write(os.path.join(out, WEIGHTS_FILE), data, mode=0o644)
+    shutil.copyfile(os.path.join(run_dir, VOCAB_FILE), os.path.join(out, VOCAB_FILE))
+    info = dict(run.info)
+    # Where the corpus was on the machine that trained is no business of the package: the builder's default.
+    info["data"] = {**info["data"], "source": {"path": os.path.join("build", "base_corpus", "corpus.jsonl"),
+                                               "format": "jsonl"}}
+    info["weights_sha256"] = hashlib.sha256(data).hexdigest()
+    info["weights_dtype"] = "float16"
+    info["card"] = {
+        "name": "base", "what": "paper-size CIFG pretrained on public English text (docs/training.md)",
+        "corpus": {"sha256": report.get("corpus_sha256"), "words": (report.get("totals") or {}).get("words"),
+                   "records": (report.get("totals") or {}).get("records"), "rules": report.get("rules"),
+                   "sources": _card_sources(report)},
+        "command": command,
+        "wall_seconds": float(rows[-1]["elapsed_seconds"]) if rows else None,
+        "epochs": [{k: r[k] for k in ("epoch", "train_loss", "loss", "perplexity", "recall_at_3",
+                                      "val_recall_at_3", "seconds") if k in r} for r in rows],
+        "heldout_metrics": metrics,
+    }
+    atomic_write(os.path.join(out, RUN_FILE), (json.dumps(info, indent=2) + "\n").encode("utf-8"), mode=0o644)
+    load_run(out)  # it loads as a run directory
+    return info
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("run_dir")
+    p.add_argument("--corpus-report", required=True, help="report.json of keyboard_lm.data.public_text")
+    p.add_argument("--data", help="the corpus.jsonl the run trained on: score the float16 weights on its held-out "
+                                  "documents")
+    p.add_argument("--command", required=True, help="the training command, for the card")
+    p.add_argument("--out", default=os.path.join("keyboard_lm", "models", "base"))
+    args = p.parse_args(argv)
+    info = package(args.run_dir, args.out, args.corpus_report, args.command, args.data)
+    size = os.path.getsize(os.path.join(args.out, WEIGHTS_FILE))
+    m = info["card"]["heldout_metrics"]
+    print(f"{args.out}: weights.npz {size:,} bytes (float16), sha256 {info['weights_sha256'][:12]}; held-out "
+          + ", ".join(f"{k} recall@3 {v['recall_at_3']:.4f} ppl {v['perplexity']:.1f}" for k, v in m.items() if v))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
