@@ -1,13 +1,17 @@
 """Recipes side by side: held-out recall@3 against wall-clock seconds and examples seen.
 
 Runs the default centralized recipe (`keyboard-lm train --centralized`) and
-federated recipes (`keyboard-lm train ...`) on Tiny Shakespeare by role, all
+federated recipes (`keyboard-lm train ...`), from random weights or from the
+shipped base model (`--init-from base`), on Tiny Shakespeare by role (or any
+corpus: `--data PATH --format mbox`), all
 at the same time on the same machine (so each gets a share of the cores, and
 the wall-clock axis is what a user sharing the machine between them would
 see), then plots recall@3 against elapsed seconds and against examples seen
 in one PNG, next to the Kneser-Ney 5-gram on the same split and vocabulary.
 
     python benchmarks/recipe_benchmark.py --data ../shared/data/tinyshakespeare/input.txt
+    python benchmarks/recipe_benchmark.py --data ../shared/data/spamassassin-ham/ham.mbox --format mbox \
+        --recipes "federated from base,federated (default),centralized (default)" --name base_spamassassin
 
 ``--collect NAME=RUN_DIR ...`` only reads finished (or running) run
 directories made by those same commands and writes the table and PNG.
@@ -22,7 +26,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -36,6 +39,9 @@ RECIPES = {
     "FedAvgM CIFG": ["--model", "cifg", "--server-optimizer", "nesterov", "--dropout", "0.2"],
     "FedAdam SI-CIFG": ["--model", "si-cifg", "--server-optimizer", "adam", "--server-lr", "0.01",
                         "--dropout", "0.2"],
+    "federated from base": ["--init-from", "base"],
+    "federated from base, base vocabulary": ["--init-from", "base", "--init-vocab", "base"],
+    "centralized from base": ["--centralized", "--init-from", "base"],
 }
 
 
@@ -75,14 +81,15 @@ def kept_within(curve: list[dict], budget: float) -> dict | None:
     return within[-1]
 
 
-def _ngram(data: str) -> dict:
+def _ngram(data: str, fmt: str) -> dict:
+    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients."""
     from keyboard_lm.baselines.ngram import KneserNey
-    from keyboard_lm.data.corpora import load_shakespeare
+    from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_predict_fn
     from keyboard_lm.text.vocabulary import Vocabulary
 
-    corpus = load_shakespeare(data)
+    corpus = load_corpus(data, fmt)
     train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig())
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), 10_000)
     kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
@@ -92,6 +99,7 @@ def _ngram(data: str) -> dict:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join("..", "shared", "data", "tinyshakespeare", "input.txt"))
+    p.add_argument("--format", default="shakespeare", help="--format of the corpus (shakespeare)")
     p.add_argument("--recipes", default=",".join(RECIPES), help="comma-separated names of RECIPES")
     p.add_argument("--rounds", type=int, default=400, help="federated rounds (400)")
     p.add_argument("--eval-every", type=int, default=25)
@@ -119,7 +127,7 @@ def main():
             extra = RECIPES[name] if "--centralized" in RECIPES[name] else [
                 *RECIPES[name], "--rounds", str(args.rounds), "--eval-every", str(args.eval_every),
                 "--checkpoint-every", str(args.eval_every)]
-            cmd = [*cli, "train", "--data", args.data, "--format", "shakespeare", "--out", run_dir, "--overwrite",
+            cmd = [*cli, "train", "--data", args.data, "--format", args.format, "--out", run_dir, "--overwrite",
                    *extra]
             print("$", shlex.join(cmd[2:]), flush=True)
             os.makedirs(args.work, exist_ok=True)
@@ -129,7 +137,7 @@ def main():
         for proc, log in procs:
             proc.wait()
             log.close()
-    ngram = _ngram(args.data)
+    ngram = _ngram(args.data, args.format)
     budget = args.budget_minutes * 60
     results = []
     for name, run_dir in runs.items():
@@ -147,7 +155,7 @@ def main():
                         "best_within_budget": best, "kept_within_budget": chosen,
                         "kept_recall_at_3": kept.get("recall_at_3"),
                         "kept_perplexity": kept.get("perplexity")})
-    _plot(results, ngram, budget, os.path.join(args.out, f"{args.name}.png"))
+    _plot(results, ngram, budget, os.path.join(args.out, f"{args.name}.png"), f"{args.format}: {args.data}")
     central = next((r for r in results if r["name"].startswith("centralized")), None)
     ref = args.reference if args.reference is not None else central["kept_recall_at_3"] if central else None
     lines = [f"Kneser-Ney 5-gram: recall@3 {ngram['recall_at_3']:.4f}, perplexity {ngram['perplexity']:.1f}; "
@@ -179,7 +187,7 @@ def main():
     print("written:", *paths)
 
 
-def _plot(results, ngram, budget, path):
+def _plot(results, ngram, budget, path, title):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,7 +207,7 @@ def _plot(results, ngram, budget, path):
     a1.set_ylabel("held-out recall@3")
     a2.set_xlabel("training examples seen")
     a1.legend(fontsize=8)
-    fig.suptitle("Tiny Shakespeare by role: centralized vs federated")
+    fig.suptitle(f"{os.path.basename(title)}: held-out recall@3 of each recipe")
     fig.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fig.savefig(path, dpi=100)
