@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from keyboard_lm.cli.args import non_negative_int, positive_int
 
 
-def demo_recipe(rounds: int | None = None, seed: int = 0, from_base: bool = True):
+def demo_recipe(rounds: int | None = None, seed: int = 0, base=None):
     """(model, federated, client data, split, loop) settings of ``demo`` on the embedded corpus.
 
-    From the shipped base model (the default): the paper-size CIFG pretrained on public English text,
-    fine-tuned by federated averaging on the embedded corpus (docs/training.md has the measurement).
-    ``from_base=False`` is the recipe from random weights the demo ran before the base existed.
+    ``base`` (the ModelConfig of the shipped base, the default): the base's CIFG fine-tuned by federated
+    averaging on the embedded corpus (docs/training.md has the measurement).  ``base=None`` is the recipe
+    from random weights the demo ran before the base existed.
     """
     from keyboard_lm.data.preprocessing import ClientDataConfig
     from keyboard_lm.data.split import SplitConfig
@@ -20,11 +21,10 @@ def demo_recipe(rounds: int | None = None, seed: int = 0, from_base: bool = True
     from keyboard_lm.federated.trainer import LoopConfig
     from keyboard_lm.models.config import ModelConfig
 
-    if from_base:
+    if base is not None:
         rounds = rounds or DEMO_BASE_ROUNDS
-        # The base's sizes (checked against it); quantization-aware, so the int8 file computes exactly
-        # what was evaluated.
-        model_config = ModelConfig("cifg", quantization="dynamic-range")
+        # The base's model, quantization-aware, so the int8 file computes exactly what was evaluated.
+        model_config = dataclasses.replace(base, quantization="dynamic-range")
         fed = FederatedConfig(algorithm="fedavg", server_optimizer="adam", server_lr=DEMO_BASE_SERVER_LR,
                               client_lr=DEMO_BASE_CLIENT_LR, clients_per_round=20, rounds=rounds, seed=seed,
                               validation_fraction=0.0, lr_decay=1.0, weight_average=0.0)
@@ -60,7 +60,8 @@ def cmd_demo(args) -> int:
 
         init = load_warm_start("base")
     corpus = load_default()
-    model_config, fed, data_config, split, loop = demo_recipe(args.rounds, args.seed, from_base=init is not None)
+    model_config, fed, data_config, split, loop = demo_recipe(
+        args.rounds, args.seed, base=init.base.model_config if init is not None else None)
     start = "the shipped base model" if init is not None else "random weights"
     print(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, "
           f"run directory {args.out}")

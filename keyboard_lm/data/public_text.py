@@ -78,6 +78,7 @@ import xml.etree.ElementTree as ET
 from typing import Callable, Iterable, Iterator
 
 from keyboard_lm.errors import DataError
+from keyboard_lm.models.checkpoint import sha256_file
 
 #: A record needs at least this many plain words ...
 MIN_WORDS = 3
@@ -910,20 +911,25 @@ def gcide_records(entry: str, tally: Tally) -> tuple[str, list[str]] | None:
     return headword, records
 
 
-def extract_gcide(root: str, tally: Tally | None = None) -> Iterator[Record]:
-    """GCIDE (Webster's Revised Unabridged Dictionary of 1913, supplemented): definitions and quotations."""
+def _extract_dictd(root: str, name: str, package: str, parse, tally: Tally | None) -> Iterator[Record]:
+    """The records ``parse(entry, tally)`` makes of each entry of dictd database ``name`` in ``package``."""
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/dictd"), "dict-gcide dictd database")
+    base = _require_dir(os.path.join(root, "usr/share/dictd"), f"{package} dictd database")
     keeper = _Keeper(tally)
-    for entry in dictd_entries(base, "gcide", tally):
-        parsed = gcide_records(entry, tally)
+    for entry in dictd_entries(base, name, tally):
+        parsed = parse(entry, tally)
         if parsed is None:
             continue
         headword, texts = parsed
         for text in texts:
             kept = keeper.keep(text)
             if kept:
-                yield f"dict-gcide/{headword}", kept
+                yield f"{package}/{headword}", kept
+
+
+def extract_gcide(root: str, tally: Tally | None = None) -> Iterator[Record]:
+    """GCIDE (Webster's Revised Unabridged Dictionary of 1913, supplemented): definitions and quotations."""
+    return _extract_dictd(root, "gcide", "dict-gcide", gcide_records, tally)
 
 
 _JARGON_TAG = re.compile(r"^\[[^\]]*\]\s*")
@@ -983,18 +989,7 @@ def jargon_records(entry: str, tally: Tally) -> tuple[str, list[str]] | None:
 
 def extract_jargon(root: str, tally: Tally | None = None) -> Iterator[Record]:
     """The Jargon File 4.4.7: the prose paragraphs of every entry."""
-    tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/dictd"), "dict-jargon dictd database")
-    keeper = _Keeper(tally)
-    for entry in dictd_entries(base, "jargon", tally):
-        parsed = jargon_records(entry, tally)
-        if parsed is None:
-            continue
-        headword, texts = parsed
-        for text in texts:
-            kept = keeper.keep(text)
-            if kept:
-                yield f"dict-jargon/{headword}", kept
+    return _extract_dictd(root, "jargon", "dict-jargon", jargon_records, tally)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1067,20 +1062,12 @@ def shakespeare_records(path: str, split, tally: Tally) -> tuple[list[Record], d
     corpus = load_shakespeare(path)
     tally.files_read += 1
     records, info = _train_only(corpus, "tinyshakespeare", split, tally)
-    info.update(package="tinyshakespeare", version=None, data_sha256=_sha256_file(path))
+    info.update(package="tinyshakespeare", version=None, data_sha256=sha256_file(path))
     return records, info
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Packages: finding, extracting, versions
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def find_debs(debs_dir: str, packages: Iterable[str] = PACKAGES) -> dict[str, str]:
@@ -1243,7 +1230,7 @@ def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: d
         deb = debs.get(source.package)
         if deb:
             info = {"package": source.package, "version": deb_field(deb, "Version"), "version_from": "deb control",
-                    "deb": os.path.basename(deb), "deb_sha256": _sha256_file(deb)}
+                    "deb": os.path.basename(deb), "deb_sha256": sha256_file(deb)}
         else:
             info = {"package": source.package, "version": changelog_version(root, source.package),
                     "version_from": "changelog in the extracted tree", "deb": None, "deb_sha256": None}
@@ -1295,7 +1282,7 @@ def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: d
                    "words_available": sum(s["words_available"] for s in sources.values()),
                    "dropped_words": sum(s["dropped_words"] for s in sources.values())},
         "corpus": "corpus.jsonl",
-        "corpus_sha256": _sha256_file(corpus_path),
+        "corpus_sha256": sha256_file(corpus_path),
     }
     with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8", newline="\n") as f:
         json.dump(report, f, indent=2, ensure_ascii=False)

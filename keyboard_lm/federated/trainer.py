@@ -158,7 +158,8 @@ def _totals_so_far(run_dir: str) -> tuple[int, float]:
 
 
 def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], config: FederatedConfig, log):
-    """(vocab, model config, federated config, client data config, command, DP options) of the run to resume.
+    """(vocab, model config, federated config, client data config, command, DP options, run.json) of the run
+    to resume.
 
     Everything comes from the run except ``config.rounds``; the corpus and
     split must be the ones the run was trained on.
@@ -188,7 +189,7 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
             log(f"resume: {config.rounds} rounds instead of {saved['rounds']}; eps is accounted for the "
                 "rounds actually run")
     return (run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": config.rounds}),
-            ClientDataConfig(**run.info["client_data"]), run_command(run.info), options, run.info.get("best"))
+            ClientDataConfig(**run.info["client_data"]), run_command(run.info), options, run.info)
 
 
 def _dp_clip(aggregator_metrics, fallback):
@@ -279,9 +280,11 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     if resume and init is not None:
         raise ConfigError("--init-from starts a fresh run; a resumed run continues from its own checkpoint")
     best = None  # the round the run keeps: {"round", "val_recall_at_3", "val_loss", "heldout"}
+    resumed = {}  # run.json of the run to resume
     if resume:
-        vocab, model_config, config, data_config, command, dp, best = _resume_settings(
+        vocab, model_config, config, data_config, command, dp, resumed = _resume_settings(
             run_dir, corpus, heldout_ids, config, log)
+        best = resumed.get("best")
     else:
         base = model_config or ModelConfig()
         if init is not None:
@@ -387,7 +390,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
     }
     # A resumed run keeps the record of where it started (save_run rewrites run.json whole).
-    info["init_from"] = (load_run(run_dir).info.get("init_from") if resume
+    info["init_from"] = (resumed.get("init_from") if resume
                          else init.record(vocab) if init is not None else None)
     if not resume:
         save_run(run_dir, model_config, vocab, weights_dict(keras_model),

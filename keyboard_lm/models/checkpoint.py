@@ -13,6 +13,7 @@ Layout (written by the centralized and the federated trainer alike)::
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import os
@@ -56,6 +57,15 @@ def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def sha256_file(path: str) -> str:
+    """sha256 of a file's bytes, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def save_run(run_dir: str, model_config: ModelConfig, vocab: Vocabulary,

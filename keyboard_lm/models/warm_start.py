@@ -26,14 +26,13 @@ many words carried over), and the model card repeats it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 from importlib import resources
 
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import RUN_FILE, WEIGHTS_FILE, Run, load_run
+from keyboard_lm.models.checkpoint import RUN_FILE, WEIGHTS_FILE, Run, load_run, sha256_file
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -49,14 +48,6 @@ EMBEDDING = "embedding/embeddings:0"
 def base_model_dir() -> str:
     """The directory of the base model shipped in the package (a run directory)."""
     return str(resources.files("keyboard_lm.models") / "base")
-
-
-def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +133,7 @@ def load_warm_start(spec: str, vocab: str = INIT_VOCAB[0]) -> WarmStart:
     else:
         path = spec
     run = load_run(path)
-    sha = _sha256(os.path.join(path, WEIGHTS_FILE))
+    sha = sha256_file(os.path.join(path, WEIGHTS_FILE))
     expected = run.info.get("weights_sha256")
     if expected is not None and expected != sha:
         raise ConfigError(f"{os.path.join(path, WEIGHTS_FILE)}: damaged (sha256 {sha[:12]} != {expected[:12]} "
