@@ -134,6 +134,8 @@ def test_workers_refuse_what_is_not_checked_under_the_mergeable_context(tmp_path
     assert "FedAtt cannot run on TFF's mergeable context" in capsys.readouterr().err
     assert main(["train", "--out", str(tmp_path / "r"), *SMALL, "--workers", "nohost"]) == 2
     assert "not host:port" in capsys.readouterr().err
+    assert main(["train", "--out", str(tmp_path / "r"), *SMALL, "--worker-grace", "5"]) == 2
+    assert "--worker-grace needs --workers" in capsys.readouterr().err
 
 
 def _wait_stopped(pid: int, timeout: float = 10.0) -> None:
@@ -156,9 +158,19 @@ def _wait_stopped(pid: int, timeout: float = 10.0) -> None:
     raise AssertionError(f"process {pid} did not stop within {timeout} s")
 
 
-@pytest.mark.parametrize("fault", ["killed", "hung"])
-def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fault):
-    """Killed: it refuses connections. Hung (SIGSTOP): the kernel still accepts TCP, the gRPC probe finds it silent."""
+def _checkpointed(out: str) -> int:
+    """The latest round whose program state ``out`` holds (0 before the first)."""
+    import os
+
+    path = os.path.join(out, "checkpoints")
+    names = os.listdir(path) if os.path.isdir(path) else []
+    rounds = [n.rsplit("_", 1)[1] for n in names if n.startswith("program_state_")]
+    return max((int(r) for r in rounds if r.isdigit()), default=0)  # not a write in progress (_tempN)
+
+
+def test_a_dead_then_a_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path):
+    """Killed: it refuses connections. Hung (SIGSTOP): the kernel still accepts TCP, the gRPC probe finds it
+    silent. One run meets both, each ended by the watchdog and resumed; then it finishes."""
     import os
     import signal
     import subprocess
@@ -170,44 +182,57 @@ def test_a_dead_or_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path, fa
     workers = [remote.start_worker(p, wait=30.0) for p in ports]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     flag = ",".join(f"127.0.0.1:{p}" for p in ports)
+    cli = [sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out]
+    watch = ["--workers", flag, "--worker-grace", "5"]
     args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
-    train = subprocess.Popen([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, *args,
-                              "--workers", flag], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    try:
-        deadline = time.monotonic() + 300
-        while not os.path.isdir(os.path.join(out, "checkpoints", "program_state_2")):
-            assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
-            time.sleep(0.5)
-        if fault == "killed":
-            workers[1].kill()
-            workers[1].wait(timeout=10)
-            expected = f"TFF worker 127.0.0.1:{ports[1]} has refused connections"
-        else:
-            os.kill(workers[1].pid, signal.SIGSTOP)
-            _wait_stopped(workers[1].pid)  # the signal is asynchronous: a thread may still answer one call
-            with socket.create_connection(("127.0.0.1", ports[1]), timeout=2.0):
-                pass  # a TCP check cannot tell
-            assert remote.probe("127.0.0.1", ports[1], timeout=2.0) == "silent"
-            expected = f"TFF worker 127.0.0.1:{ports[1]} has accepted connections but not answered"
-        started = time.monotonic()
-        _, err = train.communicate(timeout=180)  # bounded: the watchdog ends the run
+
+    def ended_by_watchdog(argv, fault, after_round):
+        """Start ``train argv``; when a round after ``after_round`` is checkpointed, ``fault`` a worker."""
+        train = subprocess.Popen([*cli, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            deadline = time.monotonic() + 300
+            while _checkpointed(out) <= after_round:
+                assert train.poll() is None and time.monotonic() < deadline, train.stderr.read()[-2000:]
+                time.sleep(0.2)
+            fault()
+            started = time.monotonic()
+            _, err = train.communicate(timeout=180)  # bounded: the watchdog ends the run
+        finally:
+            if train.poll() is None:
+                train.kill()
         assert train.returncode == 3, err[-2000:]
-        assert expected in err and "--resume" in err
-        assert time.monotonic() - started < 120
-        if fault == "killed":
-            workers[1] = remote.start_worker(ports[1], wait=30.0)  # restarted on the same port
-        else:
-            os.kill(workers[1].pid, signal.SIGCONT)
-            assert remote.probe("127.0.0.1", ports[1], timeout=5.0) == "ok"
-        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--resume",
-                               "--rounds", "6", "--workers", flag], capture_output=True, text=True, env=env,
-                              timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
+        assert time.monotonic() - started < 60
+        return err
+
+    def kill():
+        workers[1].kill()
+        workers[1].wait(timeout=10)
+
+    def stop():
+        os.kill(workers[0].pid, signal.SIGSTOP)
+        _wait_stopped(workers[0].pid)  # the signal is asynchronous: a thread may still answer one call
+        with socket.create_connection(("127.0.0.1", ports[0]), timeout=2.0):
+            pass  # a TCP check cannot tell
+        assert remote.probe("127.0.0.1", ports[0], timeout=2.0) == "silent"
+
+    try:
+        err = ended_by_watchdog([*args, *watch], kill, after_round=1)
+        assert f"TFF worker 127.0.0.1:{ports[1]} has refused connections for 5 s" in err and "--resume" in err
+        workers[1] = remote.start_worker(ports[1], wait=30.0)  # restarted on the same port
+        done = _checkpointed(out)
+        err = ended_by_watchdog(["--resume", *watch], stop, after_round=done)
+        assert f"TFF worker 127.0.0.1:{ports[0]} has accepted connections but not answered" in err
+        assert "--resume" in err
+        os.kill(workers[0].pid, signal.SIGCONT)
+        assert remote.probe("127.0.0.1", ports[0], timeout=5.0) == "ok"
+        last = _checkpointed(out) + 2
+        finished = subprocess.run([*cli, "--resume", "--rounds", str(last), *watch], capture_output=True, text=True,
+                                  env=env, timeout=600)
+        assert finished.returncode == 0, finished.stderr[-2000:]
         with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
-            assert [line.split(",")[0] for line in f.read().splitlines()[1:]][-1] == "6"
+            rounds = [int(line.split(",")[0]) for line in f.read().splitlines()[1:]]
+        assert rounds == list(range(1, last + 1))
     finally:
-        if train.poll() is None:
-            train.kill()
         for w in workers:
             if w.poll() is None:
                 os.kill(w.pid, signal.SIGCONT)

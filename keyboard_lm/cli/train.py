@@ -14,6 +14,7 @@ from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, dat
                                   positive_int, split_from_args)
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+from keyboard_lm.federated.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.training.config import CentralizedConfig
@@ -35,6 +36,8 @@ def cmd_train(args) -> int:
 
     if args.round_timeout is not None and (not args.workers or args.round_timeout <= 0):
         raise ConfigError("--round-timeout needs --workers and a number of seconds above 0")
+    if args.worker_grace is not None and (not args.workers or args.worker_grace <= 0):
+        raise ConfigError("--worker-grace needs --workers and a number of seconds above 0")
     if args.worker_data_root and not args.worker_data:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
     init = warm_start_from_args(args)
@@ -187,7 +190,8 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
                               "depends on the first); run it on one machine")
         workers = remote.parse_workers(args.workers)
         remote.set_remote_context(workers)
-        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout)
+        grace = {} if args.worker_grace is None else {"grace": args.worker_grace}
+        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout, **grace)
         watchdog.start()
         on_round = watchdog.round_done
         log(f"training on {len(workers)} TFF workers: {args.workers}")
@@ -310,6 +314,9 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     fed.add_argument("--round-timeout", type=float, default=None, metavar="S",
                      help="with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
                           "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)")
+    fed.add_argument("--worker-grace", type=float, default=None, metavar="S",
+                     help="with --workers: end the run (exit 3, resumable) when a worker has refused connections "
+                          f"or not answered probes for S seconds (default: {WORKER_GRACE:g} s)")
     fed.add_argument("--worker-data", metavar="DIR",
                      help="write the training clients' encoded shards to DIR once; each round the workers read "
                           "their clients' data from there instead of receiving it from this process "

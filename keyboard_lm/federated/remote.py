@@ -110,6 +110,10 @@ def probe(host: str, port: int, timeout: float = 5.0) -> str:
         channel.close()
 
 
+#: Seconds a worker may refuse connections or leave probes unanswered before the run ends (``--worker-grace``).
+WORKER_GRACE = 30.0
+
+
 class Watchdog:
     """Bound the wait for a dead or hung worker: TFF's remote executor waits forever for one.
 
@@ -126,7 +130,7 @@ class Watchdog:
     ``first_round_timeout`` for the first round (it includes compiling).
     """
 
-    def __init__(self, workers: list[tuple[str, int]], interval: float = 5.0, grace: float = 30.0,
+    def __init__(self, workers: list[tuple[str, int]], interval: float = 5.0, grace: float = WORKER_GRACE,
                  exit_code: int = 3, round_timeout: float | None = None, min_round_timeout: float = 600.0,
                  first_round_timeout: float = 1800.0):
         self.workers, self.interval, self.grace, self.exit_code = workers, interval, grace, exit_code
