@@ -114,11 +114,10 @@ def test_baseline_ngram_cli(capsys):
 
 
 @pytest.mark.shakespeare
-def test_eval_on_shakespeare_with_all_clients(shakespeare_path, tmp_path, capsys):
-    out = str(tmp_path / "sh")
-    args = ["--data", shakespeare_path, "--format", "shakespeare"]
-    assert main(["train", "--centralized", "--out", out, *args, "--units", "16", "--embedding-dim", "8",
-                 "--vocab-size", "500", "--epochs", "1", "--batch-size", "32"]) == 0
+def test_eval_on_shakespeare_with_all_clients(run_dir, shakespeare_path, capsys):
+    # A run of the embedded corpus, evaluated on every role of another corpus (which eval allows when told).
     capsys.readouterr()
-    assert main(["eval", out, *args, "--clients", "all", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)["clients"]) == 299
+    assert main(["eval", run_dir, "--data", shakespeare_path, "--format", "shakespeare", "--clients", "all",
+                 "--allow-other-data", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["clients"]) == 299 and result["pooled"]["num_events"] > 100_000

@@ -9,7 +9,7 @@ from keyboard_lm.cli import main
 from keyboard_lm.models.checkpoint import load_run
 
 TINY_CENTRAL = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--epochs", "1",
-                "--optimizer", "adam", "--lr", "0.01"]
+                "--optimizer", "adam", "--lr", "0.01", "--ngram-teacher", "0"]
 TINY_FED = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
             "--max-batches", "2"]
 
