@@ -120,28 +120,22 @@ def test_the_batch_cap_samples_from_the_whole_client():
     assert max(seen) > 2000 and sum(v >= 1500 for v in seen) > 100
 
 
-def test_importing_the_federated_layer_starts_no_worker():
-    code = ("from keyboard_lm.federated import process, trainer\n"
-            "from keyboard_lm.federated.runtime import import_tff, workers_running\n"
-            "print(workers_running())\n"
-            "tff = import_tff(); tff.federated_computation(lambda: 1)()\n"
-            "print(workers_running())\n")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env,
-                         check=True, timeout=300)
-    assert out.stdout.split() == ["0", "1"]
-
-
-def test_sigterm_stops_the_worker_instead_of_orphaning_it():
+def test_the_worker_starts_with_the_first_computation_and_sigterm_stops_it():
+    """Importing the federated layer starts no TFF worker; the first computation starts one; SIGTERM to the
+    process stops that worker too instead of orphaning it (one subprocess checks all three)."""
     code = ("import time\n"
-            "from keyboard_lm.federated.runtime import import_tff, _child_workers\n"
+            "from keyboard_lm.federated import process, trainer\n"
+            "from keyboard_lm.federated.runtime import import_tff, workers_running, _child_workers\n"
+            "print(workers_running(), flush=True)\n"
             "tff = import_tff(); tff.federated_computation(lambda: 1)()\n"
+            "print(workers_running(), flush=True)\n"
             "print(*_child_workers(), flush=True)\n"
             "time.sleep(120)\n")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, cwd=REPO, env=env)
     try:
+        assert [proc.stdout.readline().strip() for _ in range(2)] == ["0", "1"]
         workers = [int(p) for p in proc.stdout.readline().split()]
         assert len(workers) == 1
         proc.send_signal(signal.SIGTERM)
