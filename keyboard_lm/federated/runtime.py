@@ -53,7 +53,9 @@ def stop_workers() -> None:
     and waits, and a busy worker can ignore that and hang the exit.  Then the
     C++ context is dropped while the interpreter is still whole, so that
     finalizer runs now; it finds its worker gone and raises
-    ProcessLookupError, which is only noise here.
+    ProcessLookupError, which is only noise here.  A finalizer that runs later
+    in the shutdown (its object still referenced until then) is silenced the
+    same way: this runs only at exit.
     """
     import gc
     import sys
@@ -68,12 +70,15 @@ def stop_workers() -> None:
         from tensorflow_federated.python.core.impl.context_stack import set_default_context
 
         previous_hook = sys.unraisablehook
-        sys.unraisablehook = lambda u: None if isinstance(u.exc_value, ProcessLookupError) else previous_hook(u)
-        try:
-            set_default_context.set_no_default_context()
-            gc.collect()
-        finally:
-            sys.unraisablehook = previous_hook
+
+        def hook(unraisable):
+            finalizer = getattr(unraisable.object, "__qualname__", "")
+            if not (isinstance(unraisable.exc_value, ProcessLookupError) and "ServiceManager" in finalizer):
+                previous_hook(unraisable)
+
+        sys.unraisablehook = hook
+        set_default_context.set_no_default_context()
+        gc.collect()
 
 
 def import_tff():
