@@ -104,11 +104,11 @@ def _gap(run_dir: str, data: str) -> dict:
     """Recall@3 of the run's kept model and the 5-gram by frequency rank and position; union; interpolation."""
     import numpy as np
 
+    from benchmarks.disagreement import event_hits
     from keyboard_lm.baselines.ngram import KneserNey
     from keyboard_lm.data.corpora import load_shakespeare
     from keyboard_lm.data.examples import corpus_examples
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.evaluation import log_softmax, position_stats
     from keyboard_lm.models.checkpoint import build_loaded_model, load_run
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
@@ -117,40 +117,26 @@ def _gap(run_dir: str, data: str) -> dict:
     train_ids, heldout = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
     vocab = run.vocab
     ngram = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
-    model = build_loaded_model(run)
     pairs = list(corpus_examples(corpus.sentences(heldout), vocab, 20))
     x_all = np.array([x for x, _ in pairs], np.int32).reshape(-1, 20)
-    y_all = np.array([y for _, y in pairs], np.int32).reshape(-1)
-    weights = (0.3, 0.5, 0.7)
-
-    def hit3(scores, y):  # recall@3 hits exactly as `keyboard-lm eval` counts them (events only)
-        return position_stats(scores, y)["hit3"]
-
-    hits = {"cifg": [], "5-gram": [], **{f"interpolated {w}": [] for w in weights}}
-    for start in range(0, len(x_all), 128):  # chunks: [events, 10k] float64 twice per chunk
-        x = x_all[start:start + 128]
-        y = y_all[start * 20:start * 20 + x.size]
-        neural = log_softmax(model(x, training=False).numpy()).reshape(len(y), -1)
-        counts = np.asarray(ngram.predict_log_probs(x), np.float64).reshape(len(y), -1)
-        hits["cifg"].append(hit3(neural, y))
-        hits["5-gram"].append(hit3(counts, y))
-        for w in weights:
-            hits[f"interpolated {w}"].append(hit3(np.logaddexp(np.log(w) + neural, np.log(1 - w) + counts), y))
-    event = (y_all != SPECIAL_TOKENS.pad_id) & (y_all != SPECIAL_TOKENS.eos_id)
-    hits = {k: np.concatenate(v) & event for k, v in hits.items()}
-    n = int(event.sum())
-    position = np.tile(np.arange(20), len(x_all))
+    y_all = np.array([y for _, y in pairs], np.int32).reshape(-1, 20)
+    weights = (0.3, 0.5, 0.7)  # of the neural model; the n-gram has 1 - w
+    ev = event_hits(build_loaded_model(run), ngram, x_all, y_all, (0.0, 1.0, *(1 - w for w in weights)),
+                    orders=False)
+    hits = {"cifg": ev["hits"][0.0], "5-gram": ev["hits"][1.0],
+            **{f"interpolated {w}": ev["hits"][1 - w] for w in weights}}
+    target, position = ev["target"], ev["position"]
+    n = len(target)
 
     def bucket(mask):
-        m = event & mask
-        return {"events": int(m.sum()), "cifg": float(hits["cifg"][m].mean()),
-                "5-gram": float(hits["5-gram"][m].mean())}
+        return {"events": int(mask.sum()), "cifg": float(hits["cifg"][mask].mean()),
+                "5-gram": float(hits["5-gram"][mask].mean())}
 
     # Vocabulary ids after the special tokens are in frequency order (most frequent first).
     first = len(SPECIAL_TOKENS.tokens)
-    by_rank = {f"{a + 1}-{b}": bucket((y_all >= first + a) & (y_all < first + b))
+    by_rank = {f"{a + 1}-{b}": bucket((target >= first + a) & (target < first + b))
                for a, b in ((0, 50), (50, 200), (200, 1000), (1000, len(vocab)))}
-    by_rank["<unk>"] = bucket(y_all == SPECIAL_TOKENS.oov_id)
+    by_rank["<unk>"] = bucket(target == SPECIAL_TOKENS.oov_id)
     by_position = {f"{a + 1}-{b}": bucket((position >= a) & (position < b))
                    for a, b in ((0, 1), (1, 2), (2, 5), (5, 10), (10, 20))}
     return {"run": os.path.relpath(run_dir), "events": n,
