@@ -25,6 +25,15 @@ so suggestions and completion rank both; a personal word typed as context
 enters the model through its adapted embedding (the file's ``step_personal``
 signature), not as ``<oov>``. The state is saved to one file per user and
 never leaves the device: no method here sends it anywhere.
+
+User history (``keyboard_lm.inference.user_history``): a Session may also
+hold a ``UserHistory``, the decayed counts of the words and word pairs its
+user typed (words outside the vocabulary included). Every committed word is
+learnt, unless the session was opened with ``learn=False`` (a password or
+no-suggestion field). Suggestions and completions then rank the mixture
+``(1 - a) p_model + a p_history(. | previous word)``, ``a`` =
+``Session.history_weight``; a word only the history knows gets its share of
+``a``.
 """
 
 from __future__ import annotations
@@ -37,8 +46,13 @@ import numpy as np
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, CharEncoderFile, PersonalState
+from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+#: The user history's share of a suggestion's probability (``Session.history_weight``).
+HISTORY_WEIGHT = 0.3
+
 
 class Predictor:
     """Suggestions from one .tflite file; thread-safe (one interpreter per thread)."""
@@ -81,9 +95,11 @@ class Predictor:
         encoder = CharEncoderFile(char_encoder, runtime=runtime) if char_encoder is not None else None
         return cls(ModelFile.load(path, runtime=runtime), blocklist, char_encoder=encoder)
 
-    def session(self, personal: str | None = None) -> "Session":
-        """A new text field; ``personal``: a user's personal-state file to load into it."""
-        session = Session(self)
+    def session(self, personal: str | None = None, history: UserHistory | None = None,
+                learn: bool = True) -> "Session":
+        """A new text field; ``personal``: a user's personal-state file to load into it; ``history``: the
+        user's history (shared by the user's sessions); ``learn=False``: a field never learnt from."""
+        session = Session(self, history=history, learn=learn)
         if personal is not None:
             session.load_personal(personal)
         return session
@@ -133,11 +149,12 @@ class Predictor:
 class Session:
     """One text field being typed; not for use by two threads at once."""
 
-    def __init__(self, predictor: Predictor):
+    def __init__(self, predictor: Predictor, history: UserHistory | None = None, learn: bool = True):
         self.predictor = predictor
         self._model = predictor.model
         self._all_ids = predictor._suggestable()
         self.personal: PersonalState | None = None
+        self.history, self.learning, self.history_weight = history, learn, HISTORY_WEIGHT
         self._personal_sorted: list[tuple[str, int]] = []
         self.reset()
 
@@ -172,6 +189,7 @@ class Session:
         """Start a new sentence/field: the state after ``<bos>``."""
         self._step(SPECIAL_TOKENS.bos_id, None, self._model.initial_state())
         self.words_in_sentence = 0
+        self.previous_word: str | None = None  # the history's context
         self.steps = 1
         self.inputs_in_chunk = 1  # <bos> is the first input of the first chunk
 
@@ -189,6 +207,10 @@ class Session:
         if word not in self.predictor.vocab and self._personal_active():
             personal_index = self.personal.index_of(word)
         self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state)
+        if (self.learning and self.history is not None and word not in SPECIAL_TOKENS.tokens
+                and word not in self.predictor._blocked_spellings):
+            self.history.learn_word(self.previous_word, word)
+        self.previous_word = word
         self.words_in_sentence += 1
         self.inputs_in_chunk += 1
         self.steps += 1
@@ -220,11 +242,34 @@ class Session:
                 self.commit_word(token)
 
     # -- suggestions -----------------------------------------------------------
-    def _top(self, ids: np.ndarray, personal: list[int], k: int) -> list[tuple[str, float]]:
+    def _top(self, ids: np.ndarray, personal: list[int], k: int, prefix: str = "") -> list[tuple[str, float]]:
         if not personal:
-            return self.predictor._top(self._log_probs, ids, k)
-        joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
-        return self.predictor._top(self._log_probs, joint, k, self.personal.words)
+            top = self.predictor._top(self._log_probs, ids, k)
+        else:
+            joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
+            top = self.predictor._top(self._log_probs, joint, k, self.personal.words)
+        if self.history is None or self.history.num_words == 0 or self.history_weight <= 0:
+            return top
+        return self._with_history(top, k, prefix)
+
+    def _with_history(self, top, k: int, prefix: str) -> list[tuple[str, float]]:
+        """The k best of the mixture: the model's top k and every word the history knows can be among them."""
+        a, vocab, never = self.history_weight, self.predictor.vocab, self.predictor._never
+        scores = {w: (1 - a) * p for w, p in top}
+        for word, p_hist in self.history.distribution(self.previous_word).items():
+            if not word.startswith(prefix) or word in self.predictor._blocked_spellings:
+                continue
+            if word in vocab:
+                i = vocab.id_of(word)
+                if never[i]:
+                    continue
+                p_model = float(np.exp(self._log_probs[i]))
+            elif self._personal_active() and self.personal.index_of(word) is not None:
+                p_model = float(np.exp(self._log_probs[len(vocab) + self.personal.index_of(word)]))
+            else:
+                p_model = 0.0
+            scores[word] = (1 - a) * p_model + a * p_hist
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
     def suggestions(self, k: int = 3) -> list[tuple[str, float]]:
         """Next-word candidates after the committed text (shown after a space), personal words included."""
@@ -241,7 +286,7 @@ class Session:
             lo = bisect.bisect_left(self._personal_sorted, (normalized,))
             hi = bisect.bisect_left(self._personal_sorted, (normalized + "\U0010ffff",))
             personal = [i for _, i in self._personal_sorted[lo:hi]]
-        return self._top(self.predictor._prefix_ids(normalized), personal, k)
+        return self._top(self.predictor._prefix_ids(normalized), personal, k, prefix=normalized)
 
     # -- personal words --------------------------------------------------------
     def _personal_state(self) -> PersonalState:
