@@ -121,3 +121,19 @@ def test_blocklisted_words_are_neither_learnt_nor_suggested(small_tflite):
     assert history.count("darnit") == 0 and history.count("again") > 0
     s.commit("oh")
     assert "darnit" not in [w for w, _ in s.suggestions(3)]
+
+
+def test_candidates_are_the_exact_probabilities_of_the_likeliest_words():
+    h = UserHistory(max_words=300, max_pairs=600)
+    words = [f"w{i % 97}" for i in range(3000)]
+    for i in range(0, len(words), 7):
+        h.learn(words[i:i + 7])
+    for prev in (None, "w3", "w50", "never-typed"):
+        full = h.distribution(prev)
+        assert sum(full.values()) == pytest.approx(1.0)
+        cand = h.candidates(prev, n=10)
+        assert all(cand[w] == pytest.approx(full[w]) for w in cand)
+        best = max(full, key=full.get)
+        assert best in cand  # the likeliest word is always a candidate
+    # the most counted words, kept up to date word by word, are those a full sort finds
+    assert h.top_words() == h.top_words(65)[:64] and len(h.top_words()) == 64

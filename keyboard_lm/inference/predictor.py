@@ -256,7 +256,8 @@ class Session:
         """The k best of the mixture: the model's top k and every word the history knows can be among them."""
         a, vocab, never = self.history_weight, self.predictor.vocab, self.predictor._never
         scores = {w: (1 - a) * p for w, p in top}
-        for word, p_hist in self.history.distribution(self.previous_word).items():
+        also = [*scores, *(self.history.words_with_prefix(prefix) if prefix else ())]
+        for word, p_hist in self.history.candidates(self.previous_word, also=also).items():
             if not word.startswith(prefix) or word in self.predictor._blocked_spellings:
                 continue
             if word in vocab:

@@ -30,6 +30,8 @@ from keyboard_lm.errors import ConfigError, DataError
 FORMAT = "keyboard_lm.user_history"
 VERSION = 1
 START = "<s>"
+#: How many of the most counted words are always candidates for a suggestion (``UserHistory.candidates``).
+TOP_WORDS = 64
 
 
 class UserHistory:
@@ -49,6 +51,7 @@ class UserHistory:
         self._pairs: dict[str, dict[str, list[float]]] = {}  # prev -> word -> [count, clock]
         self._total = [0.0, 0]  # decayed count of all words, clock
         self._contexts: dict[str, list[float]] = {}  # prev -> [decayed count of pairs after it, clock]
+        self._top: list[str] | None = None  # top_words(), kept up to date as words are learnt
 
     # -- counting ----------------------------------------------------------------
     def _decayed(self, entry) -> float:
@@ -77,8 +80,10 @@ class UserHistory:
         self._add(self._pairs.setdefault(prev, {}).setdefault(word, [0.0, self.clock]))
         self._add(self._contexts.setdefault(prev, [0.0, self.clock]))
         self._add(self._total)
+        self._update_top(word)
         if len(self._words) > self.max_words:
             self._evict_words()
+            self._top = None
         if self.num_pairs > self.max_pairs:
             self._evict_pairs()
 
@@ -93,8 +98,10 @@ class UserHistory:
     def _evict_words(self) -> None:
         keep = int(self.max_words * 0.9)
         ranked = sorted(self._words.items(), key=lambda kv: (self._decayed(kv[1]), kv[1][1]), reverse=True)
-        for word, _ in ranked[keep:]:
+        for word, entry in ranked[keep:]:
             del self._words[word]
+            self._total[0] = max(0.0, self._decayed(self._total) - self._decayed(entry))
+            self._total[1] = self.clock
         # Pairs that end in an evicted word go with it; their contexts keep their (decayed) totals.
         for prev in list(self._pairs):
             nxt = self._pairs[prev]
@@ -125,22 +132,55 @@ class UserHistory:
             entry = self._pairs.get(prev, {}).get(word)
         return self._decayed(entry) if entry else 0.0
 
-    def distribution(self, prev: str | None) -> dict[str, float]:
-        """p(w | prev) for every word in the history (they sum to 1; empty before anything is learnt)."""
+    def probability(self, word: str, prev: str | None) -> float:
+        """p(word | prev); 0 for a word the history does not hold."""
         total = self._decayed(self._total)
-        if total <= 0:
-            return {}
+        entry = self._words.get(word)
+        if total <= 0 or entry is None:
+            return 0.0
         prev = START if prev is None else prev
         ctx = self._decayed(self._contexts[prev]) if prev in self._contexts else 0.0
-        nxt = self._pairs.get(prev, {})
-        denom = ctx + self.beta
-        uni = {w: self._decayed(e) / total for w, e in self._words.items()}
-        norm = sum(uni.values())  # below 1 after evictions: renormalize the unigram part
-        out = {w: self.beta * u / norm / denom for w, u in uni.items()}
-        for w, e in nxt.items():
-            out[w] = out.get(w, 0.0) + self._decayed(e) / denom
-        s = sum(out.values())  # pairs of evicted words are gone, so renormalize
-        return {w: p / s for w, p in out.items()}
+        pair = self._pairs.get(prev, {}).get(word)
+        return ((self._decayed(pair) if pair else 0.0) + self.beta * self._decayed(entry) / total) / (ctx + self.beta)
+
+    def _key(self, word: str) -> float:
+        """log2 of the word's count at clock 0: decayed counts keep this order whatever the clock."""
+        c, t = self._words[word]
+        return math.log2(c) + t / self.half_life if c > 0 else -math.inf
+
+    def _rank(self, word: str) -> tuple[float, str]:
+        return -self._key(word), word
+
+    def top_words(self, n: int = TOP_WORDS) -> list[str]:
+        """The ``n`` words with the largest decayed counts, largest first."""
+        if n != TOP_WORDS:
+            return sorted(self._words, key=self._rank)[:n]
+        if self._top is None:
+            self._top = sorted(self._words, key=self._rank)[:TOP_WORDS]
+        return list(self._top)
+
+    def _update_top(self, word: str) -> None:
+        """Learning raises one word's key and no other's: only that word can enter or move in the top list."""
+        if self._top is None:
+            return
+        if word in self._top or len(self._top) < TOP_WORDS or self._key(word) > self._key(self._top[-1]):
+            top = set(self._top) | {word}
+            self._top = sorted(top, key=self._rank)[:TOP_WORDS]
+
+    def words_with_prefix(self, prefix: str) -> list[str]:
+        return [w for w in self._words if w.startswith(prefix)]
+
+    def candidates(self, prev: str | None, n: int = TOP_WORDS, also=()) -> dict[str, float]:
+        """p(w | prev) of the words most likely after ``prev``: the ones typed after it, the ``n`` most
+        counted, and ``also``. A word outside them has at most beta/(c(prev) + beta) times the n-th word's
+        unigram share: what suggestions need without a pass over every word."""
+        prev = START if prev is None else prev
+        words = {*self._pairs.get(prev, {}), *self.top_words(n), *(w for w in also if w in self._words)}
+        return {w: self.probability(w, prev) for w in words}
+
+    def distribution(self, prev: str | None) -> dict[str, float]:
+        """p(w | prev) for every word in the history (they sum to 1; empty before anything is learnt)."""
+        return {w: self.probability(w, prev) for w in self._words}
 
     def top(self, prev: str | None, k: int = 3) -> list[tuple[str, float]]:
         """The ``k`` most probable next words after ``prev``."""
