@@ -141,9 +141,10 @@ def main():
               "validation": validation, "test": test, "chosen_weight": chosen,
               "machine": _report.machine()}
     g, t = test[0.0], test[chosen]
-    lines = [f"{len(users)} held-out senders with at least {args.min_messages} messages ({args.format}:"
-             f"{os.path.basename(args.data)}), run `{result['run']}`; {g['words']:,} test words "
-             f"(each sender's last 10% of messages); history learnt from each sender's first 80%"
+    lines = [f"{len(users)} held-out clients (senders, roles) with at least {args.min_messages} records "
+             f"(messages, speeches) ({args.format}:{os.path.basename(args.data)}), run `{result['run']}`; "
+             f"{g['words']:,} test words (each client's last 10% of records); history learnt from each client's "
+             f"first 80%"
              f"{'' if args.static else ' and, as a keyboard does, from every word once it is typed'}. "
              f"History weight chosen on the middle 10%: **{chosen:g}**.", "",
              "| history weight | validation EMR3 | test EMR3 | test KEMR3 | OOV rate after | ms per suggestion |",
@@ -155,7 +156,7 @@ def main():
                      f"| {x['oov_rate_after']:.2%} | {x['ms_per_suggestion']:.2f} |")
     lines += ["", f"Test: EMR3 {g['emr3']:.4f} -> {t['emr3']:.4f} ({(t['emr3'] - g['emr3']) * 100:+.2f} points), "
               f"KEMR3 {g['kemr3']:.4f} -> {t['kemr3']:.4f}, OOV rate {t['oov_rate_before']:.2%} -> "
-              f"{t['oov_rate_after']:.2%}. History state per sender after the first 80%: median "
+              f"{t['oov_rate_after']:.2%}. History state per client after the first 80%: median "
               f"{result['state_bytes']['median']:,} bytes, largest {result['state_bytes']['max']:,} bytes."]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -137,3 +137,35 @@ def test_candidates_are_the_exact_probabilities_of_the_likeliest_words():
         assert best in cand  # the likeliest word is always a candidate
     # the most counted words, kept up to date word by word, are those a full sort finds
     assert h.top_words() == h.top_words(65)[:64] and len(h.top_words()) == 64
+
+
+def _close(a, b) -> bool:
+    """Equal, floats to 12 significant digits (libm's pow may differ in the last bit between machines)."""
+    if isinstance(a, float) or isinstance(b, float):
+        return a == pytest.approx(b, rel=1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_golden_vectors_shared_with_the_java_core_still_hold():
+    """tests/golden/user_history_vectors.json (read by the Java core's test too) is what this code computes."""
+    import importlib.util
+
+    from tests.conftest import REPO
+
+    path = REPO / "tests" / "golden" / "make_user_history_vectors.py"
+    spec = importlib.util.spec_from_file_location("make_user_history_vectors", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fresh = module.vectors()
+    golden = json.loads((REPO / "tests" / "golden" / "user_history_vectors.json").read_text(encoding="utf-8"))
+    assert _close(json.loads(json.dumps(fresh["state"])), golden["state"])  # as saved: tuples become lists
+    for f, g in zip(fresh["cases"], golden["cases"]):
+        assert f["top_words"] == g["top_words"]
+        assert f["distribution"].keys() == g["distribution"].keys()
+        assert all(f["distribution"][w] == pytest.approx(g["distribution"][w], rel=1e-12) for w in g["distribution"])
+    back = UserHistory.from_dict(golden["state"])  # the stored state loads and predicts the same
+    assert back.distribution("thanks") == pytest.approx(golden["cases"][1]["distribution"], rel=1e-12)
