@@ -149,7 +149,8 @@ def test_java_core_passes_junit(tmp_path):
     bad_models = tmp_path / "bad_models.txt"
     bad_models.write_text(_bad_models(bad), encoding="utf-8")
     props = [f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}", f"-Dkblm.badmodels={bad_models}",
-             f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}"]
+             f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}",
+             f"-Dkblm.userhistory={REPO / 'tests' / 'golden' / 'user_history_vectors.json'}"]
     traces = _traces(tmp_path)
     if traces is not None:
         (tmp_path / "traces.txt").write_text(traces, encoding="utf-8")
@@ -159,7 +160,7 @@ def test_java_core_passes_junit(tmp_path):
     # The engine tests print their per-model agreement (max |log-prob diff|); shown with pytest -s.
     # JUnitCore prints a dot per test, so a line may start with dots.
     print("\n".join(line.lstrip(".") for line in r.stdout.splitlines()
-                    if line.lstrip(".").startswith(("StepEngine", "Session", "TextField", "ModelFile", "  "))))
+                    if line.lstrip(".").startswith(("StepEngine", "Session", "TextField", "ModelFile", "UserHistory", "  "))))
     summary = [line for line in r.stdout.splitlines() if line.startswith(("OK (", "Tests run:"))]
     print("JUnit:", " ".join(summary))
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

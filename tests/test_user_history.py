@@ -69,6 +69,14 @@ def test_state_round_trips_and_bad_files_are_refused_in_one_line(tmp_path):
     (tmp_path / "tampered.json").write_text(json.dumps(d), encoding="utf-8")
     with pytest.raises(DataError, match="tampered.json: damaged user history"):
         UserHistory.load(str(tmp_path / "tampered.json"))
+    d = h.to_dict()
+    d["clock"] = float("inf")
+    (tmp_path / "infinite.json").write_text(json.dumps(d), encoding="utf-8")
+    with pytest.raises(DataError, match="infinite.json: damaged user history"):
+        UserHistory.load(str(tmp_path / "infinite.json"))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(DataError, match="deep.json: not a keyboard_lm user history"):
+        UserHistory.load(str(tmp_path / "deep.json"))
     with pytest.raises(DataError, match="cannot read"):
         UserHistory.load(str(tmp_path / "missing"))
 

@@ -209,7 +209,7 @@ class UserHistory:
             for p, w, c, t in d["pairs"]:
                 h._pairs.setdefault(str(p), {})[str(w)] = [float(c), int(t)]
             h._contexts = {str(p): [float(c), int(t)] for p, c, t in d["contexts"]}
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise DataError(f"{where}: damaged user history ({type(e).__name__}: {e})") from None
         bad = [x for x in (h._total, *h._words.values(), *h._contexts.values(),
                            *(e for nxt in h._pairs.values() for e in nxt.values()))
@@ -232,7 +232,7 @@ class UserHistory:
                 d = json.load(f)
         except OSError as e:
             raise DataError(f"{path}: cannot read the user history ({e.strerror})") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise DataError(f"{path}: not a keyboard_lm user history ({type(e).__name__})") from None
         return cls.from_dict(d, path)
 

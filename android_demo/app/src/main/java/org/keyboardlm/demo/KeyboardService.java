@@ -26,6 +26,7 @@ import org.keyboardlm.core.ModelFile;
 import org.keyboardlm.core.ModelFileException;
 import org.keyboardlm.core.Predictor;
 import org.keyboardlm.core.TextField;
+import org.keyboardlm.core.UserHistory;
 
 /**
  * The keyboard: keys edit the field on the UI thread; after every edit the text before the
@@ -34,6 +35,11 @@ import org.keyboardlm.core.TextField;
  * Everything a test needs lives in the core; this class only moves text and results between
  * the editor, the thread and the views. Any failure shows one line in the strip; typing
  * keeps working.
+ *
+ * <p>User history: one {@link UserHistoryStore} history per user, read from the app's private
+ * storage when the keyboard starts and written there when the input view finishes; the
+ * TextField learns what is typed except in password, no-suggestion and incognito fields
+ * ({@link TextField#mayLearn}). It never leaves the device.
  */
 public final class KeyboardService extends InputMethodService implements KeyboardView.OnKeyboardActionListener {
     /** Characters of context read before the cursor (the session restarts every seq_len words anyway). */
@@ -87,7 +93,8 @@ public final class KeyboardService extends InputMethodService implements Keyboar
             ModelFile model = pushed != null && pushed.isFile()
                     ? ModelFile.load(pushed.getPath())
                     : ModelFile.fromBytes("assets/" + MODEL, readAsset(MODEL));
-            field = new TextField(new Predictor(model, blocklist()));
+            UserHistory history = UserHistoryStore.get(this);  // never throws: a damaged file gives an empty one
+            field = new TextField(new Predictor(model, blocklist()), history);
             loadError = null;
         } catch (ModelFileException e) {
             loadError = e.getMessage();
@@ -148,18 +155,32 @@ public final class KeyboardService extends InputMethodService implements Keyboar
     }
 
     @Override
-    public void onStartInputView(EditorInfo info, boolean restarting) {
+    public void onStartInputView(EditorInfo info, final boolean restarting) {
         super.onStartInputView(info, restarting);
-        if (!restarting) {
-            lastText = null;
-            background.post(new Runnable() {
-                @Override
-                public void run() {
-                    if (field != null) field.reset();
-                }
-            });
-        }
+        // Never learn from passwords, fields that ask for no suggestions, or incognito fields.
+        final boolean learn = info != null && TextField.mayLearn(info.inputType, info.imeOptions);
+        if (!restarting) lastText = null;
+        background.post(new Runnable() {
+            @Override
+            public void run() {
+                if (field == null) return;
+                if (restarting) field.setLearning(learn);
+                else field.reset(learn);
+            }
+        });
         scheduleUpdate();
+    }
+
+    @Override
+    public void onFinishInputView(boolean finishingInput) {
+        super.onFinishInputView(finishingInput);
+        // After the updates already queued, so what they learnt is written too.
+        background.post(new Runnable() {
+            @Override
+            public void run() {
+                UserHistoryStore.save(KeyboardService.this);
+            }
+        });
     }
 
     @Override

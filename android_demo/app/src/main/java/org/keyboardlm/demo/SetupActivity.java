@@ -7,8 +7,12 @@ import android.os.Bundle;
 import android.provider.Settings;
 import android.view.View;
 import android.view.inputmethod.InputMethodManager;
+import android.widget.Toast;
 
-/** The launcher screen: enable and choose the keyboard, and a field to try it in. */
+/**
+ * The launcher screen: enable and choose the keyboard, a field to try it in, and an action
+ * that clears what the keyboard learnt (the user history and its file).
+ */
 public final class SetupActivity extends Activity {
     @Override
     protected void onCreate(Bundle state) {
@@ -24,6 +28,14 @@ public final class SetupActivity extends Activity {
             @Override
             public void onClick(View v) {
                 ((InputMethodManager) getSystemService(Context.INPUT_METHOD_SERVICE)).showInputMethodPicker();
+            }
+        });
+        findViewById(R.id.clear_history).setOnClickListener(new View.OnClickListener() {
+            @Override
+            public void onClick(View v) {
+                boolean cleared = UserHistoryStore.clear(SetupActivity.this);
+                Toast.makeText(SetupActivity.this, cleared ? R.string.history_cleared : R.string.history_not_cleared,
+                        Toast.LENGTH_SHORT).show();
             }
         });
     }

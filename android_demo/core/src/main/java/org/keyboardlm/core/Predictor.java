@@ -4,7 +4,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * Next-word suggestions and word completion from one model file, following
@@ -19,6 +21,9 @@ import java.util.List;
  * normalized prefix. Java's {@code String.compareTo} orders UTF-16 units, which differs for
  * characters outside the Basic Multilingual Plane: U+10FFFF is the surrogate pair
  * D8FF DFFF, below U+E000..U+FFFF, so a UTF-16 range would lose e.g. "x\uFF5E".
+ *
+ * <p>User history: a session may hold a {@link UserHistory} (see {@link Session}); the
+ * blocklist's tokens, in the vocabulary or not, are never learnt nor suggested from it.
  */
 public final class Predictor {
     public final ModelFile model;
@@ -29,11 +34,14 @@ public final class Predictor {
     private final int[][] sortedWords;
     private final int[] sortedIds;
     private final List<String> ignoredBlocklist;
+    /** Every token of every blocklist entry, in the vocabulary or not (Python's _blocked_spellings). */
+    private final Set<String> blockedSpellings;
 
     /**
      * @param blocklist words never to suggest; each entry is tokenized by the text spec and
      *     every token found in the vocabulary is blocked; entries with no such token are kept
-     *     in {@link #ignoredBlocklistWords()} (Python ignores them silently).
+     *     in {@link #ignoredBlocklistWords()} (Python ignores them silently). Every token, in the
+     *     vocabulary or not, is also kept out of the user history ({@link #isBlocked}).
      */
     public Predictor(ModelFile model, Iterable<String> blocklist) {
         this.model = model;
@@ -42,11 +50,13 @@ public final class Predictor {
         never = new boolean[v];
         for (int i = 0; i < Vocabulary.SPECIAL_TOKENS.size(); i++) never[i] = true;
         List<String> ignored = new ArrayList<String>();
+        Set<String> blocked = new HashSet<String>();
         if (blocklist != null) {
             for (String word : blocklist) {
                 if (word == null) throw new IllegalArgumentException("blocklist entry is null");
                 boolean found = false;
                 for (String token : TextSpec.tokenize(word)) {
+                    blocked.add(token);
                     if (vocab.contains(token)) {
                         never[vocab.idOf(token)] = true;
                         found = true;
@@ -56,6 +66,7 @@ public final class Predictor {
             }
         }
         ignoredBlocklist = Collections.unmodifiableList(ignored);
+        blockedSpellings = blocked;
         int n = 0;
         for (boolean b : never) if (!b) n++;
         suggestable = new int[n];
@@ -88,18 +99,36 @@ public final class Predictor {
         return new Predictor(ModelFile.load(path), blocklist);
     }
 
-    /** Blocklist entries none of whose tokens is in the vocabulary (they block nothing). */
+    /** Blocklist entries none of whose tokens is in the vocabulary (they block no model word, only history words). */
     public List<String> ignoredBlocklistWords() {
         return ignoredBlocklist;
     }
 
+    /** True when {@code token} is a token of a blocklist entry: never suggested, never learnt. */
+    public boolean isBlocked(String token) {
+        return blockedSpellings.contains(token);
+    }
+
     public Session session() {
-        return new Session(this, model.seqLen);
+        return new Session(this, model.seqLen, null, false);
     }
 
     /** A session that can rewind {@code rewindDepth} commits (see {@link Session#rewind}). */
     public Session session(int rewindDepth) {
-        return new Session(this, rewindDepth);
+        return new Session(this, rewindDepth, null, false);
+    }
+
+    /**
+     * A new text field with the user's history ({@code history}, shared by the user's sessions;
+     * null for none); {@code learn} false: a field never learnt from (a password field).
+     */
+    public Session session(UserHistory history, boolean learn) {
+        return new Session(this, model.seqLen, history, learn);
+    }
+
+    /** As {@link #session(UserHistory, boolean)}, rewinding at most {@code rewindDepth} commits. */
+    public Session session(int rewindDepth, UserHistory history, boolean learn) {
+        return new Session(this, rewindDepth, history, learn);
     }
 
     /** The k most likely next words after {@code context}, most likely first (the strip's center). */
@@ -123,6 +152,11 @@ public final class Predictor {
             if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
         }
         return Integer.compare(x.length, y.length);
+    }
+
+    /** True for the ids never suggested: special tokens and blocklisted words. */
+    boolean neverSuggested(int id) {
+        return never[id];
     }
 
     /** Ids allowed in suggestions, ascending. */

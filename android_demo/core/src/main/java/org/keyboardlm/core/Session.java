@@ -1,7 +1,12 @@
 package org.keyboardlm.core;
 
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One text field being typed (keyboard_lm/inference/predictor.py Session): the recurrent
@@ -17,8 +22,20 @@ import java.util.List;
  * first remembers the session as it was; {@link #rewind()} returns to it without a model step.
  * At most {@code rewindDepth} commits are remembered (each holds a log-prob array of the
  * vocabulary's size); {@link #reset()}, a new field, forgets them.
+ *
+ * <p>User history (Python's {@code Session.history}): a session may hold a {@link UserHistory}
+ * (shared by the user's sessions). Every committed word is learnt after the previous one
+ * ({@code <s>} at a sentence start), unless the session does not learn (a password field):
+ * special tokens and blocklisted words never are. Suggestions and completions then rank the
+ * mixture {@code (1 - a) p_model + a p_history(. | previous word)}, a = {@link #historyWeight()},
+ * over the model's top k and the history's candidates, as Python's {@code _with_history}: a
+ * word only the history knows, outside the vocabulary too, gets its share of a. A rewind
+ * restores the previous word but does not unlearn.
  */
 public final class Session {
+    /** The user history's share of a suggestion's probability (Python's HISTORY_WEIGHT). */
+    public static final double HISTORY_WEIGHT = 0.3;
+
     private final Predictor predictor;
     private final StepEngine engine;
     private final int seqLen;
@@ -30,7 +47,12 @@ public final class Session {
     private int wordsInSentence;
     private int steps;
     private int inputsInChunk;
-    private final ArrayDeque<Snapshot> history = new ArrayDeque<Snapshot>();
+    private final UserHistory userHistory;
+    private boolean learning;
+    private double historyWeight = HISTORY_WEIGHT;
+    /** The history's context: the last committed word of the sentence, null at its start. */
+    private String previousWord;
+    private final ArrayDeque<Snapshot> rewinds = new ArrayDeque<Snapshot>();
     /** Set by a replay's skip: the session before the next word never existed, so it is not remembered. */
     private boolean forgetNext;
 
@@ -41,6 +63,7 @@ public final class Session {
         final int wordsInSentence;
         final int steps;
         final int inputsInChunk;
+        final String previousWord;
 
         Snapshot(Session s) {
             logProbs = s.logProbs;
@@ -48,22 +71,25 @@ public final class Session {
             wordsInSentence = s.wordsInSentence;
             steps = s.steps;
             inputsInChunk = s.inputsInChunk;
+            previousWord = s.previousWord;
         }
     }
 
-    Session(Predictor predictor, int rewindDepth) {
+    Session(Predictor predictor, int rewindDepth, UserHistory userHistory, boolean learn) {
         if (rewindDepth < 0) throw new IllegalArgumentException("rewindDepth must be >= 0, got " + rewindDepth);
         this.predictor = predictor;
         this.engine = predictor.model.engine;
         this.seqLen = predictor.model.seqLen;
         this.rewindDepth = rewindDepth;
         this.allIds = predictor.suggestableIds();
+        this.userHistory = userHistory;
+        this.learning = learn;
         reset();
     }
 
     /** Start a new field: the state after {@code <bos>}; forgets the rewind history. */
     public void reset() {
-        history.clear();
+        rewinds.clear();
         forgetNext = false;
         startSentence();
     }
@@ -75,6 +101,7 @@ public final class Session {
         wordsInSentence = 0;
         steps = 1;
         inputsInChunk = 1;  // <bos> is the first input of the first chunk
+        previousWord = null;
     }
 
     private void remember() {
@@ -83,8 +110,8 @@ public final class Session {
             return;
         }
         if (rewindDepth == 0) return;
-        if (history.size() == rewindDepth) history.removeFirst();
-        history.addLast(new Snapshot(this));
+        if (rewinds.size() == rewindDepth) rewinds.removeFirst();
+        rewinds.addLast(new Snapshot(this));
     }
 
     /** A sentence end (a terminator): the state after {@code <bos>}, as reset(), but rewindable. */
@@ -93,8 +120,16 @@ public final class Session {
         startSentence();
     }
 
-    /** Advance by one already-normalized token (one model step); unknown words step as OOV. */
+    /**
+     * Advance by one already-normalized token (one model step); unknown words step as OOV. With
+     * a user history, a learning session learns the word after the previous one.
+     */
     public void commitWord(String word) {
+        commitWord(word, learning);
+    }
+
+    /** As {@link #commitWord(String)}; {@code learn} false: the history does not learn this word. */
+    void commitWord(String word, boolean learn) {
         if (word == null) throw new IllegalArgumentException("word must not be null");
         remember();
         if (inputsInChunk == seqLen) {
@@ -105,9 +140,26 @@ public final class Session {
         StepEngine.FullStep s = engine.stepFull(predictor.vocab.idOf(word), state);
         logProbs = s.logProbs;
         state = s.state;
+        if (learn && userHistory != null && learnable(word)) userHistory.learnWord(previousWord, word);
+        previousWord = word;
         wordsInSentence++;
         inputsInChunk++;
         steps++;
+    }
+
+    /**
+     * Learn {@code word} after {@code prev} (null: a sentence start) when this session learns
+     * and the word may be learnt, without a model step (the keyboard's {@link TextField} decides
+     * itself which committed words are new).
+     */
+    void learn(String prev, String word) {
+        if (learning && userHistory != null && learnable(word)) userHistory.learnWord(prev, word);
+    }
+
+    /** Not a special token, not blocklisted, not the history's sentence start. */
+    private boolean learnable(String word) {
+        return !word.isEmpty() && !word.equals(UserHistory.START) && !Vocabulary.SPECIAL_TOKENS.contains(word)
+                && !predictor.isBlocked(word);
     }
 
     /** Advance over committed text (whole words): words step the model, sentence ends restart it. */
@@ -128,6 +180,11 @@ public final class Session {
     }
 
     void commitItems(List<TextSpec.Item> items, boolean replayTail) {
+        commitItems(items, replayTail, learning);
+    }
+
+    /** As {@link #commitItems(List, boolean)}; {@code learn} false: the history learns none of the words. */
+    void commitItems(List<TextSpec.Item> items, boolean replayTail, boolean learn) {
         if (replayTail) {
             int lastEnd = -1;
             for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
@@ -136,16 +193,18 @@ public final class Session {
             int chunk = items.size() / seqLen;  // chunk of the last input (word i is input i)
             if (chunk > 0) {
                 int skip = chunk * seqLen - 1;
-                history.clear();
+                rewinds.clear();
                 wordsInSentence = skip;
                 inputsInChunk = seqLen;  // the next word starts a new chunk from a zero state
+                // The history's context is the word before the first one stepped (Python leaves it at <s>).
+                previousWord = skip > 0 ? items.get(skip - 1).text : null;
                 items = items.subList(skip, items.size());
                 forgetNext = true;
             }
         }
         for (TextSpec.Item item : items) {
             if (item.end) endSentence();
-            else commitWord(item.text);
+            else commitWord(item.text, learn);
         }
     }
 
@@ -154,24 +213,25 @@ public final class Session {
      * Returns false, changing nothing, when there is none: the caller replays the text instead.
      */
     public boolean rewind() {
-        Snapshot s = history.pollLast();
+        Snapshot s = rewinds.pollLast();
         if (s == null) return false;
         logProbs = s.logProbs;
         state = s.state;
         wordsInSentence = s.wordsInSentence;
         steps = s.steps;
         inputsInChunk = s.inputsInChunk;
+        previousWord = s.previousWord;
         return true;
     }
 
     /** How many commits {@link #rewind()} can still undo. */
     public int rewindable() {
-        return history.size();
+        return rewinds.size();
     }
 
     /** Next-word candidates after the committed text (shown after a space), most likely first. */
     public List<Suggestion> suggestions(int k) {
-        return predictor.top(logProbs, allIds, k);
+        return withHistory(predictor.top(logProbs, allIds, k), k, "");
     }
 
     /** The most probable vocabulary words starting with {@code prefix} (the word being typed). */
@@ -179,8 +239,59 @@ public final class Session {
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = strip(TextSpec.normalize(prefix));
         if (normalized.isEmpty()) return suggestions(k);
-        return predictor.top(logProbs, predictor.prefixIds(normalized), k);
+        return withHistory(predictor.top(logProbs, predictor.prefixIds(normalized), k), k, normalized);
     }
+
+    /**
+     * The k best of the mixture (Python's {@code _with_history}): the model's top k and every
+     * word the history can rank among them (its candidates after the previous word, the model's
+     * top words, and with a prefix the history's words that start with it). Sorted by score
+     * descending, then by spelling in code point order.
+     */
+    private List<Suggestion> withHistory(List<Suggestion> top, int k, String prefix) {
+        if (userHistory == null || historyWeight <= 0 || userHistory.numWords() == 0) return top;
+        double a = historyWeight;
+        Map<String, Suggestion> scores = new LinkedHashMap<String, Suggestion>();
+        for (Suggestion s : top) scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, (1 - a) * modelProbability(s.logProb)));
+        List<String> also = new ArrayList<String>(scores.keySet());
+        if (!prefix.isEmpty()) also.addAll(userHistory.wordsWithPrefix(prefix));
+        Vocabulary vocab = predictor.vocab;
+        for (Map.Entry<String, Double> e : userHistory.candidates(previousWord, also).entrySet()) {
+            String word = e.getKey();
+            if (!word.startsWith(prefix) || predictor.isBlocked(word)) continue;
+            int id = -1;
+            float logProb = Float.NEGATIVE_INFINITY;
+            double pModel = 0.0;
+            if (vocab.contains(word)) {
+                id = vocab.idOf(word);
+                if (predictor.neverSuggested(id)) continue;
+                logProb = logProbs[id];
+                pModel = modelProbability(logProb);
+            }
+            scores.put(word, new Suggestion(word, id, logProb, (1 - a) * pModel + a * e.getValue()));
+        }
+        List<Suggestion> ranked = new ArrayList<Suggestion>(scores.values());
+        Collections.sort(ranked, BY_SCORE);
+        return new ArrayList<Suggestion>(ranked.subList(0, Math.min(k, ranked.size())));
+    }
+
+    /** exp of a float32 log-prob, rounded to float32 as Python's {@code float(np.exp(log_probs[i]))}. */
+    private static double modelProbability(float logProb) {
+        return (float) Math.exp(logProb);
+    }
+
+    /** Score descending (NaN last), then the word in code point order. */
+    private static final Comparator<Suggestion> BY_SCORE = new Comparator<Suggestion>() {
+        @Override
+        public int compare(Suggestion x, Suggestion y) {
+            if (x.score != y.score) {
+                if (Double.isNaN(x.score)) return 1;
+                if (Double.isNaN(y.score)) return -1;
+                return x.score > y.score ? -1 : 1;
+            }
+            return UserHistory.compareCodePoints(x.word, y.word);
+        }
+    };
 
     /** Python's str.strip() on normalized text (NFKC has already mapped no-break spaces to U+0020). */
     static String strip(String s) {
@@ -204,6 +315,37 @@ public final class Session {
     /** Inputs of the current training chunk so far. */
     public int inputsInChunk() {
         return inputsInChunk;
+    }
+
+    /** The user history this session reads and learns into; null for none. */
+    public UserHistory userHistory() {
+        return userHistory;
+    }
+
+    /** True when committed words are learnt into the user history. */
+    public boolean learning() {
+        return learning;
+    }
+
+    /** False: a field never learnt from (a password field); the history is still read. */
+    public void setLearning(boolean learn) {
+        this.learning = learn;
+    }
+
+    /** The user history's share a of the mixture (default {@link #HISTORY_WEIGHT}). */
+    public double historyWeight() {
+        return historyWeight;
+    }
+
+    /** 0 ranks by the model alone; 1 by the history alone. */
+    public void setHistoryWeight(double weight) {
+        if (!(weight >= 0 && weight <= 1)) throw new IllegalArgumentException("history weight must be in [0, 1], got " + weight);
+        this.historyWeight = weight;
+    }
+
+    /** The history's context: the last committed word of the current sentence, null at its start. */
+    public String previousWord() {
+        return previousWord;
     }
 
     /** The log-prob of every vocabulary id after the committed text (a copy). */

@@ -1,24 +1,39 @@
 package org.keyboardlm.core;
 
-/** One candidate word: its vocabulary id and the model's log-probability. */
+/**
+ * One candidate word: its vocabulary id, the model's log-probability and the probability it
+ * was ranked by (the model's alone, or its mixture with the user history).
+ */
 public final class Suggestion {
     public final String word;
+    /** Vocabulary id; -1 for a word only the user history knows (outside the vocabulary). */
     public final int id;
+    /** The model's log-probability; negative infinity for a word outside the vocabulary. */
     public final float logProb;
+    /**
+     * What Python's predictor returns beside the word: exp(logProb), or with a user history
+     * {@code (1 - a) p_model + a p_history} ({@link Session#historyWeight()} = a).
+     */
+    public final double score;
 
     public Suggestion(String word, int id, float logProb) {
+        this(word, id, logProb, Math.exp(logProb));
+    }
+
+    public Suggestion(String word, int id, float logProb, double score) {
         this.word = word;
         this.id = id;
         this.logProb = logProb;
+        this.score = score;
     }
 
-    /** exp(log-prob), what the Python predictor returns beside each word. */
+    /** The probability the suggestion was ranked by ({@link #score}). */
     public double probability() {
-        return Math.exp(logProb);
+        return score;
     }
 
     @Override
     public String toString() {
-        return String.format("%s(%d, %.4f)", word, id, logProb);
+        return String.format("%s(%d, %.4f, p=%.4f)", word, id, logProb, score);
     }
 }

@@ -2,6 +2,8 @@ package org.keyboardlm.core;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 
 /**
@@ -18,15 +20,37 @@ import java.util.List;
  * one step, and a backspace into the previous word a rewind (no step). When the session
  * cannot rewind far enough, or many words arrive at once (a paste), it restarts and replays
  * the sentence's current chunk (at most seqLen steps), as {@link Predictor#suggest} does.
+ *
+ * <p>User history: with a {@link UserHistory}, the strip ranks the mixture of the model and
+ * the history (see {@link Session}), and the history learns what the user types. The field
+ * follows the text before the cursor, so the same word can reach the session many times
+ * (backspace and retype, cursor moves, the field opened again); the field therefore learns a
+ * word only when typing finishes it: an update that adds at most
+ * {@link #MAX_WORDS_LEARNT_AT_ONCE} words to the words committed before, in the same sentence
+ * or in the sentence a typed terminator just ended (a space, punctuation or a tapped
+ * suggestion after the word). A word is not learnt again at the same place: the same words
+ * before it in its sentence, after the same previous sentence (the last
+ * {@link #REMEMBERED_PLACES} places learnt are remembered). Not learnt: the text a field holds
+ * when it is opened (the first update after {@link #reset}), pastes and cursor jumps over
+ * more words, and nothing in a field reset with {@code learn} false (see {@link #mayLearn}).
+ * A backspace does not unlearn.
  */
 public final class TextField {
     /** Candidates per strip. */
     public static final int SLOTS = 3;
+    /** Words one keystroke or tap can finish (a word and an emoji typed right after it arrive together). */
+    public static final int MAX_WORDS_LEARNT_AT_ONCE = 2;
+    /** How many learnt places (see the class comment) are remembered so as not to learn them twice. */
+    public static final int REMEMBERED_PLACES = 256;
 
     private final Predictor predictor;
     private final Session session;
     /** The words of the current sentence the session has committed. */
     private final List<String> committed = new ArrayList<String>();
+    /** Hashes of the places learnt lately (previous sentence, sentence up to the word), oldest first. */
+    private final LinkedHashSet<Long> learntPlaces = new LinkedHashSet<Long>();
+    /** True until the first update after a reset: the text the field already holds is not learnt. */
+    private boolean opened = true;
     private int stepsRun;
 
     /** What the strip shows after an update. */
@@ -68,14 +92,64 @@ public final class TextField {
     }
 
     public TextField(Predictor predictor) {
-        this.predictor = predictor;
-        this.session = predictor.session();
+        this(predictor, null);
     }
 
-    /** A new (or cleared) field. */
+    /** A field whose strip also ranks by {@code history} (null: none), which learns what is typed. */
+    public TextField(Predictor predictor, UserHistory history) {
+        this.predictor = predictor;
+        this.session = predictor.session(history, history != null);
+    }
+
+    /** A new (or cleared) field; learns as the previous one did. */
     public void reset() {
+        reset(session.learning());
+    }
+
+    /** A new field; {@code learn} false: nothing typed in it is learnt (a password field). */
+    public void reset(boolean learn) {
         session.reset();
+        session.setLearning(learn);
         committed.clear();
+        learntPlaces.clear();
+        opened = true;
+    }
+
+    /** Learn (or not) from now on, in the same field (its type changed). */
+    public void setLearning(boolean learn) {
+        session.setLearning(learn);
+    }
+
+    // android.text.InputType and android.view.inputmethod.EditorInfo values (the core has no Android imports).
+    static final int TYPE_MASK_CLASS = 0x0000000f;
+    static final int TYPE_MASK_VARIATION = 0x00000ff0;
+    static final int TYPE_NULL = 0;
+    static final int TYPE_CLASS_TEXT = 0x00000001;
+    static final int TYPE_CLASS_NUMBER = 0x00000002;
+    static final int TYPE_TEXT_VARIATION_PASSWORD = 0x00000080;
+    static final int TYPE_TEXT_VARIATION_VISIBLE_PASSWORD = 0x00000090;
+    static final int TYPE_TEXT_VARIATION_WEB_PASSWORD = 0x000000e0;
+    static final int TYPE_NUMBER_VARIATION_PASSWORD = 0x00000010;
+    static final int TYPE_TEXT_FLAG_NO_SUGGESTIONS = 0x00080000;
+    /** EditorInfo.IME_FLAG_NO_PERSONALIZED_LEARNING (API 26; incognito fields). */
+    static final int IME_FLAG_NO_PERSONALIZED_LEARNING = 0x01000000;
+
+    /**
+     * Whether a field with these {@code EditorInfo.inputType} and {@code imeOptions} may be
+     * learnt from: never a password (text, visible, web or number password), a field that asks
+     * for no suggestions, an incognito field (no personalized learning), or a raw (TYPE_NULL) one.
+     */
+    public static boolean mayLearn(int inputType, int imeOptions) {
+        int cls = inputType & TYPE_MASK_CLASS;
+        int variation = inputType & TYPE_MASK_VARIATION;
+        if (cls == TYPE_NULL) return false;
+        if (cls == TYPE_CLASS_TEXT && (variation == TYPE_TEXT_VARIATION_PASSWORD
+                || variation == TYPE_TEXT_VARIATION_VISIBLE_PASSWORD || variation == TYPE_TEXT_VARIATION_WEB_PASSWORD)) {
+            return false;
+        }
+        if (cls == TYPE_CLASS_NUMBER && variation == TYPE_NUMBER_VARIATION_PASSWORD) return false;
+        if ((inputType & TYPE_TEXT_FLAG_NO_SUGGESTIONS) != 0) return false;
+        return (imeOptions & IME_FLAG_NO_PERSONALIZED_LEARNING) == 0;
     }
 
     /** The session this field drives (read-only use: suggestions, counters). */
@@ -94,6 +168,7 @@ public final class TextField {
         int lastEnd = -1;
         for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
         List<TextSpec.Item> sentence = items.subList(lastEnd + 1, items.size());
+        learn(items);
         stepsRun = 0;
         follow(sentence);
         List<Suggestion> ranked = typing.isEmpty() ? session.suggestions(SLOTS) : session.complete(typing, SLOTS);
@@ -110,18 +185,97 @@ public final class TextField {
         if (back <= session.rewindable() && ahead <= predictor.model.seqLen) {
             for (int i = 0; i < back; i++) session.rewind();
             for (int i = same; i < sentence.size(); i++) {
-                session.commitWord(sentence.get(i).text);
+                session.commitWord(sentence.get(i).text, false);  // learn() has learnt what is new
                 stepsRun++;
             }
         } else {
             session.reset();
             stepsRun++;
             int stepsBefore = session.steps();
-            session.commitItems(sentence, true);
+            session.commitItems(sentence, true, false);
             stepsRun += session.steps() - stepsBefore;
         }
         committed.clear();
         for (TextSpec.Item item : sentence) committed.add(item.text);
+    }
+
+    /**
+     * Learn the words this update finished (see the class comment), before {@link #follow}
+     * replaces {@link #committed} (the words of the sentence the last update followed).
+     */
+    private void learn(List<TextSpec.Item> items) {
+        if (session.userHistory() == null) {
+            opened = false;
+            return;
+        }
+        // The committed text's sentences; the last one (maybe empty) is being typed.
+        List<List<String>> sentences = new ArrayList<List<String>>();
+        List<String> current = new ArrayList<String>();
+        for (TextSpec.Item item : items) {
+            if (item.end) {
+                sentences.add(current);
+                current = new ArrayList<String>();
+            } else {
+                current.add(item.text);
+            }
+        }
+        sentences.add(current);
+        int n = sentences.size();
+        List<String> empty = Collections.<String>emptyList();
+        List<String> sentence = sentences.get(n - 1);
+        List<String> before = n >= 2 ? sentences.get(n - 2) : empty;
+        List<String> beforeBefore = n >= 3 ? sentences.get(n - 3) : empty;
+        if (opened) {
+            // The field's own text counts as learnt: retyping it is not new.
+            for (int i = 0; i < before.size(); i++) remember(place(beforeBefore, before, i));
+            for (int i = 0; i < sentence.size(); i++) remember(place(before, sentence, i));
+            opened = false;
+            return;
+        }
+        if (!session.learning()) return;
+        int added = sentence.size() - committed.size();
+        if (startsWith(sentence, committed) && added >= 1 && added <= MAX_WORDS_LEARNT_AT_ONCE) {
+            for (int i = committed.size(); i < sentence.size(); i++) learnAt(before, sentence, i);
+        } else if (n >= 2 && startsWith(before, committed) && before.size() - committed.size() <= MAX_WORDS_LEARNT_AT_ONCE
+                && sentence.size() <= MAX_WORDS_LEARNT_AT_ONCE) {
+            // A terminator ended the sentence being typed (and maybe a new one began).
+            for (int i = committed.size(); i < before.size(); i++) learnAt(beforeBefore, before, i);
+            for (int i = 0; i < sentence.size(); i++) learnAt(before, sentence, i);
+        }
+    }
+
+    private void learnAt(List<String> before, List<String> sentence, int i) {
+        if (!remember(place(before, sentence, i))) return;
+        session.learn(i == 0 ? null : sentence.get(i - 1), sentence.get(i));
+    }
+
+    /** Adds a learnt place; false when it was remembered already. */
+    private boolean remember(long place) {
+        if (!learntPlaces.add(place)) return false;
+        if (learntPlaces.size() > REMEMBERED_PLACES) {
+            Iterator<Long> oldest = learntPlaces.iterator();
+            oldest.next();
+            oldest.remove();
+        }
+        return true;
+    }
+
+    /** A 64-bit FNV-1a hash of (previous sentence, sentence up to word i), word boundaries included. */
+    private static long place(List<String> before, List<String> sentence, int i) {
+        long h = 0xcbf29ce484222325L;
+        for (String w : before) h = hash(h, w, 1);
+        h = hash(h, "", 2);
+        for (int j = 0; j <= i; j++) h = hash(h, sentence.get(j), 1);
+        return h;
+    }
+
+    private static long hash(long h, String s, int separator) {
+        for (int k = 0; k < s.length(); k++) h = (h ^ s.charAt(k)) * 0x100000001b3L;
+        return (h ^ separator) * 0x100000001b3L;
+    }
+
+    private static boolean startsWith(List<String> list, List<String> prefix) {
+        return list.size() >= prefix.size() && list.subList(0, prefix.size()).equals(prefix);
     }
 
     /**

@@ -221,6 +221,96 @@ public class SessionTest {
         assertEquals(1, s.steps());
     }
 
+    /** Python's Session._with_history: each suggestion's score and the order of the list. */
+    static void isTheMixture(String where, Session s, List<Suggestion> got, String prefix) {
+        UserHistory h = s.userHistory();
+        double a = s.historyWeight();
+        for (int i = 0; i < got.size(); i++) {
+            Suggestion x = got.get(i);
+            assertTrue(where + " " + x, x.word.startsWith(prefix));
+            double pModel = x.id < 0 ? 0.0 : (float) Math.exp(x.logProb);
+            assertEquals(where + " " + x, (1 - a) * pModel + a * h.probability(x.word, s.previousWord()), x.score, 1e-15);
+            if (i > 0) assertTrue(where + " sorted " + got, got.get(i - 1).score >= x.score);
+        }
+    }
+
+    @Test
+    public void aHistorySuggestsAWordOutsideTheVocabularyTypedRepeatedlyAfterTheSamePreviousWord() throws Exception {
+        Predictor p = golden();
+        String word = "zorblaxen";
+        assertFalse(p.vocab.contains(word));
+        UserHistory h = new UserHistory();
+        Session s = p.session(h, true);
+        for (int i = 0; i < 4; i++) s.commit("see you at the " + word + ". ");
+        assertEquals(20, h.clock());
+        assertEquals(4.0, h.count(word, "the"), 0.05);
+        s.commit("see you at the");
+        assertEquals("the", s.previousWord());
+        List<Suggestion> next = s.suggestions(3);
+        assertTrue(next.toString(), words(next).contains(word));
+        Suggestion z = next.get(words(next).indexOf(word));
+        assertEquals(-1, z.id);
+        assertEquals(Float.NEGATIVE_INFINITY, z.logProb, 0f);
+        assertEquals(0.3 * h.probability(word, "the"), z.score, 1e-15);
+        isTheMixture("suggestions", s, next, "");
+        List<Suggestion> completing = s.complete("Zo", 3);
+        assertEquals(word, completing.get(0).word);
+        isTheMixture("completion", s, completing, "zo");
+        // The same model without the history never suggests it; a weight of 0 ranks by the model alone.
+        Session plain = p.session();
+        plain.commit("see you at the");
+        assertFalse(words(plain.suggestions(100)).contains(word));
+        s.setHistoryWeight(0);
+        PredictorGoldenTest.sameSuggestions("weight 0", plain.suggestions(3), s.suggestions(3));
+    }
+
+    @Test
+    public void theHistoryLearnsCommittedWordsButNotInALearnFalseSessionNorSpecialOrBlockedWords() throws Exception {
+        Predictor p = golden("secret", "How");
+        UserHistory h = new UserHistory();
+        Session quiet = p.session(h, false);
+        quiet.commit("my password is hunter2. ");
+        assertEquals(0, h.clock());
+        assertTrue("the history is still read", quiet.userHistory() == h);
+        Session s = p.session(h, true);
+        s.commitWord("<oov>");
+        s.commitWord("<bos>");
+        s.commit("how is the secret plan");
+        assertEquals("the previous word follows every committed word", "plan", s.previousWord());
+        assertEquals(Arrays.asList("is", "plan", "the"), sorted(h.topWords(10)));
+        assertEquals("the learnt pair skips nothing in between", 1.0, h.count("the", "is"), 0.01);
+        assertEquals(1.0, h.count("plan", "secret"), 0.0);  // never learnt: secret; but plan after it
+        assertEquals(0.0, h.count("secret"), 0.0);
+        s.commit(". ");
+        assertEquals(null, s.previousWord());
+        s.commit("is");
+        assertEquals(1.0, h.count("is", UserHistory.START), 0.01);
+        // A rewind restores the previous word (it does not unlearn).
+        s.commitWord("done");
+        assertTrue(s.rewind());
+        assertEquals("is", s.previousWord());
+        assertEquals(1.0, h.count("done", "is"), 0.01);
+        s.reset();
+        assertEquals(null, s.previousWord());
+        // Blocked words are never suggested from the history either.
+        for (int i = 0; i < 5; i++) h.learnWord("the", "secret");
+        s.commit("the");
+        assertFalse(words(s.suggestions(100)).contains("secret"));
+        assertFalse(words(s.complete("se", 100)).contains("secret"));
+        try {
+            s.setHistoryWeight(1.5);
+            fail("a weight above 1 must be refused");
+        } catch (IllegalArgumentException e) {
+            assertTrue(e.getMessage().startsWith("history weight must be in [0, 1]"));
+        }
+    }
+
+    static List<String> sorted(List<String> l) {
+        List<String> out = new ArrayList<String>(l);
+        Collections.sort(out);
+        return out;
+    }
+
     @Test
     public void unknownWordsStepAsOov() throws Exception {
         Predictor p = golden();

@@ -5,6 +5,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -108,6 +109,101 @@ public class TextFieldTest {
         TextField.Strip s = f.update(b.toString());
         assertTrue(s.steps + " steps", s.steps <= p.model.seqLen + 1);
         PredictorGoldenTest.sameSuggestions("paste", p.suggest(b.toString(), 3), s.ranked);
+    }
+
+    /** Types {@code more} after {@code text} one character at a time; returns the new text. */
+    static String type(TextField f, String text, String more) {
+        for (char c : more.toCharArray()) {
+            text += c;
+            f.update(text);
+        }
+        return text;
+    }
+
+    @Test
+    public void theHistoryLearnsWhatTypingFinishesOnceButNotTheFieldsOwnTextNorPastes() throws Exception {
+        Predictor p = golden();
+        UserHistory h = new UserHistory();
+        TextField f = new TextField(p, h);
+        f.update("");
+        String text = type(f, "", "hello there ");
+        assertEquals(2, h.clock());
+        assertEquals(1.0, h.count("there", "hello"), 0.0);
+        f.update("hello there");  // a backspace into the word, then the space again
+        f.update("hello there ");
+        f.update("hello ");  // the cursor moves back, then forward again
+        f.update("hello there ");
+        assertEquals("the same word at the same place is not learnt twice", 2, h.clock());
+        text = type(f, "hello ", "then ");  // the word replaced: the new one is learnt
+        assertEquals(3, h.clock());
+        assertEquals(1.0, h.count("then", "hello"), 0.0);
+        text = type(f, text, "hello. hello ");  // the same word in a new sentence is new
+        assertEquals(5, h.clock());
+        assertEquals(2.0, h.count("hello", UserHistory.START), 0.01);
+        assertEquals("a terminator finishes a word too", 1.0, h.count("hello", "then"), 0.01);
+        for (String back : new String[] {"hello then hello. hello", "hello then hello. ", "hello then hello.", "hello then hello",
+                "hello then hello.", "hello then hello. ", "hello then hello. hello "}) {
+            f.update(back);  // backspaces over the terminator, then the same text again
+        }
+        assertEquals(5, h.clock());
+        text = type(f, text, "wor");
+        TextField.Edit e = TextField.pick(text, "world");  // a tapped suggestion finishes a word too
+        text = text.substring(0, text.length() - e.deleteBefore) + e.insert;
+        f.update(text);
+        assertEquals(6, h.clock());
+        assertEquals(1.0, h.count("world", "hello"), 0.0);
+        f.update(text + "one two three four five six ");  // a paste
+        assertEquals(6, h.clock());
+        // A field opened with text: that text is not learnt, what is typed after it is.
+        f.reset(true);
+        f.update("words already in the field ");
+        assertEquals(6, h.clock());
+        type(f, "words already in the field ", "too ");
+        assertEquals(7, h.clock());
+        assertEquals(1.0, h.count("too", "field"), 0.0);
+        // A password field learns nothing; a tapped suggestion there neither.
+        f.reset(false);
+        f.update("");
+        type(f, "", "my secret words ");
+        assertEquals(7, h.clock());
+        assertEquals(0.0, h.count("secret"), 0.0);
+        f.setLearning(true);
+        type(f, "my secret words ", "now ");
+        assertEquals(8, h.clock());
+    }
+
+    @Test
+    public void theStripRanksWordsTheUserTypesOutsideTheVocabulary() throws Exception {
+        Predictor p = golden();
+        assertFalse(p.vocab.contains("zorblaxen"));
+        UserHistory h = new UserHistory();
+        TextField f = new TextField(p, h);
+        f.update("");
+        String text = "";
+        for (int i = 0; i < 4; i++) text = type(f, text, "see you at the zorblaxen. ");
+        assertTrue(Arrays.asList(f.update(text + "see you at the ").slots()).contains("zorblaxen"));
+        TextField.Strip completing = f.update(text + "see you at the zor");
+        assertEquals("zorblaxen", completing.ranked.get(0).word);
+        assertEquals("zorblaxen", completing.slots()[1]);
+        assertFalse(Arrays.asList(new TextField(p).update("see you at the ").slots()).contains("zorblaxen"));
+    }
+
+    @Test
+    public void passwordNoSuggestionAndIncognitoFieldsAreNeverLearnt() {
+        int text = 0x1;
+        int number = 0x2;
+        assertTrue(TextField.mayLearn(text, 0));
+        assertTrue(TextField.mayLearn(text | 0x10, 0));  // a URI: variation 0x10 is a password only for numbers
+        assertTrue(TextField.mayLearn(text | 0x4000 | 0x20000, 0x6));  // sentence caps, multi-line, action done
+        assertTrue(TextField.mayLearn(number, 0));
+        assertTrue(TextField.mayLearn(0x3, 0));  // phone
+        assertFalse(TextField.mayLearn(text | 0x80, 0));  // TYPE_TEXT_VARIATION_PASSWORD
+        assertFalse(TextField.mayLearn(text | 0x90, 0));  // TYPE_TEXT_VARIATION_VISIBLE_PASSWORD
+        assertFalse(TextField.mayLearn(text | 0xe0, 0));  // TYPE_TEXT_VARIATION_WEB_PASSWORD
+        assertFalse(TextField.mayLearn(number | 0x10, 0));  // TYPE_NUMBER_VARIATION_PASSWORD
+        assertFalse(TextField.mayLearn(text | 0x80000, 0));  // TYPE_TEXT_FLAG_NO_SUGGESTIONS
+        assertFalse(TextField.mayLearn(text, 0x1000000));  // IME_FLAG_NO_PERSONALIZED_LEARNING
+        assertFalse(TextField.mayLearn(0, 0));  // TYPE_NULL
     }
 
     /** Any sequence of keystrokes, backspaces, taps and cursor jumps ends where the stateless predictor is. */
