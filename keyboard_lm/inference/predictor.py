@@ -265,10 +265,9 @@ class Session:
                 if never[i]:
                     continue
                 p_model = float(np.exp(self._log_probs[i]))
-            elif self._personal_active() and self.personal.index_of(word) is not None:
-                p_model = float(np.exp(self._log_probs[len(vocab) + self.personal.index_of(word)]))
             else:
-                p_model = 0.0
+                index = self.personal.index_of(word) if self._personal_active() else None
+                p_model = 0.0 if index is None else float(np.exp(self._log_probs[len(vocab) + index]))
             scores[word] = (1 - a) * p_model + a * p_hist
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 

@@ -132,16 +132,25 @@ class UserHistory:
             entry = self._pairs.get(prev, {}).get(word)
         return self._decayed(entry) if entry else 0.0
 
+    def _probabilities(self, words, prev: str | None) -> dict[str, float]:
+        """p(w | prev) of each of ``words`` the history holds; the totals are decayed once for all of them."""
+        total = self._decayed(self._total)
+        if total <= 0:
+            return {}
+        prev = START if prev is None else prev
+        denom = (self._decayed(self._contexts[prev]) if prev in self._contexts else 0.0) + self.beta
+        nxt = self._pairs.get(prev, {})
+        out = {}
+        for w in words:
+            entry = self._words.get(w)
+            if entry is not None:
+                pair = nxt.get(w)
+                out[w] = ((self._decayed(pair) if pair else 0.0) + self.beta * self._decayed(entry) / total) / denom
+        return out
+
     def probability(self, word: str, prev: str | None) -> float:
         """p(word | prev); 0 for a word the history does not hold."""
-        total = self._decayed(self._total)
-        entry = self._words.get(word)
-        if total <= 0 or entry is None:
-            return 0.0
-        prev = START if prev is None else prev
-        ctx = self._decayed(self._contexts[prev]) if prev in self._contexts else 0.0
-        pair = self._pairs.get(prev, {}).get(word)
-        return ((self._decayed(pair) if pair else 0.0) + self.beta * self._decayed(entry) / total) / (ctx + self.beta)
+        return self._probabilities((word,), prev).get(word, 0.0)
 
     def _key(self, word: str) -> float:
         """log2 of the word's count at clock 0: decayed counts keep this order whatever the clock."""
@@ -174,13 +183,12 @@ class UserHistory:
         """p(w | prev) of the words most likely after ``prev``: the ones typed after it, the ``n`` most
         counted, and ``also``. A word outside them has at most beta/(c(prev) + beta) times the n-th word's
         unigram share: what suggestions need without a pass over every word."""
-        prev = START if prev is None else prev
-        words = {*self._pairs.get(prev, {}), *self.top_words(n), *(w for w in also if w in self._words)}
-        return {w: self.probability(w, prev) for w in words}
+        words = {*self._pairs.get(START if prev is None else prev, {}), *self.top_words(n), *also}
+        return self._probabilities(words, prev)
 
     def distribution(self, prev: str | None) -> dict[str, float]:
         """p(w | prev) for every word in the history (they sum to 1; empty before anything is learnt)."""
-        return {w: self.probability(w, prev) for w in self._words}
+        return self._probabilities(self._words, prev)
 
     def top(self, prev: str | None, k: int = 3) -> list[tuple[str, float]]:
         """The ``k`` most probable next words after ``prev``."""
@@ -219,7 +227,10 @@ class UserHistory:
         return h
 
     def save(self, path: str) -> None:
-        """Write the history as JSON (atomically: a crash leaves the previous file)."""
+        """Write the history as JSON (atomically: a crash leaves the previous file).
+
+        Not ``models.checkpoint.atomic_write``: that module reaches TensorFlow, which inference never imports.
+        """
         tmp = f"{path}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, ensure_ascii=False, separators=(",", ":"))

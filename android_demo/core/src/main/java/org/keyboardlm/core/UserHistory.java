@@ -417,16 +417,9 @@ public final class UserHistory {
         b.append(",\"clock\":").append(clock);
         b.append(",\"total\":[").append(formatDouble(total.count)).append(',').append(total.clock).append(']');
         b.append(",\"words\":[");
-        boolean first = true;
-        for (String w : sorted(words.keySet())) {
-            if (!first) b.append(',');
-            first = false;
-            b.append('[');
-            appendString(b, w);
-            appendEntry(b, words.get(w));
-        }
+        appendKeyed(b, words);
         b.append("],\"pairs\":[");
-        first = true;
+        boolean first = true;
         for (String p : sorted(pairs.keySet())) {
             LinkedHashMap<String, Entry> next = pairs.get(p);
             for (String w : sorted(next.keySet())) {
@@ -440,16 +433,21 @@ public final class UserHistory {
             }
         }
         b.append("],\"contexts\":[");
-        first = true;
-        for (String p : sorted(contexts.keySet())) {
+        appendKeyed(b, contexts);
+        b.append("]}");
+        return b.toString();
+    }
+
+    /** {@code [key,count,clock]} per entry, keys sorted, comma-separated. */
+    private static void appendKeyed(StringBuilder b, Map<String, Entry> entries) {
+        boolean first = true;
+        for (String key : sorted(entries.keySet())) {
             if (!first) b.append(',');
             first = false;
             b.append('[');
-            appendString(b, p);
-            appendEntry(b, contexts.get(p));
+            appendString(b, key);
+            appendEntry(b, entries.get(key));
         }
-        b.append("]}");
-        return b.toString();
     }
 
     private static void appendEntry(StringBuilder b, Entry e) {
