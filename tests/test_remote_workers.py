@@ -41,20 +41,25 @@ def _drive(runs: dict, timeout: float = 900) -> dict:
 
     The execution context is process-wide, so runs on workers never share the test's process; one driver
     for all of them imports TensorFlow and TFF once instead of once per run.  Local runs must come before
-    the first ``--workers`` run.  Returns ``name -> [exit code, stdout, stderr]``.
+    the first ``--workers`` run.  The driver ignores SIGINT, as a command started with ``&`` from a script
+    does, and its workers inherit that: the local worker the first ``--workers`` run replaces must still be
+    stopped without hanging the run (the collection after each run would block on it otherwise).  Returns
+    ``name -> [exit code, stdout, stderr]``.
     """
     import json
     import os
     import subprocess
     import sys
 
-    script = ("import contextlib, io, json, sys\n"
+    script = ("import contextlib, gc, io, json, signal, sys\n"
+              "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
               "from keyboard_lm.cli import main\n"
               "results = {}\n"
               "for name, argv in json.loads(sys.argv[1]).items():\n"
               "    out, err = io.StringIO(), io.StringIO()\n"
               "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
               "        code = main(argv)\n"
+              "    gc.collect()\n"
               "    results[name] = [code, out.getvalue(), err.getvalue()]\n"
               "print(json.dumps(results))\n")
     done = subprocess.run([sys.executable, "-c", script, json.dumps(runs)], capture_output=True, text=True,

@@ -212,7 +212,7 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
     """
     import grpc
 
-    from keyboard_lm.federated.runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff, release_local_worker
 
     tff = import_tff()
     for host, port in workers:
@@ -240,3 +240,4 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
             transform_args=tff.tensorflow.transform_args,
             transform_result=tff.tensorflow.transform_result))
     tff.backends.native.set_mergeable_comp_execution_context(contexts, num_subrounds or len(workers))
+    release_local_worker()

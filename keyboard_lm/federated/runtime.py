@@ -9,6 +9,14 @@ pipeline such as ``keyboard-lm train ... | tee log`` never ends.
 registers an exit hook that stops the workers this process started.  A
 SIGTERM (``kill``, a job scheduler) ends the process through that same hook,
 not around it, unless the program installed its own handler.
+
+TFF's finalizer stops its worker with SIGINT and waits for it without a
+limit.  A process started with SIGINT ignored (``cmd &`` in a script,
+``nohup``) passes that on to the worker, which then never ends, and the
+finalizer blocks whichever thread the garbage collector happens to run it
+in: a run that switches from the local worker to remote ones
+(``release_local_worker``) or ends (``stop_workers``) kills and reaps the
+worker itself first.
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 _WORKER_NAME = "worker_binary"
 _registered = False
+#: Pids of the local workers TFF started for this process's default context.
+_local_workers: set[int] = set()
 
 
 def _child_workers() -> list[int]:
@@ -46,13 +56,54 @@ def _child_workers() -> list[int]:
     return pids
 
 
+def _kill(pids) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+
+def _silence_finalizer_of_killed_workers() -> None:
+    """TFF's finalizer of a worker already killed here raises ProcessLookupError: only noise, not shown."""
+    import sys
+
+    previous_hook = sys.unraisablehook
+    if getattr(previous_hook, "keyboard_lm", False):
+        return
+
+    def hook(unraisable):
+        finalizer = getattr(unraisable.object, "__qualname__", "")
+        if not (isinstance(unraisable.exc_value, ProcessLookupError) and "ServiceManager" in finalizer):
+            previous_hook(unraisable)
+
+    hook.keyboard_lm = True
+    sys.unraisablehook = hook
+
+
+def release_local_worker() -> None:
+    """Kill and reap the local worker of TFF's default context, once another context has replaced it.
+
+    Called after installing remote workers' context: the old context is garbage from then on, and its
+    finalizer (SIGINT, then an unbounded wait) would otherwise run in whatever thread collects it, and hang
+    there if the worker ignores SIGINT.  Collected here and now, it finds its worker gone.  Workers this
+    process started for other purposes (``remote.start_worker``) are left alone.
+    """
+    import gc
+
+    _kill(sorted(_local_workers))
+    _local_workers.clear()
+    _silence_finalizer_of_killed_workers()
+    gc.collect()
+
+
 def stop_workers() -> None:
     """Stop the TFF worker processes started by this process.
 
-    The workers are killed and reaped first: TFF's own finalizer sends SIGINT
-    and waits, and a busy worker can ignore that and hang the exit.  Then the
-    C++ context is dropped while the interpreter is still whole, so that
-    finalizer runs now; it finds its worker gone and raises
+    The workers are killed and reaped first (see the module's docstring).
+    Then the C++ context is dropped while the interpreter is still whole, so
+    that finalizer runs now; it finds its worker gone and raises
     ProcessLookupError, which is only noise here.  A finalizer that runs later
     in the shutdown (its object still referenced until then) is silenced the
     same way: this runs only at exit.
@@ -60,23 +111,12 @@ def stop_workers() -> None:
     import gc
     import sys
 
-    for pid in _child_workers():
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+    _kill(_child_workers())
+    _local_workers.clear()
     if "tensorflow_federated" in sys.modules:
         from tensorflow_federated.python.core.impl.context_stack import set_default_context
 
-        previous_hook = sys.unraisablehook
-
-        def hook(unraisable):
-            finalizer = getattr(unraisable.object, "__qualname__", "")
-            if not (isinstance(unraisable.exc_value, ProcessLookupError) and "ServiceManager" in finalizer):
-                previous_hook(unraisable)
-
-        sys.unraisablehook = hook
+        _silence_finalizer_of_killed_workers()
         set_default_context.set_no_default_context()
         gc.collect()
 
@@ -152,6 +192,7 @@ def _quiet_first_invocation() -> None:
             devnull = open(os.devnull, "w")  # noqa: SIM115 - the worker keeps its own copy of the fd
             saved = sys.stdout, sys.stderr
             sys.stdout = sys.stderr = devnull
+            before = set(_child_workers())
             try:
                 result = inner.invoke(comp, arg)
                 QuietStartContext.started = True
@@ -159,5 +200,6 @@ def _quiet_first_invocation() -> None:
             finally:
                 sys.stdout, sys.stderr = saved
                 devnull.close()
+                _local_workers.update(set(_child_workers()) - before)
 
     set_default_context(QuietStartContext())
