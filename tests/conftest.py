@@ -36,6 +36,32 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With KEYBOARD_LM_TEST_CPU=FILE, append each test's wall and CPU seconds (its own process and the
+    subprocesses it waited for, setup and teardown included) to FILE as JSON lines: where the suite's CPU goes,
+    which ``--durations`` (wall time only) does not show on a machine whose cores are all busy."""
+    path = os.environ.get("KEYBOARD_LM_TEST_CPU")
+    if not path:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu(who):
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    start = (time.perf_counter(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN))
+    yield
+    wall, own, children = (time.perf_counter() - start[0], cpu(resource.RUSAGE_SELF) - start[1],
+                           cpu(resource.RUSAGE_CHILDREN) - start[2])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"test": item.nodeid, "wall": round(wall, 2), "cpu": round(own, 2),
+                            "children": round(children, 2)}) + "\n")
+
+
 def assert_in_top_k(word: str, ranked, k: int = 3) -> None:
     """Assert ``word`` is among the first ``k`` of ``ranked`` ((word, p) pairs or a word -> p dict, best first).
 
