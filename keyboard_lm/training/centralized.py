@@ -34,29 +34,38 @@ def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
 
 
 
-class WeightAverage(tf.keras.callbacks.Callback):
+class WeightAverage:
     """Exponential moving average of a model's trainable weights, updated after
     every training step (Polyak & Juditsky 1992; the averaged iterate of Merity et
     al. 2018's NT-ASGD).  The decay ramps up as min(decay, (1 + t) / (10 + t)), as
     in ``tf.train.ExponentialMovingAverage`` with ``num_updates``, so the first
-    epoch's average is not dominated by the initialization."""
+    epoch's average is not dominated by the initialization.
+
+    The update runs inside the model's compiled training step (``train_step`` is
+    wrapped when the average is made, before the first ``fit``), not in a
+    per-batch callback: a callback's separate graph call cost as much CPU as a
+    small model's whole step."""
 
     def __init__(self, model: tf.keras.Model, decay: float):
-        super().__init__()
         self.decay = decay
         self._vars = list(model.trainable_variables)
         self._shadow = [tf.Variable(v, trainable=False) for v in self._vars]
         self._steps = tf.Variable(0.0, trainable=False)
-        self._update = tf.function(self._update_fn)
+        step = model.train_step
 
-    def _update_fn(self):
+        def train_step(data):
+            logs = step(data)
+            self._update()
+            return logs
+
+        model.train_step = train_step
+        model.train_function = None  # the next fit builds its step with the update inside
+
+    def _update(self):
         self._steps.assign_add(1.0)
         d = tf.minimum(self.decay, (1.0 + self._steps) / (10.0 + self._steps))
         for shadow, var in zip(self._shadow, self._vars):
             shadow.assign(d * shadow + (1.0 - d) * var)
-
-    def on_train_batch_end(self, batch, logs=None):
-        self._update()
 
     @contextlib.contextmanager
     def averaged(self):
@@ -152,7 +161,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     started = time.time()
     for epoch in range(1, config.epochs + 1):
         start = time.time()
-        history = model.fit(data, epochs=1, verbose=0, callbacks=[average] if average else None)
+        history = model.fit(data, epochs=1, verbose=0)
         train_loss = float(history.history["loss"][-1])
         if not math.isfinite(train_loss):
             raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
