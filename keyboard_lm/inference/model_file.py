@@ -111,7 +111,11 @@ class ModelFile:
         return np.zeros((1, self.state_size), np.float32)
 
     def step(self, token: int, state: np.ndarray):
-        """(top ids [K], top log-probs [K], new state) after ``token``; specials excluded."""
+        """(top ids [K], top log-probs [K], new state) after ``token``; specials excluded.
+
+        Ranked in the graph (TFLite's TOPK_V2): log-prob descending, ties by id ascending. The
+        state and log-probs are the ones ``step_full`` returns for the same input, bit for bit.
+        """
         out = self._runners()[0](token=np.array([token], np.int32), state=state)
         return out["top_ids"][0], out["top_log_probs"][0], out["state"]
 

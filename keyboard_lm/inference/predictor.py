@@ -34,6 +34,19 @@ no-suggestion field). Suggestions and completions then rank the mixture
 ``(1 - a) p_model + a p_history(. | previous word)``, ``a`` =
 ``Session.history_weight``; a word only the history knows gets its share of
 ``a``.
+
+Cost: a step runs the file's ``step`` signature, whose graph returns the
+K (metadata ``top_k``) most likely words and the new state, so a suggestion
+strip needs no work over the vocabulary in numpy. The full distribution
+(``step_full``: V log-probabilities) is computed, at most once per position
+and only when something needs it: a completion, personal words, the user
+history's mixture, a k above K, or blocklisted words among the graph's top K
+that leave fewer than k. Both paths rank by log-probability, ties by id
+ascending (TFLite's TOPK_V2 order), so they return the same answers.
+
+Stateless calls (``Predictor.suggest``/``complete``) keep the states of
+recent token prefixes in a per-predictor cache (see ``Predictor``), so a call
+whose context extends a recent one by a word costs one step.
 """
 
 from __future__ import annotations
@@ -46,6 +59,7 @@ import numpy as np
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, CharEncoderFile, PersonalState
+from keyboard_lm.inference.prefix_cache import PREFIX_CACHE_SIZE, PrefixCache
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS
@@ -53,11 +67,26 @@ from keyboard_lm.text.spec import SPECIAL_TOKENS
 #: The user history's share of a suggestion's probability (``Session.history_weight``).
 HISTORY_WEIGHT = 0.3
 
+def _check_k(k) -> None:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+
 
 class Predictor:
-    """Suggestions from one .tflite file; thread-safe (one interpreter per thread)."""
+    """Suggestions from one .tflite file; thread-safe (one interpreter per thread).
 
-    def __init__(self, model: ModelFile, blocklist: Iterable[str] = (), char_encoder: CharEncoderFile | None = None):
+    Stateless calls (``suggest``, ``complete``) keep the states of the
+    ``prefix_cache_size`` most recently used token prefixes
+    (``keyboard_lm.inference.prefix_cache``), so a call whose context extends a
+    recent one by a word costs one step. ``prefix_cache_size=0`` disables it:
+    each call then replays its chunk. The answers are the same either way.
+    """
+
+    def __init__(self, model: ModelFile, blocklist: Iterable[str] = (), char_encoder: CharEncoderFile | None = None,
+                 prefix_cache_size: int = PREFIX_CACHE_SIZE):
+        if isinstance(prefix_cache_size, bool) or not isinstance(prefix_cache_size, int) or prefix_cache_size < 0:
+            raise ConfigError("prefix_cache_size must be an int >= 0 (0 disables the cache), "
+                              f"got {prefix_cache_size!r}")
         self.model = model
         self.vocab = model.vocab
         if char_encoder is not None:
@@ -83,17 +112,27 @@ class Predictor:
         words.sort()
         self._sorted_words = [w for w, _ in words]
         self._sorted_ids = np.array([i for _, i in words], np.int64)
+        self._suggestable_ids = np.flatnonzero(~self._never)
+        self._suggestable_ids.setflags(write=False)  # shared by every session
+        # The position after <bos> from a zero state, where every sentence starts: computed once.
+        zero = model.initial_state()
+        zero.setflags(write=False)
+        top_ids, top_log_probs, state = model.step(SPECIAL_TOKENS.bos_id, zero)
+        self._bos_position = (zero, state, top_ids, top_log_probs)
+        self.prefix_cache_size = prefix_cache_size
+        self._prefix_cache = PrefixCache(model, prefix_cache_size, self._bos_position)
 
     @classmethod
     def load(cls, path: str, blocklist: Iterable[str] = (), runtime: str | None = None,
-             char_encoder: str | None = None) -> "Predictor":
+             char_encoder: str | None = None, prefix_cache_size: int = PREFIX_CACHE_SIZE) -> "Predictor":
         """Load a .tflite exported by ``keyboard-lm export``; raises ModelFileError naming the file.
 
         ``char_encoder``: the encoder file built for this model (``keyboard-lm personal encoder``),
-        needed to add personal words.
+        needed to add personal words. ``prefix_cache_size``: see the class docstring (0 disables).
         """
         encoder = CharEncoderFile(char_encoder, runtime=runtime) if char_encoder is not None else None
-        return cls(ModelFile.load(path, runtime=runtime), blocklist, char_encoder=encoder)
+        return cls(ModelFile.load(path, runtime=runtime), blocklist, char_encoder=encoder,
+                   prefix_cache_size=prefix_cache_size)
 
     def session(self, personal: str | None = None, history: UserHistory | None = None,
                 learn: bool = True) -> "Session":
@@ -107,38 +146,52 @@ class Predictor:
     def suggest(self, context: str, k: int = 3) -> list[tuple[str, float]]:
         """(word, probability) pairs for the word after ``context``, most likely first.
 
-        The first entry is the one for the center of a 3-slot strip.
+        The first entry is the one for the center of a 3-slot strip. The answer is what a
+        session that committed ``context`` suggests; the prefix cache (class docstring) makes
+        a call whose context extends a recent one cost only the new words' steps.
         """
-        s = self.session()
-        s.commit(context, replay_tail=True)
-        return s.suggestions(k)
+        return self._stateless(context).suggestions(k)
 
     def complete(self, context: str, prefix: str, k: int = 3) -> list[tuple[str, float]]:
         """The k most probable vocabulary words starting with ``prefix`` after ``context``."""
-        s = self.session()
-        s.commit(context, replay_tail=True)
-        return s.complete(prefix, k)
+        return self._stateless(context).complete(prefix, k)
+
+    # -- stateless calls ---------------------------------------------------------
+    def _stateless(self, context: str) -> "Session":
+        """A session positioned after ``context``, as ``Session.commit(context, replay_tail=True)`` leaves it."""
+        s = Session(self)
+        if self.prefix_cache_size == 0:
+            s.commit(context, replay_tail=True)
+        else:
+            inputs = self._prefix_cache.chunk_inputs(context)
+            s._set_position(inputs[-1], self._prefix_cache.position(inputs))
+            s.inputs_in_chunk = len(inputs)
+        return s
 
     # -- shared by sessions --------------------------------------------------
     def _top(self, log_probs: np.ndarray, ids: np.ndarray, k: int,
              personal_words: list[str] = ()) -> list[tuple[str, float]]:
-        """The k best of ``ids``; an id V + i (joint softmax of a session) is ``personal_words[i]``."""
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
+        """The k best of ``ids`` by log-prob, ties by id ascending (the graph's top-k order).
+
+        An id V + i (joint softmax of a session) is ``personal_words[i]``.
+        """
+        _check_k(k)
         if len(ids) == 0:
             return []
         scores = log_probs[ids]
         if len(ids) > k:
-            pick = np.argpartition(-scores, k - 1)[:k]
+            kth = np.partition(scores, len(ids) - k)[len(ids) - k]  # the k-th largest score
+            pick = np.flatnonzero(scores >= kth)  # k of them, more on a tie with the k-th
         else:
             pick = np.arange(len(ids))
-        pick = pick[np.argsort(-scores[pick], kind="stable")]
+        pick = pick[np.lexsort((ids[pick], -scores[pick]))][:k]
         n_vocab = len(self.vocab)
         return [(self.vocab.token_of(int(ids[i])) if ids[i] < n_vocab else personal_words[ids[i] - n_vocab],
                  float(np.exp(scores[i]))) for i in pick]
 
     def _suggestable(self) -> np.ndarray:
-        return np.flatnonzero(~self._never)
+        """Ids that may be suggested (not special, not blocklisted), ascending; read-only."""
+        return self._suggestable_ids
 
     def _prefix_ids(self, prefix: str) -> np.ndarray:
         lo = bisect.bisect_left(self._sorted_words, prefix)
@@ -162,9 +215,13 @@ class Session:
     def _personal_active(self) -> bool:
         return self.personal is not None and len(self.personal.words) > 0
 
+    def _history_active(self) -> bool:
+        """Whether suggestions mix in the user history (which reads the model's full distribution)."""
+        return self.history is not None and self.history.num_words > 0 and self.history_weight > 0
+
     def _step(self, token: int | None, personal_index: int | None, state: np.ndarray) -> None:
         """One model input: a vocabulary id, or a personal word (its adapted embedding)."""
-        self._last_input = (token, personal_index, state)  # to redo the step if personal words arrive
+        self._last_input = (token, personal_index, state)  # to redo the step, or compute the full distribution
         if self._personal_active():
             if personal_index is not None:
                 logits, output, self._state = self._model.step_embedding(
@@ -173,11 +230,36 @@ class Session:
                 logits, output, self._state = self._model.step_hidden(token, state)
             z = self.personal.logits(output, logits)
             m = z.max()
-            self._log_probs = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
+            self._full = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
+            self._graph_top = None
             self._output, self._vocab_logits = output, logits
-        else:
-            self._log_probs, self._state = self._model.step_full(token, state)
+        elif self.history is not None and self.history_weight > 0:
+            # The history's mixture reads the model's probability of its candidates: the full step.
+            self._full, self._state = self._model.step_full(token, state)
+            self._graph_top = None
             self._output = self._vocab_logits = None
+        else:
+            top_ids, top_log_probs, self._state = self._model.step(token, state)
+            self._set_graph_top(top_ids, top_log_probs)
+
+    def _set_graph_top(self, top_ids: np.ndarray, top_log_probs: np.ndarray) -> None:
+        self._graph_top = (top_ids, top_log_probs)  # [K] each, specials excluded, by log-prob then id
+        self._full = None  # computed from _last_input when needed
+        self._output = self._vocab_logits = None
+
+    def _set_position(self, token: int, position: tuple) -> None:
+        """Stand after ``token`` given a predictor position (state before, state after, graph top)."""
+        before, self._state, top_ids, top_log_probs = position
+        self._last_input = (token, None, before)
+        self._set_graph_top(top_ids, top_log_probs)
+
+    @property
+    def _log_probs(self) -> np.ndarray:
+        """Log-probs of the next word [V] (or [V + n] with personal words), computed once per position."""
+        if self._full is None:
+            token, _, state = self._last_input  # a vocabulary id: personal inputs always step in full
+            self._full, _ = self._model.step_full(token, state)
+        return self._full
 
     def _redo_last_step(self) -> None:
         token, personal_index, state = self._last_input
@@ -187,7 +269,10 @@ class Session:
 
     def reset(self) -> None:
         """Start a new sentence/field: the state after ``<bos>``."""
-        self._step(SPECIAL_TOKENS.bos_id, None, self._model.initial_state())
+        if self._personal_active():
+            self._step(SPECIAL_TOKENS.bos_id, None, self._model.initial_state())
+        else:  # the same for every sentence: the predictor computed it once
+            self._set_position(SPECIAL_TOKENS.bos_id, self.predictor._bos_position)
         self.words_in_sentence = 0
         self.previous_word: str | None = None  # the history's context
         self.steps = 1
@@ -248,7 +333,7 @@ class Session:
         else:
             joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
             top = self.predictor._top(self._log_probs, joint, k, self.personal.words)
-        if self.history is None or self.history.num_words == 0 or self.history_weight <= 0:
+        if not self._history_active():
             return top
         return self._with_history(top, k, prefix)
 
@@ -271,8 +356,32 @@ class Session:
             scores[word] = (1 - a) * p_model + a * p_hist
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
+    def _graph_suggestions(self, k: int) -> list[tuple[str, float]] | None:
+        """The k best suggestions from the graph's top K, or None where they may differ from the full ranking.
+
+        The graph ranked every non-special word; dropping blocklisted ones from its top K leaves
+        the best of the rest in order, so the answer is exact whenever k of them remain. Personal
+        words and the history change the ranking (None: the full path decides).
+        """
+        if self._graph_top is None or self._history_active() or self._personal_active():
+            return None
+        top_ids, top_log_probs = self._graph_top
+        if k > len(top_ids):
+            return None
+        never, vocab, out = self.predictor._never, self.predictor.vocab, []
+        for i, log_prob in zip(top_ids.tolist(), top_log_probs):
+            if not never[i]:
+                out.append((vocab.token_of(i), float(np.exp(log_prob))))
+                if len(out) == k:
+                    return out
+        return None
+
     def suggestions(self, k: int = 3) -> list[tuple[str, float]]:
         """Next-word candidates after the committed text (shown after a space), personal words included."""
+        _check_k(k)
+        fast = self._graph_suggestions(k)
+        if fast is not None:
+            return fast
         personal = list(range(len(self.personal.words))) if self._personal_active() else []
         return self._top(self._all_ids, personal, k)
 
