@@ -40,6 +40,9 @@ import org.keyboardlm.core.UserHistory;
  * storage when the keyboard starts and written there when the input view finishes; the
  * TextField learns what is typed except in password, no-suggestion and incognito fields
  * ({@link TextField#mayLearn}). It never leaves the device.
+ *
+ * <p>Password, no-suggestion and raw fields ({@link TextField#mayPredict} false) get no strip,
+ * and their text never reaches the background thread: the model does not run there.
  */
 public final class KeyboardService extends InputMethodService implements KeyboardView.OnKeyboardActionListener {
     /** Characters of context read before the cursor (the session restarts every seq_len words anyway). */
@@ -61,6 +64,11 @@ public final class KeyboardService extends InputMethodService implements Keyboar
     private final TextView[] slots = new TextView[TextField.SLOTS];
     private String[] shown = new String[TextField.SLOTS];
     private String lastText;
+    /** False in a field where the keyboard must not predict (see {@link TextField#mayPredict}). */
+    private boolean predicting = true;
+    /** True after such a field: the next field resets the session even when it is a restart. */
+    private boolean skippedField;
+    private View strip;
     private KeyboardView keyboardView;
     private Keyboard keyboard;
 
@@ -144,6 +152,8 @@ public final class KeyboardService extends InputMethodService implements Keyboar
                 }
             });
         }
+        strip = v.findViewById(R.id.strip);
+        strip.setVisibility(predicting ? View.VISIBLE : View.GONE);
         keyboardView = (KeyboardView) v.findViewById(R.id.keyboard);
         keyboard = new Keyboard(this, R.xml.qwerty);
         keyboardView.setKeyboard(keyboard);
@@ -157,15 +167,27 @@ public final class KeyboardService extends InputMethodService implements Keyboar
     @Override
     public void onStartInputView(EditorInfo info, final boolean restarting) {
         super.onStartInputView(info, restarting);
+        // No strip and no model in passwords, fields that ask for no suggestions, or raw fields.
+        predicting = info != null && TextField.mayPredict(info.inputType);
+        if (strip != null) strip.setVisibility(predicting ? View.VISIBLE : View.GONE);
+        if (!predicting) {
+            lastText = null;
+            pending.set(null);  // a text queued from the previous field is not ranked
+            show(new String[TextField.SLOTS]);
+            skippedField = true;
+            return;
+        }
         // Never learn from passwords, fields that ask for no suggestions, or incognito fields.
-        final boolean learn = info != null && TextField.mayLearn(info.inputType, info.imeOptions);
-        if (!restarting) lastText = null;
+        final boolean learn = TextField.mayLearn(info.inputType, info.imeOptions);
+        final boolean reset = !restarting || skippedField;
+        skippedField = false;
+        if (reset) lastText = null;
         background.post(new Runnable() {
             @Override
             public void run() {
                 if (field == null) return;
-                if (restarting) field.setLearning(learn);
-                else field.reset(learn);
+                if (reset) field.reset(learn);
+                else field.setLearning(learn);
             }
         });
         scheduleUpdate();
@@ -192,6 +214,7 @@ public final class KeyboardService extends InputMethodService implements Keyboar
 
     /** UI thread: hand the text before the cursor to the background thread. */
     private void scheduleUpdate() {
+        if (!predicting) return;  // the field's text is not read
         InputConnection ic = getCurrentInputConnection();
         if (ic == null) return;
         CharSequence before = ic.getTextBeforeCursor(WINDOW, 0);

@@ -29,6 +29,15 @@ import java.util.Arrays;
  *     weight scales (one per unit) multiply the input scale unit by unit.
  * </ol>
  * keyboard_lm/models/quantization.py (fake_quant_activations) mirrors step 1 at training time.
+ *
+ * <p>Speed (one row with constant int8 weights, what the exporter makes): the weights are
+ * packed at load, three units to a long ({@link #pack}), so one 64-bit multiply-add forms
+ * three of step 2's int32 products at once; the dot products are exact, as int32 ones.
+ * Not on Android ({@link Interpreter#packInt8}): there the plain int8 loop is kept, which
+ * ART's loop vectorizer can turn into NEON dot products (not measured here). The
+ * input's int8 values, the dot products and the quantization's scale live in scratch buffers
+ * of the value array, so a run allocates nothing. The logits' LOG_SOFTMAX, and a TOPK_V2
+ * over them, can run inside this kernel ({@link #fuseLogSoftmax}).
  */
 final class FullyConnected implements Interpreter.Kernel {
     private final int input;
@@ -46,6 +55,22 @@ final class FullyConnected implements Interpreter.Kernel {
     private final float[] unitScales;
     /** Hybrid, asymmetric, constant weights: the weight sum of each unit, computed once. */
     private final int[] rowSums;
+    /** Hybrid, constant weights, one row: the weights packed by {@link #pack}; null otherwise. */
+    private final long[] packed;
+    /** Hybrid with constant weights and one row: the run's buffers are scratch buffers of the value array. */
+    private final boolean oneRow;
+    /** Value-array slots of the run's scratch buffers (-1: unused). */
+    private int qSlot = -1;
+    private int qiSlot = -1;
+    private int scaleSlot = -1;
+    private int dotSlot = -1;
+    /** The fused LOG_SOFTMAX's output tensor, and the fused TOPK_V2's (see {@link #fuseLogSoftmax}); -1: none. */
+    private int logProbs = -1;
+    private int topValues = -1;
+    private int topIds = -1;
+    private int topK;
+    private int topFrom;
+    private int topTo;
 
     FullyConnected(OpContext c) throws ModelFileException {
         c.expectType(0, TfliteModel.FLOAT32);
@@ -78,6 +103,8 @@ final class FullyConnected implements Interpreter.Kernel {
             weightScale = 0f;
             unitScales = null;
             rowSums = null;
+            packed = null;
+            oneRow = false;
         } else if (wType == TfliteModel.INT8) {
             hybrid = true;
             if (w.scales.length == 0) throw c.error("int8 weights " + w.name + " have no quantization scale");
@@ -96,6 +123,16 @@ final class FullyConnected implements Interpreter.Kernel {
             }
             Object constant = c.constant(1);
             rowSums = asymmetric && constant != null ? rowSums((byte[]) constant, units, depth) : null;
+            oneRow = constant != null && batch == 1;
+            if (oneRow) {
+                packed = c.graph.packInt8 ? sharedPack(c, (byte[]) constant) : null;
+                qSlot = c.scratch(new byte[depth]);
+                qiSlot = c.scratch(new int[depth]);
+                scaleSlot = c.scratch(new float[2]);
+                dotSlot = c.scratch(new int[units]);
+            } else {
+                packed = null;
+            }
         } else {
             throw c.error("weights of type " + TfliteModel.typeName(wType) + " with FLOAT32 input are not supported");
         }
@@ -109,16 +146,47 @@ final class FullyConnected implements Interpreter.Kernel {
         c.output(0, TfliteModel.FLOAT32, outShape);
     }
 
+    /**
+     * Fuses the LOG_SOFTMAX that reads this kernel's output (and nothing else does): the
+     * logits' maximum and normaliser are accumulated as each logit is computed, then one pass
+     * writes {@code (x - max) - log(sum)} into tensor {@code logProbs}, the formula of
+     * {@link ReduceKernels#logSoftmax}. With {@code topValues >= 0} (a TOPK_V2 over the
+     * log-probs' columns {@code [from, to)}, a contiguous STRIDED_SLICE of them), that pass
+     * keeps only the top {@code k} (value descending, column ascending, as TOPK_V2) and writes
+     * them to {@code topValues}/{@code topIds} (ids counted from {@code from}); the log-prob
+     * vector is then never written.
+     */
+    void fuseLogSoftmax(int logProbs, int topValues, int topIds, int k, int from, int to) {
+        this.logProbs = logProbs;
+        this.topValues = topValues;
+        this.topIds = topIds;
+        this.topK = k;
+        this.topFrom = from;
+        this.topTo = to;
+    }
+
+    /** True when {@link #fuseLogSoftmax} may be used: one row, no activation. */
+    boolean fusable() {
+        return batch == 1 && activation == 0;
+    }
+
+    /** The fused LOG_SOFTMAX's output tensor, -1 for none. */
+    int logProbsTensor() {
+        return logProbs;
+    }
+
     @Override
     public void run(Object[] v) {
         float[] x = (float[]) v[input];
-        float[] out = new float[batch * units];
+        float[] out = Interpreter.floats(v, output, batch * units);
         float[] b = bias >= 0 ? (float[]) v[bias] : null;
         for (int r = 0; r < batch; r++) {
             if (b != null) System.arraycopy(b, 0, out, r * units, units);
+            else Arrays.fill(out, r * units, (r + 1) * units, 0f);
         }
         if (hybrid) {
-            hybrid(x, (byte[]) v[filter], out);
+            if (oneRow) hybridOneRow(x, (byte[]) v[filter], v, out);
+            else hybrid(x, (byte[]) v[filter], out);
         } else {
             float[] w = (float[]) v[filter];
             for (int r = 0; r < batch; r++) {
@@ -135,6 +203,147 @@ final class FullyConnected implements Interpreter.Kernel {
             for (int i = 0; i < out.length; i++) out[i] = OpContext.activate(activation, out[i]);
         }
         v[output] = out;
+        if (logProbs >= 0) logSoftmax(out, v);
+    }
+
+    /** Lanes of {@link #packed}: three 21-bit signed lanes per long, at bits 0, 21 and 42. */
+    static final int LANES = 3;
+    /**
+     * Products summed per lane before the lanes are split: |w * q| <= 128 * 128 = 2^14, and
+     * 63 * 2^14 < 2^20, so a lane's sum never leaves [-2^20, 2^20).
+     */
+    static final int BLOCK = 63;
+
+    /**
+     * Int8 weights packed three units to a long: {@code packed[(u / 3) * depth + d]} is
+     * {@code w[u][d] + w[u+1][d] * 2^21 + w[u+2][d] * 2^42} (an exact integer in a long). One
+     * long multiply by q[d] then forms three products, and a sum of such longs is the three
+     * dot products' sum, lane by lane, as long as no lane's sum leaves 21 signed bits (see
+     * {@link #BLOCK}): the int32 dot products TFLite's kernel computes, exactly.
+     */
+    static long[] pack(byte[] w, int units, int depth) {
+        int groups = (units + LANES - 1) / LANES;
+        long[] p = new long[groups * depth];
+        for (int u = 0; u < units; u++) {
+            int shift = 21 * (u % LANES);
+            int g = (u / LANES) * depth;
+            for (int d = 0; d < depth; d++) p[g + d] += ((long) w[u * depth + d]) << shift;
+        }
+        return p;
+    }
+
+    /** {@link #pack} of the weights, made once per model for all its subgraphs. */
+    private long[] sharedPack(OpContext c, byte[] w) {
+        String key = "packed int8 " + c.tensor(filter).buffer + " " + units + " " + depth;
+        Object p = c.graph.model.shared(key);
+        return (long[]) (p != null ? p : c.graph.model.share(key, pack(w, units, depth)));
+    }
+
+    /**
+     * The hybrid kernel for one row and constant weights, with the run's scratch buffers from
+     * {@code v}: over {@link #packed} weights where they are packed, else over the int8 weights
+     * {@code w} with a plain int8 loop.
+     */
+    private void hybridOneRow(float[] x, byte[] w, Object[] v, float[] out) {
+        boolean zero = true;
+        for (int d = 0; d < depth; d++) {
+            if (x[d] != 0f) {
+                zero = false;
+                break;
+            }
+        }
+        if (zero) return;  // out = bias, as TFLite skips the product for an all-zero input
+        byte[] q = (byte[]) v[qSlot];
+        int[] qi = (int[]) v[qiSlot];
+        float[] scaleAndOffset = (float[]) v[scaleSlot];
+        int zp = 0;
+        float inScale;
+        if (asymmetric) {
+            zp = quantizeAsymmetric(x, 0, depth, q, scaleAndOffset);
+            inScale = scaleAndOffset[0];
+        } else {
+            inScale = quantizeSymmetric(x, 0, depth, q);
+        }
+        if (unitScales == null) inScale *= weightScale;
+        int[] dots = (int[]) v[dotSlot];
+        if (packed != null) {
+            for (int d = 0; d < depth; d++) qi[d] = q[d];
+            dotPacked(packed, units, depth, qi, dots);
+        } else {
+            for (int u = 0; u < units; u++) {
+                int dot = 0;
+                int wi = u * depth;
+                for (int d = 0; d < depth; d++) dot += w[wi + d] * q[d];
+                dots[u] = dot;
+            }
+        }
+        for (int u = 0; u < units; u++) {
+            int dot = dots[u];
+            if (asymmetric) dot -= rowSums[u] * zp;
+            float scale = unitScales == null ? inScale : inScale * unitScales[u];
+            out[u] += dot * scale;
+        }
+    }
+
+    /** {@code dots[u] = sum_d w[u][d] * q[d]} (int32) over weights packed by {@link #pack}, q in [-128, 127]. */
+    static void dotPacked(long[] p, int units, int depth, int[] q, int[] dots) {
+        for (int u = 0; u < units; u += LANES) {
+            int g = (u / LANES) * depth;
+            int s0 = 0;
+            int s1 = 0;
+            int s2 = 0;
+            for (int b0 = 0; b0 < depth; b0 += BLOCK) {
+                int e = Math.min(depth, b0 + BLOCK);
+                long s = 0;
+                for (int d = b0; d < e; d++) s += p[g + d] * q[d];
+                long l0 = (s << 43) >> 43;  // lane 0, sign-extended
+                long rest = (s - l0) >> 21;  // lanes 1 and 2, lane 0's borrow undone
+                long l1 = (rest << 43) >> 43;
+                s0 += (int) l0;
+                s1 += (int) l1;
+                s2 += (int) ((rest - l1) >> 21);
+            }
+            dots[u] = s0;
+            if (u + 1 < units) dots[u + 1] = s1;
+            if (u + 2 < units) dots[u + 2] = s2;
+        }
+    }
+
+    /**
+     * The fused LOG_SOFTMAX (and TOPK_V2) of {@link #fuseLogSoftmax} over the logits {@code x},
+     * with the arithmetic of {@link ReduceKernels#logSoftmax}, so the log-probs are the same
+     * float32 values: the maximum, the normaliser {@code log(sum exp(x - max))} (each exp
+     * rounded to float32, summed in double), then {@code (x - max) - normaliser}.
+     */
+    private void logSoftmax(float[] x, Object[] v) {
+        float max = x[0];
+        for (int i = 1; i < units; i++) max = Math.max(max, x[i]);
+        double sum = 0;
+        for (int i = 0; i < units; i++) sum += (float) Math.exp(x[i] - max);
+        float logSum = (float) Math.log(sum);
+        if (topValues < 0) {
+            float[] r = Interpreter.floats(v, logProbs, units);
+            for (int i = 0; i < units; i++) r[i] = (x[i] - max) - logSum;
+            v[logProbs] = r;
+            return;
+        }
+        float[] values = Interpreter.floats(v, topValues, topK);
+        int[] ids = Interpreter.ints(v, topIds, topK);
+        int filled = 0;
+        for (int i = topFrom; i < topTo; i++) {
+            float f = (x[i] - max) - logSum;
+            if (filled == topK && !(f > values[topK - 1])) continue;  // ties keep the earlier column
+            int p = filled == topK ? topK - 1 : filled++;
+            while (p > 0 && f > values[p - 1]) {
+                values[p] = values[p - 1];
+                ids[p] = ids[p - 1];
+                p--;
+            }
+            values[p] = f;
+            ids[p] = i - topFrom;
+        }
+        v[topValues] = values;
+        v[topIds] = ids;
     }
 
     private void hybrid(float[] x, byte[] w, float[] out) {

@@ -16,6 +16,11 @@ import java.util.List;
  * Tensor values are plain arrays: float[] (FLOAT32), int[] (INT32), byte[] (INT8) and
  * boolean[] (BOOL), row-major as in TFLite. Shapes are static (the step signatures have
  * batch 1). Constants are shared and never written, so one Interpreter serves many threads.
+ *
+ * <p>A value array from {@link #newValues()} holds, besides the constants, one buffer for
+ * every tensor a kernel writes and the kernels' scratch buffers ({@link OpContext#scratch}),
+ * allocated once: kernels write into them ({@link #floats} and its siblings), so a value array
+ * reused call after call makes a run allocate nothing. Each thread needs its own value array.
  */
 final class Interpreter {
     /** One operator's computation; reads and writes the value array of one run. */
@@ -29,10 +34,38 @@ final class Interpreter {
     final int[][] shapes;
     final int[] types;
     private final Object[] constants;
+    /** Scratch buffers of the kernels, one per slot after the tensors; copied into each value array. */
+    private final List<Object> scratch = new ArrayList<Object>();
     private final List<Kernel> plan = new ArrayList<Kernel>();
+    /** The operator of each planned kernel, for {@link #run(Object[], long[])}'s per-operator times. */
+    private final List<TfliteModel.Operator> planOps = new ArrayList<TfliteModel.Operator>();
+    /** Per planned kernel, the builtin names of the operators fused into it ("" for none). */
+    private final List<String> planFused = new ArrayList<String>();
 
     Interpreter(TfliteModel model, int subgraphIndex) throws ModelFileException {
+        this(model, subgraphIndex, true, PACK_INT8);
+    }
+
+    /**
+     * Whether int8 weights are packed for 64-bit multiply-adds ({@link FullyConnected#pack}):
+     * faster on HotSpot, which runs the plain int8 loop as scalar code; not on Android's
+     * runtime (java.vm.name "Dalvik"), whose loop vectorizer handles the plain int8 loop.
+     * Both give the same bits.
+     */
+    static final boolean PACK_INT8 = !System.getProperty("java.vm.name", "").contains("Dalvik");
+
+    /** See {@link #PACK_INT8}; set per interpreter so tests can compare both. */
+    final boolean packInt8;
+
+    /**
+     * {@code fuse}: run FULLY_CONNECTED -> LOG_SOFTMAX (and -> STRIDED_SLICE -> TOPK_V2 after
+     * it) as one kernel where nothing else reads the tensors in between (see
+     * {@link FullyConnected#fuseLogSoftmax}); false runs every operator on its own (tests
+     * compare the two).
+     */
+    Interpreter(TfliteModel model, int subgraphIndex, boolean fuse, boolean packInt8) throws ModelFileException {
         this.model = model;
+        this.packInt8 = packInt8;
         this.subgraph = model.subgraphs.get(subgraphIndex);
         this.where = model.path + ": subgraph " + subgraphIndex + (subgraph.name == null ? "" : " (" + subgraph.name + ")");
         int n = subgraph.tensors.size();
@@ -44,7 +77,10 @@ final class Interpreter {
             types[t.index] = t.type;
             if (model.hasData(t.buffer)) {
                 shapes[t.index] = t.shape;
-                constants[t.index] = decode(t, model.data(t.buffer));
+                // The subgraphs of one file share their constants: decoded once per buffer, type and size.
+                String key = "constant " + t.buffer + " " + t.type + " " + elements(t.shape);
+                Object value = model.shared(key);
+                constants[t.index] = value != null ? value : model.share(key, decode(t, model.data(t.buffer)));
                 defined[t.index] = true;
             }
         }
@@ -57,6 +93,13 @@ final class Interpreter {
             shapes[i] = t.shape;
             defined[i] = true;
         }
+        // Readers of each tensor (a subgraph output counts as one), to find fusable pairs.
+        int[] readers = new int[n];
+        for (TfliteModel.Operator op : subgraph.operators) {
+            for (int i : op.inputs) if (i >= 0) readers[i]++;
+        }
+        for (int o : subgraph.outputs) readers[o]++;
+        FullyConnected[] producedByFc = new FullyConnected[n];
         for (TfliteModel.Operator op : subgraph.operators) {
             OpContext ctx = new OpContext(this, op);
             for (int i : op.inputs) {
@@ -75,16 +118,76 @@ final class Interpreter {
                 defined[o] = true;
             }
             if (allConstant) {
-                Object[] values = constants.clone();
+                Object[] values = Arrays.copyOf(constants, constants.length + scratch.size());
+                for (int i = 0; i < scratch.size(); i++) values[constants.length + i] = copyOfArray(scratch.get(i));
                 k.run(values);
                 for (int o : op.outputs) constants[o] = values[o];
-            } else {
-                plan.add(k);
+                continue;
             }
+            if (op.builtinCode == BuiltinOperator.LOG_SOFTMAX) {
+                // FULLY_CONNECTED -> LOG_SOFTMAX with nothing else reading the logits: one kernel.
+                FullyConnected fc = producedByFc[op.inputs[0]];
+                if (fuse && fc != null && readers[op.inputs[0]] == 1 && fc.fusable()) {
+                    fc.fuseLogSoftmax(op.outputs[0], -1, -1, 0, 0, 0);
+                    int at = planOps.size() - 1;
+                    while (planOps.get(at).outputs[0] != op.inputs[0]) at--;
+                    planFused.set(at, planFused.get(at) + "+" + ctx.name());
+                    continue;
+                }
+            }
+            plan.add(k);
+            planOps.add(op);
+            planFused.add("");
+            if (k instanceof FullyConnected) producedByFc[op.outputs[0]] = (FullyConnected) k;
         }
         for (int o : subgraph.outputs) {
             if (!defined[o]) throw new ModelFileException(where + ": output tensor " + o + " is never written");
         }
+        if (fuse) fuseTopK(readers);
+    }
+
+    /**
+     * A fused LOG_SOFTMAX whose log-probs only a STRIDED_SLICE of consecutive columns reads,
+     * and that slice only a TOPK_V2: the top k are kept while the log-probs are computed, and
+     * neither the log-prob vector nor the slice is written.
+     */
+    private void fuseTopK(int[] readers) {
+        for (int i = 0; i < plan.size(); i++) {
+            if (!(plan.get(i) instanceof FullyConnected)) continue;
+            FullyConnected fc = (FullyConnected) plan.get(i);
+            int logProbs = fc.logProbsTensor();
+            if (logProbs < 0 || readers[logProbs] != 1) continue;
+            int slice = reader(logProbs, BuiltinOperator.STRIDED_SLICE);
+            if (slice < 0 || !(plan.get(slice) instanceof ShapeKernels.Slice)) continue;
+            int sliced = planOps.get(slice).outputs[0];
+            int topK = readers[sliced] == 1 ? reader(sliced, BuiltinOperator.TOPK_V2) : -1;
+            if (topK < 0) continue;
+            int[] from = ((ShapeKernels.Slice) plan.get(slice)).sources();
+            boolean consecutive = from.length > 0;
+            for (int j = 1; j < from.length && consecutive; j++) consecutive = from[j] == from[0] + j;
+            if (!consecutive) continue;
+            TfliteModel.Operator top = planOps.get(topK);
+            int k = ((int[]) constants[top.inputs[1]])[0];
+            if (k < 1) continue;  // TOPK_V2 of nothing: left to its own kernel
+            fc.fuseLogSoftmax(logProbs, top.outputs[0], top.outputs[1], k, from[0], from[0] + from.length);
+            planFused.set(i, planFused.get(i) + "+STRIDED_SLICE+TOPK_V2");
+            int first = Math.max(slice, topK);
+            int second = Math.min(slice, topK);
+            for (int r : new int[] {first, second}) {
+                plan.remove(r);
+                planOps.remove(r);
+                planFused.remove(r);
+            }
+        }
+    }
+
+    /** Position in the plan of the kernel of builtin {@code code} whose first input is {@code tensor}; -1 if none. */
+    private int reader(int tensor, int code) {
+        for (int i = 0; i < planOps.size(); i++) {
+            TfliteModel.Operator op = planOps.get(i);
+            if (op.builtinCode == code && op.inputs.length > 0 && op.inputs[0] == tensor) return i;
+        }
+        return -1;
     }
 
     private void checkType(TfliteModel.Tensor t, String role) throws ModelFileException {
@@ -143,14 +246,103 @@ final class Interpreter {
         return constants[t];
     }
 
-    /** A value array for one run: the constants, with every other tensor unset. */
+    /**
+     * A value array for runs: the constants, a buffer for every other tensor (inputs included)
+     * and the kernels' scratch buffers. Reusable run after run by one thread at a time.
+     */
     Object[] newValues() {
-        return constants.clone();
+        Object[] v = Arrays.copyOf(constants, constants.length + scratch.size());
+        for (int t = 0; t < constants.length; t++) {
+            if (v[t] == null && shapes[t] != null) v[t] = ShapeKernels.newArray(types[t], elements(shapes[t]));
+        }
+        for (int i = 0; i < scratch.size(); i++) v[constants.length + i] = copyOfArray(scratch.get(i));
+        return v;
+    }
+
+    /** Registers a scratch buffer like {@code template} (a primitive array) in every value array; returns its slot. */
+    int addScratch(Object template) {
+        scratch.add(template);
+        return constants.length + scratch.size() - 1;
+    }
+
+    private static Object copyOfArray(Object a) {
+        if (a instanceof float[]) return ((float[]) a).clone();
+        if (a instanceof int[]) return ((int[]) a).clone();
+        if (a instanceof byte[]) return ((byte[]) a).clone();
+        if (a instanceof boolean[]) return ((boolean[]) a).clone();
+        if (a instanceof long[]) return ((long[]) a).clone();
+        throw new IllegalArgumentException("not a scratch buffer: " + a);
+    }
+
+    /**
+     * The buffer of tensor {@code t} in {@code v} for a kernel to write {@code n} floats into:
+     * the value array's own buffer, or a new array where there is none (constant folding at load).
+     */
+    static float[] floats(Object[] v, int t, int n) {
+        Object a = v[t];
+        return a instanceof float[] && ((float[]) a).length == n ? (float[]) a : new float[n];
+    }
+
+    static int[] ints(Object[] v, int t, int n) {
+        Object a = v[t];
+        return a instanceof int[] && ((int[]) a).length == n ? (int[]) a : new int[n];
+    }
+
+    static boolean[] bools(Object[] v, int t, int n) {
+        Object a = v[t];
+        return a instanceof boolean[] && ((boolean[]) a).length == n ? (boolean[]) a : new boolean[n];
+    }
+
+    /** As {@link #floats}, for a tensor of any of the engine's types. */
+    static Object array(Object[] v, int t, int type, int n) {
+        switch (type) {
+            case TfliteModel.FLOAT32:
+                return floats(v, t, n);
+            case TfliteModel.INT32:
+                return ints(v, t, n);
+            case TfliteModel.INT8: {
+                Object a = v[t];
+                return a instanceof byte[] && ((byte[]) a).length == n ? a : new byte[n];
+            }
+            default:
+                return bools(v, t, n);
+        }
     }
 
     /** Runs the operators that depend on the inputs already placed in {@code values}. */
     void run(Object[] values) {
         for (Kernel k : plan) k.run(values);
+    }
+
+    /**
+     * As {@link #run(Object[])}, adding each planned operator's wall time in nanoseconds to
+     * {@code nanos[i]} (i: position in the plan, see {@link #plannedOperator}). For benchmarks.
+     */
+    void run(Object[] values, long[] nanos) {
+        long t = System.nanoTime();
+        for (int i = 0; i < plan.size(); i++) {
+            plan.get(i).run(values);
+            long now = System.nanoTime();
+            nanos[i] += now - t;
+            t = now;
+        }
+    }
+
+    /** Builtin names of the operators fused into the {@code i}-th planned kernel, each after a "+" ("" for none). */
+    String plannedFusion(int i) {
+        return planFused.get(i);
+    }
+
+    /** The operator the {@code i}-th planned kernel runs. */
+    TfliteModel.Operator plannedOperator(int i) {
+        return planOps.get(i);
+    }
+
+    /** Operators run inside another's kernel (see {@link #plannedFusion}). */
+    int fusedOperators() {
+        int n = 0;
+        for (String f : planFused) n += f.isEmpty() ? 0 : f.split("\\+").length - 1;
+        return n;
     }
 
     /** Kernels left to run per call (after constant folding). */

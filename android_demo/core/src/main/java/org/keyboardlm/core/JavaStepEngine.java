@@ -2,13 +2,16 @@ package org.keyboardlm.core;
 
 import java.util.Arrays;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A {@link StepEngine} that runs an exported keyboard_lm .tflite with no TFLite library: the
  * flatbuffer is read by {@link TfliteModel}, the "step" and "step_full" signatures are found
  * by name and each runs on its own {@link Interpreter}. Loading refuses, in one line naming
  * the file, a model whose signatures, tensors or operators this engine does not know.
- * Thread-safe: each call works on its own value array.
+ * Thread-safe: each call works on its own value array. A value array holds every
+ * intermediate tensor and is kept for the next call, so a step allocates only the arrays it
+ * returns; calls from several threads at once each take their own.
  */
 public final class JavaStepEngine implements StepEngine {
     public static final String STEP = "step";
@@ -27,6 +30,8 @@ public final class JavaStepEngine implements StepEngine {
         final int stateIn;
         final int stateOut;
         final Map<String, Integer> outputs;
+        /** A value array no call is using, kept for the next one. */
+        private final AtomicReference<Object[]> idle = new AtomicReference<Object[]>();
 
         Runner(TfliteModel model, String key, String[] outputNames) throws ModelFileException {
             TfliteModel.Signature s = model.signature(key);
@@ -61,12 +66,21 @@ public final class JavaStepEngine implements StepEngine {
             return graph.shapes[outputs.get(output)];
         }
 
-        Object[] run(int tokenId, float[] state) {
-            Object[] v = graph.newValues();
-            v[token] = new int[] {tokenId};
-            v[stateIn] = state.clone();
-            graph.run(v);
+        /** A value array with the token and a copy of the state as inputs; give it back with {@link #release}. */
+        Object[] acquire(int tokenId, float[] state) {
+            Object[] v = idle.getAndSet(null);
+            if (v == null) v = graph.newValues();
+            ((int[]) v[token])[0] = tokenId;
+            System.arraycopy(state, 0, (float[]) v[stateIn], 0, state.length);
             return v;
+        }
+
+        void release(Object[] v) {
+            idle.set(v);
+        }
+
+        float[] floats(Object[] v, String output) {
+            return ((float[]) v[outputs.get(output)]).clone();
         }
     }
 
@@ -132,15 +146,64 @@ public final class JavaStepEngine implements StepEngine {
     @Override
     public TopStep step(int token, float[] state) {
         check(token, state);
-        Object[] v = step.run(token, state);
-        return new TopStep((int[]) v[step.outputs.get("top_ids")], (float[]) v[step.outputs.get("top_log_probs")],
-                (float[]) v[step.stateOut]);
+        Object[] v = step.acquire(token, state);
+        try {
+            step.graph.run(v);
+            return new TopStep(((int[]) v[step.outputs.get("top_ids")]).clone(), step.floats(v, "top_log_probs"),
+                    step.floats(v, "state"));
+        } finally {
+            step.release(v);
+        }
     }
 
     @Override
     public FullStep stepFull(int token, float[] state) {
+        return stepFull(token, state, null);
+    }
+
+    @Override
+    public FullStep stepFull(int token, float[] state, FullStep into) {
         check(token, state);
-        Object[] v = full.run(token, state);
-        return new FullStep((float[]) v[full.outputs.get("log_probs")], (float[]) v[full.stateOut]);
+        if (into != null && (into.logProbs == null || into.logProbs.length != vocabSize || into.state == null
+                || into.state.length != stateSize)) {
+            throw new IllegalArgumentException("the result to write into has arrays of the wrong sizes");
+        }
+        Object[] v = full.acquire(token, state);
+        try {
+            full.graph.run(v);
+            if (into == null) return new FullStep(full.floats(v, "log_probs"), full.floats(v, "state"));
+            System.arraycopy((float[]) v[full.outputs.get("log_probs")], 0, into.logProbs, 0, vocabSize);
+            System.arraycopy((float[]) v[full.stateOut], 0, into.state, 0, stateSize);
+            return into;
+        } finally {
+            full.release(v);
+        }
+    }
+
+    /**
+     * Labels of the operators {@link #profileStepFull} times, in plan order: position in the
+     * file, builtin name and output shape, e.g. "#12 FULLY_CONNECTED [1, 2010]". For benchmarks.
+     */
+    String[] stepFullOperators() {
+        Interpreter g = full.graph;
+        String[] labels = new String[g.plannedOperators()];
+        for (int i = 0; i < labels.length; i++) {
+            TfliteModel.Operator op = g.plannedOperator(i);
+            labels[i] = "#" + op.index + " " + BuiltinOperator.name(op.builtinCode) + g.plannedFusion(i) + " "
+                    + Arrays.toString(g.shapes[op.outputs[0]]).replace(" ", "");
+        }
+        return labels;
+    }
+
+    /** {@link #stepFull}, adding each operator's time (ns) to {@code nanos} (see {@link #stepFullOperators}). */
+    FullStep profileStepFull(int token, float[] state, long[] nanos) {
+        check(token, state);
+        Object[] v = full.acquire(token, state);
+        try {
+            full.graph.run(v, nanos);
+            return new FullStep(full.floats(v, "log_probs"), full.floats(v, "state"));
+        } finally {
+            full.release(v);
+        }
     }
 }

@@ -66,6 +66,11 @@ final class OpContext {
         return (int[]) v;
     }
 
+    /** A scratch buffer like {@code template} in every value array of the graph; returns its slot there. */
+    int scratch(Object template) {
+        return graph.addScratch(template);
+    }
+
     void expectType(int input, int type) throws ModelFileException {
         if (type(input) != type) {
             throw error("input " + input + " has type " + TfliteModel.typeName(type(input)) + ", expected "

@@ -36,6 +36,8 @@ public final class Predictor {
     private final List<String> ignoredBlocklist;
     /** Every token of every blocklist entry, in the vocabulary or not (Python's _blocked_spellings). */
     private final Set<String> blockedSpellings;
+    /** The model after {@code <bos>} from the zero state, the same for every sentence; computed on first use, never written. */
+    private volatile StepEngine.FullStep sentenceStart;
 
     /**
      * @param blocklist words never to suggest; each entry is tokenized by the text spec and
@@ -152,6 +154,19 @@ public final class Predictor {
             if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
         }
         return Integer.compare(x.length, y.length);
+    }
+
+    /**
+     * The step every sentence starts with ({@code <bos>} from the zero state), computed once:
+     * an engine's answer depends only on its inputs. Callers copy it and never write into it.
+     */
+    StepEngine.FullStep sentenceStart() {
+        StepEngine.FullStep s = sentenceStart;
+        if (s == null) {
+            s = model.engine.stepFull(Vocabulary.BOS, model.engine.initialState());
+            sentenceStart = s;
+        }
+        return s;
     }
 
     /** True for the ids never suggested: special tokens and blocklisted words. */

@@ -29,21 +29,27 @@ final class ReduceKernels {
         c.output(0, TfliteModel.FLOAT32, Arrays.copyOf(out, rank));
         final int src = c.in(0);
         final int o = c.out(0);
+        // The output index of each input element, worked out once.
+        final int[] target = new int[Interpreter.elements(shape)];
+        int[] idx = new int[shape.length];
+        for (int i = 0; i < target.length; i++) {
+            int f = 0;
+            for (int a = 0; a < shape.length; a++) f += idx[a] * outStride[a];
+            target[i] = f;
+            for (int a = shape.length - 1; a >= 0; a--) {
+                if (++idx[a] < shape[a]) break;
+                idx[a] = 0;
+            }
+        }
         return new Interpreter.Kernel() {
             @Override
             public void run(Object[] v) {
                 float[] x = (float[]) v[src];
-                float[] r = new float[total];
+                float[] r = Interpreter.floats(v, o, total);
                 Arrays.fill(r, -Float.MAX_VALUE);  // std::numeric_limits<float>::lowest(), TFLite's initial value
-                int[] idx = new int[shape.length];
                 for (int i = 0; i < x.length; i++) {
-                    int f = 0;
-                    for (int a = 0; a < shape.length; a++) f += idx[a] * outStride[a];
+                    int f = target[i];
                     if (x[i] > r[f]) r[f] = x[i];
-                    for (int a = shape.length - 1; a >= 0; a--) {
-                        if (++idx[a] < shape[a]) break;
-                        idx[a] = 0;
-                    }
                 }
                 v[o] = r;
             }
@@ -67,7 +73,7 @@ final class ReduceKernels {
             @Override
             public void run(Object[] v) {
                 float[] x = (float[]) v[src];
-                float[] r = new float[x.length];
+                float[] r = Interpreter.floats(v, o, x.length);
                 for (int off = 0; off < x.length; off += depth) {
                     float max = x[off];
                     for (int i = off + 1; i < off + depth; i++) max = Math.max(max, x[i]);
@@ -106,8 +112,8 @@ final class ReduceKernels {
             public void run(Object[] v) {
                 float[] x = (float[]) v[src];
                 int rows = x.length / depth;
-                float[] values = new float[rows * k];
-                int[] ids = new int[rows * k];
+                float[] values = Interpreter.floats(v, ov, rows * k);
+                int[] ids = Interpreter.ints(v, oi, rows * k);
                 for (int r = 0; r < rows; r++) top(x, r * depth, depth, k, values, ids, r * k);
                 v[ov] = values;
                 v[oi] = ids;

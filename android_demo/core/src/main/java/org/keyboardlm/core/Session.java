@@ -31,6 +31,14 @@ import java.util.Map;
  * over the model's top k and the history's candidates, as Python's {@code _with_history}: a
  * word only the history knows, outside the vocabulary too, gets its share of a. A rewind
  * restores the previous word but does not unlearn.
+ *
+ * <p>Memory: each step's result (log-probs and state) is owned by the session or by one
+ * remembered commit. A result neither holds any more (forgotten by a rewind, a reset or the
+ * rewind bound) is kept as a spare and the next step writes into it
+ * ({@link StepEngine#stepFull(int, float[], StepEngine.FullStep)}), so typing allocates no
+ * vocabulary-sized array once the rewind history is full. A sentence start costs no model
+ * step: the state after {@code <bos>} from zeros is the same every time, computed once per
+ * predictor and copied.
  */
 public final class Session {
     /** The user history's share of a suggestion's probability (Python's HISTORY_WEIGHT). */
@@ -44,6 +52,13 @@ public final class Session {
 
     private float[] logProbs;
     private float[] state;
+    /** The result logProbs and state belong to. */
+    private StepEngine.FullStep current;
+    /** Results no one holds, for the next steps to write into (at most {@link #SPARES}). */
+    private final ArrayDeque<StepEngine.FullStep> spares = new ArrayDeque<StepEngine.FullStep>();
+    private static final int SPARES = 2;
+    /** The zero state; never written (engines do not change their input). */
+    private final float[] zeros;
     private int wordsInSentence;
     private int steps;
     private int inputsInChunk;
@@ -56,8 +71,9 @@ public final class Session {
     /** Set by a replay's skip: the session before the next word never existed, so it is not remembered. */
     private boolean forgetNext;
 
-    /** Arrays are shared, never copied: the engine returns new arrays and never changes its inputs. */
+    /** Holds the session's result of the time, not a copy: each step writes into a result no one holds. */
     private static final class Snapshot {
+        final StepEngine.FullStep step;
         final float[] logProbs;
         final float[] state;
         final int wordsInSentence;
@@ -66,6 +82,7 @@ public final class Session {
         final String previousWord;
 
         Snapshot(Session s) {
+            step = s.current;
             logProbs = s.logProbs;
             state = s.state;
             wordsInSentence = s.wordsInSentence;
@@ -84,20 +101,55 @@ public final class Session {
         this.allIds = predictor.suggestableIds();
         this.userHistory = userHistory;
         this.learning = learn;
+        this.zeros = engine.initialState();
         reset();
     }
 
     /** Start a new field: the state after {@code <bos>}; forgets the rewind history. */
     public void reset() {
-        rewinds.clear();
+        forgetRewinds();
         forgetNext = false;
         startSentence();
     }
 
+    /** Clears the rewind history, keeping its results as spares. */
+    private void forgetRewinds() {
+        while (!rewinds.isEmpty()) release(rewinds.pollLast().step);
+    }
+
+    /** {@code step} is no longer needed by whoever held it: a spare, unless the session or a remembered commit holds it. */
+    private void release(StepEngine.FullStep step) {
+        if (step == null || step == current || spares.size() >= SPARES) return;
+        for (Snapshot s : rewinds) {
+            if (s.step == step) return;
+        }
+        for (StepEngine.FullStep s : spares) {
+            if (s == step) return;
+        }
+        spares.addLast(step);
+    }
+
+    /** One model step from {@code from}: the result becomes the session's, written into a spare when there is one. */
+    private void advance(int token, float[] from) {
+        StepEngine.FullStep previous = current;
+        current = engine.stepFull(token, from, spares.pollLast());
+        logProbs = current.logProbs;
+        state = current.state;
+        release(previous);
+    }
+
+    /** The state after {@code <bos>}: a copy of the predictor's (see {@link Predictor#sentenceStart}), no model step. */
     private void startSentence() {
-        StepEngine.FullStep s = engine.stepFull(Vocabulary.BOS, engine.initialState());
-        logProbs = s.logProbs;
-        state = s.state;
+        StepEngine.FullStep start = predictor.sentenceStart();
+        StepEngine.FullStep previous = current;
+        StepEngine.FullStep into = spares.pollLast();
+        if (into == null) into = new StepEngine.FullStep(new float[start.logProbs.length], new float[start.state.length]);
+        System.arraycopy(start.logProbs, 0, into.logProbs, 0, start.logProbs.length);
+        System.arraycopy(start.state, 0, into.state, 0, start.state.length);
+        current = into;
+        logProbs = into.logProbs;
+        state = into.state;
+        release(previous);
         wordsInSentence = 0;
         steps = 1;
         inputsInChunk = 1;  // <bos> is the first input of the first chunk
@@ -110,7 +162,7 @@ public final class Session {
             return;
         }
         if (rewindDepth == 0) return;
-        if (rewinds.size() == rewindDepth) rewinds.removeFirst();
+        if (rewinds.size() == rewindDepth) release(rewinds.removeFirst().step);
         rewinds.addLast(new Snapshot(this));
     }
 
@@ -132,14 +184,13 @@ public final class Session {
     void commitWord(String word, boolean learn) {
         if (word == null) throw new IllegalArgumentException("word must not be null");
         remember();
+        float[] from = state;
         if (inputsInChunk == seqLen) {
             // A new training chunk: the model never saw a state older than seqLen inputs.
-            state = engine.initialState();
+            from = zeros;
             inputsInChunk = 0;
         }
-        StepEngine.FullStep s = engine.stepFull(predictor.vocab.idOf(word), state);
-        logProbs = s.logProbs;
-        state = s.state;
+        advance(predictor.vocab.idOf(word), from);
         if (learn && userHistory != null && learnable(word)) userHistory.learnWord(previousWord, word);
         previousWord = word;
         wordsInSentence++;
@@ -193,7 +244,7 @@ public final class Session {
             int chunk = items.size() / seqLen;  // chunk of the last input (word i is input i)
             if (chunk > 0) {
                 int skip = chunk * seqLen - 1;
-                rewinds.clear();
+                forgetRewinds();
                 wordsInSentence = skip;
                 inputsInChunk = seqLen;  // the next word starts a new chunk from a zero state
                 // The history's context is the word before the first one stepped (Python leaves it at <s>).
@@ -215,6 +266,9 @@ public final class Session {
     public boolean rewind() {
         Snapshot s = rewinds.pollLast();
         if (s == null) return false;
+        StepEngine.FullStep dropped = current;
+        current = s.step;
+        release(dropped);
         logProbs = s.logProbs;
         state = s.state;
         wordsInSentence = s.wordsInSentence;

@@ -59,7 +59,7 @@ final class ShapeKernels {
         return new Interpreter.Kernel() {
             @Override
             public void run(Object[] v) {
-                Object r = newArray(type, total);
+                Object r = Interpreter.array(v, o, type, total);
                 int pos = 0;
                 for (int b = 0; b < outer; b++) {
                     for (int i = 0; i < k; i++) {
@@ -127,7 +127,7 @@ final class ShapeKernels {
                 Object x = v[src];
                 int start = 0;
                 for (int i = 0; i < outs.length; i++) {
-                    Object r = newArray(type, counts[i]);
+                    Object r = Interpreter.array(v, outs[i], type, counts[i]);
                     for (int b = 0; b < outer; b++) System.arraycopy(x, b * row + start, r, b * chunk[i], chunk[i]);
                     v[outs[i]] = r;
                     start += chunk[i];
@@ -188,24 +188,44 @@ final class ShapeKernels {
         final int src = c.in(0);
         final int total = product(count, 0, rank);
         c.output(0, type, Arrays.copyOf(outShape, outRank));
-        return new Interpreter.Kernel() {
+        // The flat input index of each output element, worked out once; runs of consecutive
+        // indices are copied with one arraycopy.
+        final int[] from = new int[total];
+        int[] idx = new int[dims.length];
+        for (int i = 0; i < total; i++) {
+            int f = 0;
+            for (int a = 0; a < dims.length; a++) f = f * dims[a] + start[a] + idx[a] * step[a];
+            from[i] = f;
+            for (int a = dims.length - 1; a >= 0; a--) {
+                if (++idx[a] < count[a]) break;
+                idx[a] = 0;
+            }
+        }
+        return new Slice() {
+            @Override
+            int[] sources() {
+                return from;
+            }
+
             @Override
             public void run(Object[] v) {
                 Object x = v[src];
-                Object r = newArray(type, total);
-                int[] idx = new int[dims.length];
-                for (int i = 0; i < total; i++) {
-                    int f = 0;
-                    for (int a = 0; a < dims.length; a++) f = f * dims[a] + start[a] + idx[a] * step[a];
-                    System.arraycopy(x, f, r, i, 1);
-                    for (int a = dims.length - 1; a >= 0; a--) {
-                        if (++idx[a] < count[a]) break;
-                        idx[a] = 0;
-                    }
+                Object r = Interpreter.array(v, o, type, total);
+                int i = 0;
+                while (i < total) {
+                    int j = i + 1;
+                    while (j < total && from[j] == from[j - 1] + 1) j++;
+                    System.arraycopy(x, from[i], r, i, j - i);
+                    i = j;
                 }
                 v[o] = r;
             }
         };
+    }
+
+    /** A STRIDED_SLICE kernel; {@link #sources()}: the flat input index of each output element. */
+    abstract static class Slice implements Interpreter.Kernel {
+        abstract int[] sources();
     }
 
     private static int clamp(int x, int lo, int hi) {
@@ -246,7 +266,7 @@ final class ShapeKernels {
             public void run(Object[] v) {
                 Object x = v[table];
                 int[] ids = (int[]) v[idx];
-                Object r = newArray(type, total);
+                Object r = Interpreter.array(v, o, type, total);
                 int pos = 0;
                 for (int b = 0; b < outer; b++) {
                     for (int id : ids) {

@@ -54,4 +54,12 @@ public interface StepEngine {
 
     /** The model after {@code token} from {@code state}: the full next-word distribution. */
     FullStep stepFull(int token, float[] state);
+
+    /**
+     * As {@link #stepFull(int, float[])}, but the result is written into {@code into}'s arrays
+     * (of the vocabulary's and the state's sizes) and {@code into} is returned, so a caller
+     * that recycles results it no longer needs steps without allocating; null: a new result.
+     * {@code state} may be {@code into.state}.
+     */
+    FullStep stepFull(int token, float[] state, FullStep into);
 }

@@ -135,11 +135,13 @@ public final class TextField {
     static final int IME_FLAG_NO_PERSONALIZED_LEARNING = 0x01000000;
 
     /**
-     * Whether a field with these {@code EditorInfo.inputType} and {@code imeOptions} may be
-     * learnt from: never a password (text, visible, web or number password), a field that asks
-     * for no suggestions, an incognito field (no personalized learning), or a raw (TYPE_NULL) one.
+     * Whether the keyboard may predict in a field of this {@code EditorInfo.inputType}: show
+     * the strip and run the model. Never in a password field (text, visible, web or number
+     * password), a field that asks for no suggestions ({@code TYPE_TEXT_FLAG_NO_SUGGESTIONS}),
+     * or a raw (TYPE_NULL) one, whose text the keyboard cannot read. Incognito fields are
+     * predicted in (they are only never learnt from, see {@link #mayLearn}).
      */
-    public static boolean mayLearn(int inputType, int imeOptions) {
+    public static boolean mayPredict(int inputType) {
         int cls = inputType & TYPE_MASK_CLASS;
         int variation = inputType & TYPE_MASK_VARIATION;
         if (cls == TYPE_NULL) return false;
@@ -148,8 +150,16 @@ public final class TextField {
             return false;
         }
         if (cls == TYPE_CLASS_NUMBER && variation == TYPE_NUMBER_VARIATION_PASSWORD) return false;
-        if ((inputType & TYPE_TEXT_FLAG_NO_SUGGESTIONS) != 0) return false;
-        return (imeOptions & IME_FLAG_NO_PERSONALIZED_LEARNING) == 0;
+        return (inputType & TYPE_TEXT_FLAG_NO_SUGGESTIONS) == 0;
+    }
+
+    /**
+     * Whether a field with these {@code EditorInfo.inputType} and {@code imeOptions} may be
+     * learnt from: never where the keyboard may not predict ({@link #mayPredict}: passwords,
+     * no-suggestion and raw fields), nor in an incognito field (no personalized learning).
+     */
+    public static boolean mayLearn(int inputType, int imeOptions) {
+        return mayPredict(inputType) && (imeOptions & IME_FLAG_NO_PERSONALIZED_LEARNING) == 0;
     }
 
     /** The session this field drives (read-only use: suggestions, counters). */

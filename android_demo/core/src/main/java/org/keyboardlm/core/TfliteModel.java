@@ -299,6 +299,22 @@ final class TfliteModel {
     }
 
     /** Whether buffer {@code buffer} holds data (a constant tensor). */
+    /** Values derived from the file's buffers once and shared by the model's interpreters (never written). */
+    private final Map<String, Object> shared = new java.util.HashMap<String, Object>();
+
+    /** The value stored under {@code key} by {@link #share}, or null. */
+    synchronized Object shared(String key) {
+        return shared.get(key);
+    }
+
+    /** Keeps {@code value} under {@code key} unless one is there; returns the one kept. */
+    synchronized Object share(String key, Object value) {
+        Object old = shared.get(key);
+        if (old != null) return old;
+        shared.put(key, value);
+        return value;
+    }
+
     boolean hasData(int buffer) {
         return bufferLength[buffer] > 0;
     }

@@ -52,4 +52,13 @@ final class FakeEngine implements StepEngine {
         calls++;
         return new FullStep(table.clone(), new float[] {state[0] + 1, token});
     }
+
+    @Override
+    public FullStep stepFull(int token, float[] state, FullStep into) {
+        FullStep s = stepFull(token, state);
+        if (into == null) return s;
+        System.arraycopy(s.logProbs, 0, into.logProbs, 0, s.logProbs.length);
+        System.arraycopy(s.state, 0, into.state, 0, s.state.length);
+        return into;
+    }
 }

@@ -131,7 +131,157 @@ public class JavaStepEngineTest {
         }
         assertEquals(3, dequantize);  // embedding, gate and candidate kernels
         Interpreter g = new Interpreter(m, 0);
-        assertEquals(m.subgraphs.get(0).operators.size() - dequantize, g.plannedOperators());
+        assertEquals(m.subgraphs.get(0).operators.size() - dequantize, g.plannedOperators() + g.fusedOperators());
+    }
+
+    @Test
+    public void theLogitsLogSoftmaxAndTopKRunAsOneKernel() throws Exception {
+        String[][] expected = {{JavaStepEngine.STEP_FULL, "+LOG_SOFTMAX"}, {JavaStepEngine.STEP, "+LOG_SOFTMAX+STRIDED_SLICE+TOPK_V2"}};
+        for (String name : new String[] {DYNAMIC, WEIGHT_ONLY}) {
+            TfliteModel m = TfliteModel.read(name, bytes(name));
+            for (String[] e : expected) {
+                Interpreter g = new Interpreter(m, m.signature(e[0]).subgraph);
+                Interpreter separate = new Interpreter(m, m.signature(e[0]).subgraph, false, true);
+                int fused = 0;
+                for (int i = 0; i < g.plannedOperators(); i++) {
+                    if (!g.plannedFusion(i).isEmpty()) {
+                        assertEquals(name + " " + e[0], e[1], g.plannedFusion(i));
+                        assertEquals(name, BuiltinOperator.FULLY_CONNECTED, g.plannedOperator(i).builtinCode);
+                        fused++;
+                    }
+                }
+                assertEquals(name + " " + e[0], 1, fused);
+                assertEquals(name + " " + e[0], separate.plannedOperators(), g.plannedOperators() + g.fusedOperators());
+                assertEquals(0, separate.fusedOperators());
+            }
+        }
+    }
+
+    /** The signature's outputs after {@code steps} tokens run through {@code g}, one value array reused throughout. */
+    private static Object[] outputs(TfliteModel m, String key, Interpreter g, int steps) {
+        TfliteModel.Signature s = m.signature(key);
+        Object[] v = g.newValues();
+        float[] state = new float[((float[]) v[s.inputs.get("state")]).length];
+        java.util.List<String> names = new java.util.ArrayList<String>(new java.util.TreeSet<String>(s.outputs.keySet()));
+        Object[] out = new Object[names.size() * steps];
+        java.util.Random r = new java.util.Random(5);
+        for (int t = 0; t < steps; t++) {
+            ((int[]) v[s.inputs.get("token")])[0] = t % 20 == 0 ? Vocabulary.BOS : 4 + r.nextInt(300);
+            if (t % 20 == 0) state = new float[state.length];
+            System.arraycopy(state, 0, (float[]) v[s.inputs.get("state")], 0, state.length);
+            g.run(v);
+            for (int i = 0; i < names.size(); i++) {
+                Object o = v[s.outputs.get(names.get(i))];
+                out[t * names.size() + i] = o instanceof float[] ? ((float[]) o).clone() : ((int[]) o).clone();
+            }
+            state = ((float[]) v[s.outputs.get("state")]).clone();
+        }
+        return out;
+    }
+
+    /** Fused kernels and packed int8 weights (HotSpot) give the bits of every operator run on its own over plain int8 loops (Android). */
+    @Test
+    public void fusedKernelsGiveTheSameBitsAsTheOperatorsOneByOne() throws Exception {
+        for (String name : new String[] {"cifg_dynamic-range.tflite", "gru_dynamic-range.tflite", "lstm_weight-only.tflite",
+                "si-cifg_weight-only.tflite"}) {
+            TfliteModel m = TfliteModel.read(name, bytes(name));
+            for (String key : new String[] {JavaStepEngine.STEP, JavaStepEngine.STEP_FULL}) {
+                int sub = m.signature(key).subgraph;
+                Object[] fused = outputs(m, key, new Interpreter(m, sub, true, true), 60);
+                Object[] separate = outputs(m, key, new Interpreter(m, sub, false, false), 60);
+                for (int i = 0; i < fused.length; i++) {
+                    if (fused[i] instanceof float[]) {
+                        assertArrayEquals(name + " " + key + " output " + i, (float[]) separate[i], (float[]) fused[i], 0f);
+                    } else {
+                        assertArrayEquals(name + " " + key + " output " + i, (int[]) separate[i], (int[]) fused[i]);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    public void theSubgraphsOfOneFileShareTheirWeights() throws Exception {
+        TfliteModel m = TfliteModel.read(DYNAMIC, bytes(DYNAMIC));
+        Interpreter step = new Interpreter(m, m.signature(JavaStepEngine.STEP).subgraph);
+        Interpreter full = new Interpreter(m, m.signature(JavaStepEngine.STEP_FULL).subgraph);
+        int shared = 0;
+        for (TfliteModel.Tensor a : step.subgraph.tensors) {
+            for (TfliteModel.Tensor b : full.subgraph.tensors) {
+                if (a.type == TfliteModel.INT8 && m.hasData(a.buffer) && a.buffer == b.buffer && a.type == b.type) {
+                    assertTrue(a.name, step.constant(a.index) == full.constant(b.index));
+                    shared++;
+                }
+            }
+        }
+        assertTrue("int8 weights read by both subgraphs: " + shared, shared > 0);
+        // The FULLY_CONNECTED weights are packed once for both subgraphs (FullyConnected.sharedPack's key).
+        int packed = 0;
+        for (TfliteModel.Tensor t : step.subgraph.tensors) {
+            if (t.type == TfliteModel.INT8 && t.shape.length == 2 && m.shared("packed int8 " + t.buffer + " " + t.shape[0] + " " + t.shape[1]) != null) {
+                packed++;
+            }
+        }
+        assertTrue("packed weights kept: " + packed, packed > 0);
+    }
+
+    @Test
+    public void packedInt8DotProductsEqualInt32DotProducts() {
+        java.util.Random r = new java.util.Random(7);
+        for (int units : new int[] {1, 2, 3, 7, 10, 31}) {
+            for (int depth : new int[] {1, 62, 63, 64, 127, 200, 766}) {
+                for (int fill = 0; fill < 4; fill++) {
+                    byte[] w = new byte[units * depth];
+                    int[] q = new int[depth];
+                    for (int i = 0; i < w.length; i++) {
+                        // random, then the extremes that stress a lane most: -128 * -128 and -128 * 127
+                        w[i] = (byte) (fill == 0 ? r.nextInt(256) - 128 : fill == 1 ? -128 : fill == 2 ? 127 : (i % 2 == 0 ? -128 : 127));
+                    }
+                    for (int d = 0; d < depth; d++) q[d] = fill == 0 ? r.nextInt(256) - 128 : fill == 2 ? 127 : -128;
+                    int[] dots = new int[units];
+                    FullyConnected.dotPacked(FullyConnected.pack(w, units, depth), units, depth, q, dots);
+                    for (int u = 0; u < units; u++) {
+                        int expected = 0;
+                        for (int d = 0; d < depth; d++) expected += w[u * depth + d] * q[d];
+                        assertEquals(units + "x" + depth + " fill " + fill + " unit " + u, expected, dots[u]);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    public void tanhMatchesTheJdkFunction() {
+        java.util.Random r = new java.util.Random(11);
+        for (int i = 0; i < 200000; i++) {
+            float f = (float) ((r.nextDouble() * 2 - 1) * Math.pow(10, r.nextDouble() * 6 - 5));
+            assertEquals("tanh(" + f + ")", (float) Math.tanh(f), ElementwiseKernels.tanh(f), 0f);
+        }
+        assertEquals(1f, ElementwiseKernels.tanh(30f), 0f);
+        assertEquals(-1f, ElementwiseKernels.tanh(-30f), 0f);
+        assertEquals(-0f, ElementwiseKernels.tanh(-0f), 0f);
+        assertTrue(Float.isNaN(ElementwiseKernels.tanh(Float.NaN)));
+    }
+
+    @Test
+    public void reusedValueArraysNeverLeakIntoReturnedResults() throws Exception {
+        for (String name : new String[] {DYNAMIC, WEIGHT_ONLY}) {
+            JavaStepEngine e = JavaStepEngine.fromBytes(name, bytes(name));
+            StepEngine.FullStep a = e.stepFull(5, e.initialState());
+            float[] aLogProbs = a.logProbs.clone();
+            float[] aState = a.state.clone();
+            StepEngine.TopStep top = e.step(7, a.state);
+            int[] topIds = top.ids.clone();
+            StepEngine.FullStep b = e.stepFull(9, a.state);  // reuses the value array of the first call
+            e.step(11, b.state);
+            assertArrayEquals(name, aLogProbs, a.logProbs, 0f);
+            assertArrayEquals(name, aState, a.state, 0f);
+            assertArrayEquals(name, topIds, top.ids);
+            assertTrue(name, !Arrays.equals(a.logProbs, b.logProbs));
+            StepEngine.FullStep again = e.stepFull(9, a.state);
+            assertArrayEquals(name, b.logProbs, again.logProbs, 0f);
+            assertArrayEquals(name, b.state, again.state, 0f);
+        }
     }
 
     @Test

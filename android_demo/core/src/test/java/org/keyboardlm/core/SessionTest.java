@@ -37,6 +37,88 @@ public class SessionTest {
     }
 
     @Test
+    public void recycledResultsKeepEveryRewindAndCommitExact() throws Exception {
+        Predictor p = golden();
+        List<String> words = new ArrayList<String>(p.vocab.tokens().subList(Vocabulary.SPECIAL_TOKENS.size(), 60));
+        java.util.Random r = new java.util.Random(3);
+        Session s = p.session(4);
+        List<String> typed = new ArrayList<String>();  // words in effect: commits not rewound
+        List<Integer> rewindable = new ArrayList<Integer>();
+        for (int op = 0; op < 400; op++) {
+            int what = r.nextInt(10);
+            if (what < 3 && s.rewind()) {
+                typed.remove(typed.size() - 1);
+            } else if (what == 3) {
+                s.reset();
+                typed.clear();
+            } else {
+                String w = words.get(r.nextInt(words.size()));
+                s.commitWord(w);
+                typed.add(w);
+            }
+            Session fresh = p.session();
+            for (String w : typed) fresh.commitWord(w);
+            assertArrayEquals("after " + typed, fresh.logProbs(), s.logProbs(), 0f);
+            rewindable.add(s.rewindable());
+        }
+        assertTrue(rewindable.contains(4));
+    }
+
+    @Test
+    public void aSentenceStartCopiesOneBosStepPerPredictor() throws Exception {
+        FakeEngine engine = new FakeEngine(8);
+        ModelFile m = new ModelFile("fake.tflite", FakeEngine.model(20, "a", "b", "c", "d").vocab, engine, 20, "");
+        Predictor p = new Predictor(m, null);
+        Session s = p.session();
+        s.commit("a b. c. d! a");
+        p.session().reset();
+        assertEquals("one <bos> step for the predictor, then one step per word", 1 + 5, engine.calls);
+        assertEquals(1, s.wordsInSentence());
+        Predictor g = golden();
+        Session t = g.session();
+        t.commit("how are you. ");
+        assertArrayEquals(g.model.engine.stepFull(Vocabulary.BOS, g.model.engine.initialState()).logProbs, t.logProbs(), 0f);
+        t.commit("i am");
+        Session fresh = g.session();
+        fresh.commit("i am");
+        assertArrayEquals(fresh.logProbs(), t.logProbs(), 0f);
+        assertTrue(t.rewind());
+        assertTrue(t.rewind());
+        assertArrayEquals(g.model.engine.stepFull(Vocabulary.BOS, g.model.engine.initialState()).logProbs, t.logProbs(), 0f);
+    }
+
+    @Test
+    public void typingStepsIntoRecycledResultsOnceTheRewindHistoryIsFull() throws Exception {
+        final FakeEngine fake = new FakeEngine(8);
+        final int[] fresh = {0};
+        StepEngine counting = new StepEngine() {
+            public int stateSize() { return fake.stateSize(); }
+            public int vocabSize() { return fake.vocabSize(); }
+            public int topK() { return fake.topK(); }
+            public float[] initialState() { return fake.initialState(); }
+            public TopStep step(int token, float[] state) { return fake.step(token, state); }
+            public FullStep stepFull(int token, float[] state) { return stepFull(token, state, null); }
+            public FullStep stepFull(int token, float[] state, FullStep into) {
+                if (into == null) fresh[0]++;
+                return fake.stepFull(token, state, into);
+            }
+        };
+        ModelFile m = new ModelFile("fake.tflite", FakeEngine.model(20, "a", "b", "c", "d").vocab, counting, 20, "");
+        Session s = new Predictor(m, null).session(3);
+        for (int i = 0; i < 200; i++) s.commitWord(i % 2 == 0 ? "a" : "b");
+        // The session's result, 3 remembered commits and 1 result in flight: no more are ever allocated.
+        assertTrue("new results: " + fresh[0], fresh[0] <= 5);
+        assertEquals(201, fake.calls);
+        int before = fresh[0];
+        for (int i = 0; i < 50; i++) {
+            s.rewind();
+            s.commitWord("c");
+            s.commitWord("d");
+        }
+        assertEquals(before, fresh[0]);
+    }
+
+    @Test
     public void rewindRestoresTheSessionBeforeTheLastWordExactly() throws Exception {
         Predictor p = golden();
         Session s = p.session();

@@ -206,6 +206,31 @@ public class TextFieldTest {
         assertFalse(TextField.mayLearn(0, 0));  // TYPE_NULL
     }
 
+    @Test
+    public void passwordNoSuggestionAndRawFieldsGetNoStripAndNoModel() {
+        int text = 0x1;
+        int number = 0x2;
+        assertTrue(TextField.mayPredict(text));
+        assertTrue(TextField.mayPredict(text | 0x10));  // a URI: variation 0x10 is a password only for numbers
+        assertTrue(TextField.mayPredict(text | 0x20));  // an email address
+        assertTrue(TextField.mayPredict(text | 0x4000 | 0x20000));  // sentence caps, multi-line
+        assertTrue(TextField.mayPredict(number));
+        assertTrue(TextField.mayPredict(0x3));  // phone
+        assertFalse(TextField.mayPredict(text | 0x80));  // TYPE_TEXT_VARIATION_PASSWORD
+        assertFalse(TextField.mayPredict(text | 0x90));  // TYPE_TEXT_VARIATION_VISIBLE_PASSWORD
+        assertFalse(TextField.mayPredict(text | 0xe0));  // TYPE_TEXT_VARIATION_WEB_PASSWORD
+        assertFalse(TextField.mayPredict(number | 0x10));  // TYPE_NUMBER_VARIATION_PASSWORD
+        assertFalse(TextField.mayPredict(text | 0x80000));  // TYPE_TEXT_FLAG_NO_SUGGESTIONS
+        assertFalse(TextField.mayPredict(text | 0x80000 | 0x4000));  // ... with other flags
+        assertFalse(TextField.mayPredict(0));  // TYPE_NULL
+        // An incognito field is predicted in, but not learnt from; a field without prediction is never learnt from.
+        assertFalse(TextField.mayLearn(text, 0x1000000));
+        for (int type : new int[] {0, text, text | 0x80, text | 0x90, text | 0xe0, number, number | 0x10, text | 0x80000, 0x3}) {
+            if (!TextField.mayPredict(type)) assertFalse(Integer.toHexString(type), TextField.mayLearn(type, 0));
+            else assertTrue(Integer.toHexString(type), TextField.mayLearn(type, 0));
+        }
+    }
+
     /** Any sequence of keystrokes, backspaces, taps and cursor jumps ends where the stateless predictor is. */
     @Test
     public void agreesWithTheStatelessPredictorAfterRandomEdits() throws Exception {
