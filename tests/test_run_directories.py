@@ -86,16 +86,20 @@ def test_eval_defaults_to_the_runs_corpus_and_refuses_another(tmp_path, capsys):
     assert main(["eval", out, "--data", other, "--format", "jsonl", "--allow-other-data"]) == 0
 
 
-def test_split_seed_is_apart_from_the_training_seed(tmp_path):
+def test_split_seed_is_apart_from_the_training_seed(tmp_path, default_corpus):
+    """The training seed leaves the held-out clients where the split's own seed puts them; --split-seed moves them."""
+    from keyboard_lm.data.split import SplitConfig, split_clients
+
     runs = {}
-    for name, extra in {"a": ["--seed", "1"], "b": ["--seed", "2"], "c": ["--split-seed", "7"]}.items():
+    for name, extra in {"b": ["--seed", "2"], "c": ["--split-seed", "7"]}.items():
         out = str(tmp_path / name)
         assert main(["train", "--out", out, "--rounds", "1", *TINY_FED, *extra]) == 0
         runs[name] = load_run(out).info
-    assert runs["a"]["data"]["heldout_ids_head"] == runs["b"]["data"]["heldout_ids_head"]
-    assert runs["a"]["federated"]["seed"] == 1 and runs["b"]["federated"]["seed"] == 2
-    assert runs["c"]["data"]["split"]["seed"] == 7
-    assert runs["c"]["data"]["heldout_ids_head"] != runs["a"]["data"]["heldout_ids_head"]
+    default_split, split_7 = (split_clients(default_corpus.client_ids, SplitConfig(seed=s))[1][:5] for s in (0, 7))
+    assert SplitConfig().seed == 0 and default_split != split_7
+    assert runs["b"]["federated"]["seed"] == 2 and runs["b"]["data"]["split"]["seed"] == 0
+    assert runs["b"]["data"]["heldout_ids_head"] == default_split  # not moved by --seed 2
+    assert runs["c"]["data"]["split"]["seed"] == 7 and runs["c"]["data"]["heldout_ids_head"] == split_7
 
 
 @pytest.mark.parametrize("argv,expected", [
