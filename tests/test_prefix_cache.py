@@ -155,6 +155,29 @@ def test_a_completion_computes_the_full_distribution_once_per_position():
     assert first == p._top(s._log_probs, p._prefix_ids("n"), 3)
 
 
+def test_after_a_completion_the_next_word_steps_in_full_once():
+    """A user who typed letters at one position gets one full step at the next, serving strip and completions."""
+    model = CountingModelFile.load(str(MODELS / "cifg_dynamic-range.tflite"))
+    p = Predictor(model)
+    s = p.session()
+    s.commit("what is your ")
+    s.complete("na", 3)  # typing: the full distribution here
+    before = dict(model.steps)
+    s.commit("name ")
+    assert model.steps == {"step": before["step"], "step_full": before["step_full"] + 1}
+    strip, completion = s.suggestions(3), s.complete("i", 3)
+    assert model.steps["step_full"] == before["step_full"] + 1  # both from that one step
+    s.commit("is ")  # completed at "name" too: in full again
+    s.suggestions(3)
+    s.commit("the ")  # no completion after "is" (a tapped suggestion): the graph's top K again
+    assert model.steps == {"step": before["step"] + 1, "step_full": before["step_full"] + 2}
+    s.commit("fine. ")
+    full = model.steps["step_full"]
+    assert s.complete("w", 3) == p.complete("fine.", "w", 3)  # a sentence start: <bos>'s, computed at load
+    assert model.steps["step_full"] == full
+    assert strip == p.suggest("what is your name", 3) and completion == p.complete("what is your name", "i", 3)
+
+
 def test_ties_rank_by_id_ascending_as_the_graph_does():
     p = Predictor.load(str(MODELS / "cifg_dynamic-range.tflite"))
     log_probs = np.full(len(p.vocab), -9.0, np.float32)
@@ -253,7 +276,7 @@ def test_a_stateless_call_costs_the_steps_after_the_longest_cached_prefix(real_w
     words = tokenizer.tokenize(" ".join(real_words[1000:1100]))  # one long field, sentence ends dropped
     for n in range(1, 3 * seq_len):
         assert cost(" ".join(words[:n])) == {"step": 1, "step_full": 0}, n
-    assert p.complete(field, "y", 3) and model.steps["step_full"] == 1  # a completion needs the full distribution
+    assert p.complete(field, "y", 3) and model.steps["step_full"] == 2  # <bos> at load, then this completion's
 
 
 def test_the_cache_is_bounded_and_evicts_the_least_recently_used():

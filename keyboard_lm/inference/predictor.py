@@ -41,8 +41,12 @@ strip needs no work over the vocabulary in numpy. The full distribution
 (``step_full``: V log-probabilities) is computed, at most once per position
 and only when something needs it: a completion, personal words, the user
 history's mixture, a k above K, or blocklisted words among the graph's top K
-that leave fewer than k. Both paths rank by log-probability, ties by id
-ascending (TFLite's TOPK_V2 order), so they return the same answers.
+that leave fewer than k. A session that completed at one position steps the
+next one in full at once (a user who types letters keeps doing so; one step
+then serves strip and completions), and every sentence start reads the
+``<bos>`` distribution the predictor computed at load. Both paths rank by
+log-probability, ties by id ascending (TFLite's TOPK_V2 order), so they return
+the same answers.
 
 Stateless calls (``Predictor.suggest``/``complete``) keep the states of
 recent token prefixes in a per-predictor cache (see ``Predictor``), so a call
@@ -119,6 +123,9 @@ class Predictor:
         zero.setflags(write=False)
         top_ids, top_log_probs, state = model.step(SPECIAL_TOKENS.bos_id, zero)
         self._bos_position = (zero, state, top_ids, top_log_probs)
+        # and its full distribution, which a completion at a sentence start reads (shared, read-only)
+        self._bos_log_probs, _ = model.step_full(SPECIAL_TOKENS.bos_id, zero)
+        self._bos_log_probs.setflags(write=False)
         self.prefix_cache_size = prefix_cache_size
         self._prefix_cache = PrefixCache(model, prefix_cache_size, self._bos_position)
 
@@ -209,6 +216,9 @@ class Session:
         self.personal: PersonalState | None = None
         self.history, self.learning, self.history_weight = history, learn, HISTORY_WEIGHT
         self._personal_sorted: list[tuple[str, int]] = []
+        # Whether a completion read the full distribution at the current position: the user types
+        # letters, and will probably do so after the next word too (see _step).
+        self._completed_here = False
         self.reset()
 
     # -- model steps ---------------------------------------------------------
@@ -222,6 +232,7 @@ class Session:
     def _step(self, token: int | None, personal_index: int | None, state: np.ndarray) -> None:
         """One model input: a vocabulary id, or a personal word (its adapted embedding)."""
         self._last_input = (token, personal_index, state)  # to redo the step, or compute the full distribution
+        typing, self._completed_here = self._completed_here, False
         if self._personal_active():
             if personal_index is not None:
                 logits, output, self._state = self._model.step_embedding(
@@ -233,8 +244,10 @@ class Session:
             self._full = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
             self._graph_top = None
             self._output, self._vocab_logits = output, logits
-        elif self.history is not None and self.history_weight > 0:
-            # The history's mixture reads the model's probability of its candidates: the full step.
+        elif (self.history is not None and self.history_weight > 0) or typing:
+            # The history's mixture reads the model's probability of its candidates; a user who typed letters
+            # at the last position will likely complete here too. One full step then serves the strip and the
+            # completions, instead of the graph's top K now and the full step again at the first letter.
             self._full, self._state = self._model.step_full(token, state)
             self._graph_top = None
             self._output = self._vocab_logits = None
@@ -252,6 +265,8 @@ class Session:
         before, self._state, top_ids, top_log_probs = position
         self._last_input = (token, None, before)
         self._set_graph_top(top_ids, top_log_probs)
+        if position is self.predictor._bos_position:  # a sentence start: its distribution was computed at load
+            self._full = self.predictor._bos_log_probs
 
     @property
     def _log_probs(self) -> np.ndarray:
@@ -395,6 +410,7 @@ class Session:
             lo = bisect.bisect_left(self._personal_sorted, (normalized,))
             hi = bisect.bisect_left(self._personal_sorted, (normalized + "\U0010ffff",))
             personal = [i for _, i in self._personal_sorted[lo:hi]]
+        self._completed_here = True
         return self._top(self.predictor._prefix_ids(normalized), personal, k, prefix=normalized)
 
     # -- personal words --------------------------------------------------------
