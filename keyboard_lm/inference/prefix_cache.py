@@ -40,7 +40,6 @@ _SPACE_SPLITS_SCANS = (" " in spec.URL_STOP and " " not in spec.NUMBER_JOINERS +
                        and all(not p.startswith(" ") for p in spec.URL_PREFIXES))
 
 
-
 class PrefixCache:
     """Positions (state before the last input, state after it, top ids, top log-probs) of recent prefixes.
 

@@ -50,9 +50,7 @@ public final class Session {
     private final int rewindDepth;
     private final int[] allIds;
 
-    private float[] logProbs;
-    private float[] state;
-    /** The result logProbs and state belong to. */
+    /** The session's log-probs and state: the result of its last step. */
     private StepEngine.FullStep current;
     /** Results no one holds, for the next steps to write into (at most {@link #SPARES}). */
     private final ArrayDeque<StepEngine.FullStep> spares = new ArrayDeque<StepEngine.FullStep>();
@@ -74,8 +72,6 @@ public final class Session {
     /** Holds the session's result of the time, not a copy: each step writes into a result no one holds. */
     private static final class Snapshot {
         final StepEngine.FullStep step;
-        final float[] logProbs;
-        final float[] state;
         final int wordsInSentence;
         final int steps;
         final int inputsInChunk;
@@ -83,8 +79,6 @@ public final class Session {
 
         Snapshot(Session s) {
             step = s.current;
-            logProbs = s.logProbs;
-            state = s.state;
             wordsInSentence = s.wordsInSentence;
             steps = s.steps;
             inputsInChunk = s.inputsInChunk;
@@ -133,8 +127,6 @@ public final class Session {
     private void advance(int token, float[] from) {
         StepEngine.FullStep previous = current;
         current = engine.stepFull(token, from, spares.pollLast());
-        logProbs = current.logProbs;
-        state = current.state;
         release(previous);
     }
 
@@ -147,8 +139,6 @@ public final class Session {
         System.arraycopy(start.logProbs, 0, into.logProbs, 0, start.logProbs.length);
         System.arraycopy(start.state, 0, into.state, 0, start.state.length);
         current = into;
-        logProbs = into.logProbs;
-        state = into.state;
         release(previous);
         wordsInSentence = 0;
         steps = 1;
@@ -184,7 +174,7 @@ public final class Session {
     void commitWord(String word, boolean learn) {
         if (word == null) throw new IllegalArgumentException("word must not be null");
         remember();
-        float[] from = state;
+        float[] from = current.state;
         if (inputsInChunk == seqLen) {
             // A new training chunk: the model never saw a state older than seqLen inputs.
             from = zeros;
@@ -269,8 +259,6 @@ public final class Session {
         StepEngine.FullStep dropped = current;
         current = s.step;
         release(dropped);
-        logProbs = s.logProbs;
-        state = s.state;
         wordsInSentence = s.wordsInSentence;
         steps = s.steps;
         inputsInChunk = s.inputsInChunk;
@@ -285,7 +273,7 @@ public final class Session {
 
     /** Next-word candidates after the committed text (shown after a space), most likely first. */
     public List<Suggestion> suggestions(int k) {
-        return withHistory(predictor.top(logProbs, allIds, k), k, "");
+        return withHistory(predictor.top(current.logProbs, allIds, k), k, "");
     }
 
     /** The most probable vocabulary words starting with {@code prefix} (the word being typed). */
@@ -293,7 +281,7 @@ public final class Session {
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = strip(TextSpec.normalize(prefix));
         if (normalized.isEmpty()) return suggestions(k);
-        return withHistory(predictor.top(logProbs, predictor.prefixIds(normalized), k), k, normalized);
+        return withHistory(predictor.top(current.logProbs, predictor.prefixIds(normalized), k), k, normalized);
     }
 
     /**
@@ -319,7 +307,7 @@ public final class Session {
             if (vocab.contains(word)) {
                 id = vocab.idOf(word);
                 if (predictor.neverSuggested(id)) continue;
-                logProb = logProbs[id];
+                logProb = current.logProbs[id];
                 pModel = modelProbability(logProb);
             }
             scores.put(word, new Suggestion(word, id, logProb, (1 - a) * pModel + a * e.getValue()));
@@ -404,6 +392,6 @@ public final class Session {
 
     /** The log-prob of every vocabulary id after the committed text (a copy). */
     public float[] logProbs() {
-        return logProbs.clone();
+        return current.logProbs.clone();
     }
 }
