@@ -34,20 +34,24 @@ def log_softmax(scores: np.ndarray) -> np.ndarray:
 
 def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
     """Per-position sums for scores [N, V] and targets [N] (pad targets ignored)."""
-    scores = scores.astype(np.float64, copy=False)
-    m = scores.max(axis=-1, keepdims=True)
-    log_z = (m[:, 0] + np.log(np.exp(scores - m).sum(axis=-1)))  # not log_softmax: only the targets' entries are needed
-    ce = log_z - scores[np.arange(len(targets)), targets]
-    masked = scores.copy()
-    masked[:, list(_SP.ids)] = -np.inf
-    top3 = np.argpartition(-masked, 3, axis=-1)[:, :3] if masked.shape[1] > 3 else np.argsort(-masked)[:, :3]
-    top3_scores = np.take_along_axis(masked, top3, axis=-1)
+    scores = np.asarray(scores)
+    rows = np.arange(len(targets))
+    m = scores.max(axis=-1, keepdims=True).astype(np.float64)
+    z = scores - m  # one float64 [N, V] buffer, exponentiated in place: only the targets' entries are needed
+    np.exp(z, out=z)
+    ce = m[:, 0] + np.log(z.sum(axis=-1)) - scores[rows, targets]
+    # Special tokens are the first ids of every vocabulary (text spec): candidates are the columns after them.
+    first = len(_SP.tokens)
+    words = scores[:, first:]
+    top3 = (np.argpartition(words, words.shape[1] - 3, axis=-1)[:, -3:] if words.shape[1] > 3
+            else np.argsort(-words, axis=-1)[:, :3]) + first
+    top3_scores = np.take_along_axis(scores, top3, axis=-1)
     top1 = np.take_along_axis(top3, np.argmax(top3_scores, axis=-1)[:, None], axis=-1)[:, 0]
     hit1 = top1 == targets
     hit3 = (top3 == targets[:, None]).any(axis=-1)
     token = targets != _SP.pad_id
     event = token & (targets != _SP.eos_id)
-    iv = targets >= len(_SP.tokens)
+    iv = targets >= first
     return {"hit1": hit1 & event, "hit3": hit3 & event, "events": event,
             "iv_hit1": hit1 & iv, "iv_hit3": hit3 & iv, "iv_events": iv,
             "ce": np.where(token, ce, 0.0), "tokens": token, "oov": event & (targets == _SP.oov_id)}

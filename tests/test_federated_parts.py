@@ -195,3 +195,32 @@ def test_zero_initialized_client_models_do_not_touch_initial_weights():
     spec = (tf.TensorSpec([None, 6], tf.int32),) * 2
     weights = build_process(ModelConfig("cifg", 50, 8, 16), FederatedConfig(), spec).initialize().global_model_weights
     assert all(np.abs(w).max() > 0 for w in weights.trainable[:2])  # embedding and cell kernel drawn at random
+
+
+def test_a_process_built_again_from_the_same_parts_is_reused_and_draws_the_same_weights():
+    """Reuse keys on everything traced into the process, the seed too (Keras draws the initial weights while
+    tracing, from the global seeds the trainer sets from it), and not on what only the driver reads."""
+    import dataclasses
+
+    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.models.config import ModelConfig
+
+    def build(config, reuse=True):
+        tf.keras.utils.set_random_seed(config.seed)  # as train_federated does before building
+        return build_process(model, config, spec, reuse=reuse)
+
+    def initial(process):
+        return process.initialize().global_model_weights.trainable
+
+    spec = (tf.TensorSpec([None, 6], tf.int32),) * 2
+    model, config = ModelConfig("cifg", 50, 8, 16), FederatedConfig(seed=5, dropout=0.0)
+    process = build(config)
+    driver_only = dataclasses.replace(config, rounds=3, clients_per_round=2, validation_fraction=0.0,
+                                      lr_decay=1.0, weight_average=0.0)
+    assert build(driver_only) is process
+    fresh = build(config, reuse=False)
+    assert fresh is not process
+    for a, b in zip(initial(process), initial(fresh)):
+        np.testing.assert_array_equal(a, b)
+    other = build(dataclasses.replace(config, seed=6))
+    assert other is not process and not np.array_equal(initial(other)[0], initial(process)[0])

@@ -15,7 +15,9 @@ TFF's defaults, with less fixed work per client in its C++ runtime.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 
 import numpy as np
 import tensorflow as tf
@@ -201,15 +203,48 @@ def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: floa
         loop=loop, client_model_fn=client_model_fn)
 
 
+# Fields of FederatedConfig that only the driver reads (how many rounds and clients, validation, the rate's
+# decay, the average); every other field, the seed included (the initial weights are drawn inside
+# ``initialize``), is part of the built computations.
+_DRIVER_FIELDS = frozenset({"clients_per_round", "rounds", "validation_fraction", "lr_decay", "weight_average"})
+_BUILT: collections.OrderedDict = collections.OrderedDict()
+_BUILT_KEEP = 4
+
+
 def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec, metrics: bool = True,
-                  loop: str = DEFAULT_LOOP, zero_init_clients: bool = True):
+                  loop: str = DEFAULT_LOOP, zero_init_clients: bool = True, reuse: bool = False):
     """The ``tff.learning.templates.LearningProcess`` for ``config``.
 
     ``loop``: see ``compose_fed_avg``; ``zero_init_clients`` builds client work
     from a model whose weights start at zero (they are overwritten by the
     broadcast model), sparing TFF's runtime the random initializers for every
     client of every round (FedSGD, built by TFF, keeps its own).
+
+    Tracing a process costs seconds of CPU.  With ``reuse`` the last few
+    processes built in this Python process are kept, and one asked for again
+    with the same model, input spec and traced fields of ``config`` is
+    returned instead of traced again: a resumed run, a sweep over rounds or
+    cohort sizes, a second run in a notebook.  A process is a set of
+    immutable computations, so nothing carries over from one run to the
+    next except the initial weights, which Keras draws while tracing from
+    the global seeds: pass ``reuse`` only where they were just set from
+    ``config.seed`` (``tf.keras.utils.set_random_seed``, as
+    ``train_federated`` does), so that the seed in the key decides them.
     """
+    built_from = {k: v for k, v in dataclasses.asdict(config).items() if k not in _DRIVER_FIELDS}
+    key = (repr(model_config), repr(built_from), repr(input_spec), metrics, loop, zero_init_clients)
+    if reuse and key in _BUILT:
+        _BUILT.move_to_end(key)
+        return _BUILT[key]
+    process = _build_process(model_config, config, input_spec, metrics, loop, zero_init_clients)
+    if reuse:
+        _BUILT[key] = process
+        while len(_BUILT) > _BUILT_KEEP:
+            _BUILT.popitem(last=False)
+    return process
+
+
+def _build_process(model_config, config, input_spec, metrics, loop, zero_init_clients):
     model_fn = model_fn_for(model_config, input_spec, metrics, config.dropout)
     client_model_fn = (model_fn_for(model_config, input_spec, metrics, config.dropout, zero_init=True)
                        if zero_init_clients else None)
