@@ -79,8 +79,10 @@ def test_command_prints_a_ranked_table_and_writes_the_frontier_png(capsys, tmp_p
     assert planner.cmd_privacy_plan(_args(png=str(png))) == 0
     out = capsys.readouterr().out
     assert "ranked by noise-batch ratio" in out and "client-steps" in out and "rho" in out
-    lines = [ln for ln in out.splitlines() if ln.strip()[:1].isdigit()]
+    table, profile = out.split("privacy profile of rank 1")
+    lines = [ln for ln in table.splitlines() if ln.strip()[:1].isdigit()]
     assert len(lines) == len(planner.cohort_grid(2000, 400))
+    assert "TPR-FPR" in profile
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -112,7 +112,8 @@ def register(sub) -> None:
     priv = sub.add_parser("privacy", help="differential privacy tools").add_subparsers(
         dest="privacy_command", required=True)
     pp = priv.add_parser("plan", help="noise multiplier per cohort size for a target (eps, delta), "
-                                      "ranked by the noise-batch ratio z*clip/K")
+                                      "ranked by the noise-batch ratio z*clip/K, and the privacy profile "
+                                      "(eps at several deltas) of the top row")
     pp.add_argument("--epsilon", type=positive_float, required=True, help="target epsilon")
     pp.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
     pp.add_argument("--population", type=positive_int, required=True, help="N, clients in the population")
@@ -121,6 +122,9 @@ def register(sub) -> None:
                     help="top of the cohort grid (min(N, 10000))")
     pp.add_argument("--mechanism", choices=("fedavg", "ftrl"), default="fedavg", help="(fedavg)")
     pp.add_argument("--clip", type=positive_float, default=1.0, help="L2 clip C of the noise-batch ratio (1.0)")
+    pp.add_argument("--tree-restart", default=None, metavar="none|epoch|ROUNDS",
+                    help="--mechanism ftrl: one tree (none, the default), a new tree every N // K rounds (epoch) "
+                         "or every ROUNDS rounds, as train --dp-tree-restart")
     pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=cmd_privacy_plan)

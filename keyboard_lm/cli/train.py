@@ -81,7 +81,8 @@ def warm_start_from_args(args):
     return init
 
 
-_DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon")
+_DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon",
+             "dp_tree_restart")
 
 
 def dp_options(args):
@@ -98,7 +99,7 @@ def dp_options(args):
         raise ConfigError("--dp needs --dp-clip C (or, with --dp fedavg, --dp-clip-quantile Q)")
     return DPOptions(args.dp, noise_multiplier=args.dp_noise_multiplier, clip=args.dp_clip,
                      clip_quantile=args.dp_clip_quantile, delta=args.dp_delta, sampling=args.dp_sampling,
-                     target_epsilon=args.dp_epsilon)
+                     target_epsilon=args.dp_epsilon, tree_restart=args.dp_tree_restart)
 
 
 def _train_centralized(args, init=None) -> int:
@@ -339,6 +340,10 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                      help="delta of the reported (eps, delta) (1 / population^1.1)")
     dpg.add_argument("--dp-sampling", choices=("poisson", "fixed", "schedule"), default=None,
                      help="fedavg: poisson (default) or fixed-size; ftrl: schedule")
+    dpg.add_argument("--dp-tree-restart", default=None, metavar="none|epoch|ROUNDS",
+                     help="--dp ftrl: one tree for the whole run (none, the default), a new tree every epoch "
+                          "(N // K rounds, so each tree holds a client at most once: lower eps at the same noise, "
+                          "but each finished tree's noise stays in the model), or every ROUNDS rounds")
 
 
 def register(sub) -> None:

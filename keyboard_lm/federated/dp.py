@@ -19,10 +19,13 @@ DP-FedAvg (McMahan et al. 2018) is unweighted FedAvg
 (``process.compose_fed_avg``, as ``build_unweighted_fed_avg``) around
 ``gaussian_fixed`` or, with a target quantile, ``gaussian_adaptive`` (the
 clip follows a privately estimated quantile of update norms, Andrew, Thakkar
-et al. 2021).  DP-FTRL (Kairouz et al. 2021) is the same loop around
-``tree_aggregation``, which emits each round the difference of two noisy
-prefix sums from a binary tree; SGD with momentum on those residuals is the
-paper's DP-FTRLM with a constant learning rate and no tree restart.
+et al. 2021).  DP-FTRL (Kairouz et al. 2021) is the same loop around the
+query of ``tree_aggregation``, which emits each round the difference of two
+noisy prefix sums from a binary tree; SGD with momentum on those residuals is
+the paper's DP-FTRLM with a constant learning rate.  With a restart period
+the query is wrapped in tensorflow_privacy's ``RestartQuery``, as TFF's
+``tree_adaptive`` wraps its own (``tree_query``): every P rounds the tree
+starts again, empty, with fresh noise (DP-FTRL-TreeRestart).
 
 DP aggregation is unweighted: with a mean weighted by example counts one
 client could outweigh the clip.  ``check_dp_settings`` refuses what DP
@@ -37,8 +40,9 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.process import compose_fed_avg, model_fn_for, server_optimizer_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
-from keyboard_lm.privacy.accounting import fedavg_epsilon, rho_to_epsilon
+from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
 from keyboard_lm.privacy.config import DPConfig, DPOptions
+from keyboard_lm.privacy.profile import ADVANTAGE, format_profile, privacy_profile, profile_deltas
 from keyboard_lm.privacy.sampling import (fixed_size_sample, ftrl_participation, ftrl_schedule, poisson_sample,
                                           tree_sensitivity)
 
@@ -99,6 +103,41 @@ def trainable_specs(model_fn):
     return tff.types.type_to_tf_tensor_specs(weights_type.trainable)
 
 
+def tree_query(dp: DPConfig, record_specs, *, noise_seed: int | None = None):
+    """DP-FTRL's query: the tree's residuals of noisy prefix sums over K, restarted every ``dp.restart_period``.
+
+    Without a restart this is the query TFF's
+    ``DifferentiallyPrivateFactory.tree_aggregation(z, K, clip, record_specs)``
+    builds: ``TreeResidualSumQuery.build_l2_gaussian_query`` (node noise std
+    z * clip, Honaker's efficient tree) in a ``NormalizedQuery`` dividing by
+    K.  With a period P the sum query goes inside ``RestartQuery`` with
+    ``PeriodicRoundRestartIndicator(P)``, the wrapping TFF's ``tree_adaptive``
+    uses: after the P-th, 2P-th, ... round the tree is reset
+    (``TreeResidualSumQuery.reset_state``: empty tree, the previous prefix
+    noise forgotten, the noise generator's stream continued), so trees hold
+    rounds [1, P], [P + 1, 2P], ...  The counter lives in the aggregator's
+    state, which the run's checkpoints hold, so a resumed run restarts where
+    an uninterrupted one would.
+
+    Args:
+      dp: DP settings with mechanism ``ftrl``.
+      record_specs: the trainable weights' TensorSpecs (``trainable_specs``).
+      noise_seed: seed of the tree's noise (None: from the clock).
+    Returns:
+      A ``tensorflow_privacy`` ``NormalizedQuery`` for ``DifferentiallyPrivateFactory``.
+    """
+    # tensorflow_privacy 0.9.0, the version TFF 0.87 pins (and has loaded by now).
+    from tensorflow_privacy.privacy.dp_query.normalized_query import NormalizedQuery
+    from tensorflow_privacy.privacy.dp_query.restart_query import PeriodicRoundRestartIndicator, RestartQuery
+    from tensorflow_privacy.privacy.dp_query.tree_aggregation_query import TreeResidualSumQuery
+
+    query = TreeResidualSumQuery.build_l2_gaussian_query(float(dp.clip), float(dp.noise_multiplier), record_specs,
+                                                         noise_seed=noise_seed)
+    if dp.restart_period is not None:
+        query = RestartQuery(query, PeriodicRoundRestartIndicator(period=dp.restart_period))
+    return NormalizedQuery(query, denominator=float(dp.clients_per_round))
+
+
 def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | None = None):
     """The DP model aggregator of ``dp``: non-finite zeroing ( DP mean ).
 
@@ -106,8 +145,10 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
       dp: ``fedavg`` gives ``gaussian_fixed(z, K, clip)`` or, with
         ``clip_quantile``, ``gaussian_adaptive(z, K,
         target_unclipped_quantile=clip_quantile)`` (TFF's defaults: initial
-        clip 0.1, learning rate 0.2); ``ftrl`` gives ``tree_aggregation(z, K,
-        clip, record_specs)``.
+        clip 0.1, learning rate 0.2); ``ftrl`` gives
+        ``DifferentiallyPrivateFactory(tree_query(dp, record_specs))``, the
+        query of ``tree_aggregation(z, K, clip, record_specs)`` with the tree
+        restarted every ``dp.restart_period`` rounds (if set).
       record_specs: the trainable weights' TensorSpecs (``trainable_specs``),
         needed by ``ftrl``.
       noise_seed: seed of the tree's noise (``ftrl``; None: drawn from the
@@ -126,7 +167,7 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
     else:
         if record_specs is None:
             raise ConfigError("DP-FTRL needs the model's trainable weight specs (record_specs)")
-        inner = factory.tree_aggregation(z, k, float(dp.clip), record_specs, noise_seed=noise_seed)
+        inner = factory(tree_query(dp, record_specs, noise_seed=noise_seed))
     return UnweightedNonFiniteZeroingFactory(inner)
 
 
@@ -162,9 +203,10 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
     """DP-FTRLM (Kairouz et al. 2021): tree-aggregated noise, server SGD with momentum.
 
     The tree emits the residual of the noisy prefix sums each round; heavy-ball
-    momentum (no Nesterov) on it at a constant learning rate, without tree
-    restarts, is the paper's DP-FTRLM.  Clients follow a participation
-    schedule, not random sampling (``sampling.ftrl_schedule``).
+    momentum (no Nesterov) on it at a constant learning rate is the paper's
+    DP-FTRLM; ``dp.tree_restart`` starts a new tree every epoch or every P
+    rounds (``tree_query``; the momentum carries over).  Clients follow a
+    participation schedule, not random sampling (``sampling.ftrl_schedule``).
 
     Args:
       model_fn, dp: as ``build_dp_fed_avg``, mechanism ``ftrl``.
@@ -231,7 +273,8 @@ class DPRun:
             from keyboard_lm.privacy.planner import noise_for
 
             delta = options.for_population(n, k, noise_multiplier=0.0).delta
-            z = noise_for(options.target_epsilon, delta, n, config.rounds, k, options.mechanism)
+            z = noise_for(options.target_epsilon, delta, n, config.rounds, k, options.mechanism,
+                          options.tree_restart)
         self.options = options
         self.config = options.for_population(n, k, noise_multiplier=z)
         check_dp_settings(self.config, algorithm=config.algorithm, compression=config.compression,
@@ -239,9 +282,9 @@ class DPRun:
         self.client_ids, self.seed = list(client_ids), config.seed
         self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
                          if options.mechanism == "ftrl" else None)
-        # eps after t rounds, asked for by the metrics row and again by run.json
-        # in the same round (fixed-size accounting costs ~0.25 s a call).
-        self._epsilon: dict[int, tuple[float, float | None]] = {}
+        # eps at every profile delta after t rounds, asked for by the metrics row and again by
+        # run.json in the same round (fixed-size accounting costs ~0.25 s a composition).
+        self._epsilon: dict[int, tuple[dict[float, float], float | None]] = {}
 
     @property
     def sampling_probability(self) -> float:
@@ -257,21 +300,39 @@ class DPRun:
 
     def epsilon(self, round_num: int) -> tuple[float, float | None]:
         """(eps at the run's delta, rho-zCDP or None) after rounds 1..``round_num``."""
+        by_delta, rho = self._accounts(round_num)
+        return by_delta[self.config.delta], rho
+
+    def profile(self, round_num: int) -> list[dict]:
+        """eps and the membership-inference bound at several deltas after ``round_num`` rounds
+        (``profile.privacy_profile``), from the composition that gives ``epsilon``."""
+        by_delta, _ = self._accounts(round_num)
+        return privacy_profile(lambda deltas: [by_delta[d] for d in deltas], self.config.population,
+                               self.config.delta)
+
+    def _accounts(self, round_num: int) -> tuple[dict[float, float], float | None]:
+        """({delta: eps} at every profile delta, the run's among them; rho or None): one composition a round."""
         if round_num not in self._epsilon:
-            self._epsilon[round_num] = self._account(round_num)
+            c = self.config
+            deltas = [d for d, _ in profile_deltas(c.population, c.delta)]
+            rho = None
+            if round_num == 0:
+                rho, eps = (0.0 if self.schedule is not None else None), [0.0] * len(deltas)
+            elif self.schedule is not None:
+                rho = (math.inf if c.noise_multiplier == 0 else
+                       tree_sensitivity(c.population, c.clients_per_round, round_num, c.restart_period)
+                       / (2 * c.noise_multiplier ** 2))
+                eps = rho_to_epsilons(rho, deltas)
+            else:
+                eps = fedavg_epsilons(c.noise_multiplier, self.sampling_probability, round_num, deltas,
+                                      self.options.sampling, c.population)
+            self._epsilon[round_num] = dict(zip(deltas, eps)), rho
         return self._epsilon[round_num]
 
-    def _account(self, round_num: int) -> tuple[float, float | None]:
-        c = self.config
-        if round_num == 0:
-            return 0.0, (0.0 if self.schedule is not None else None)
-        if self.schedule is not None:
-            if c.noise_multiplier == 0:
-                return math.inf, math.inf
-            rho = tree_sensitivity(c.population, c.clients_per_round, round_num) / (2 * c.noise_multiplier ** 2)
-            return rho_to_epsilon(rho, c.delta), rho
-        return fedavg_epsilon(c.noise_multiplier, self.sampling_probability, round_num, c.delta,
-                              self.options.sampling, c.population), None
+    def trees(self, round_num: int) -> int:
+        """DP-FTRL trees begun in rounds 1..``round_num`` (1 without restarts)."""
+        period = self.config.restart_period
+        return -(-round_num // period) if period else min(round_num, 1)
 
     def info(self, round_num: int) -> dict:
         """The run.json / model card record after ``round_num`` rounds."""
@@ -286,21 +347,47 @@ class DPRun:
                "noise_batch_ratio": (c.noise_multiplier * c.clip / c.clients_per_round
                                      if c.clip is not None else None),
                "unit": "user = one training client of the partition",
-               "accountant": ("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
+               "accountant": (("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
+                               if c.restart_period is None else
+                               f"zCDP of the trees (restarted every {c.restart_period} rounds), summed over each "
+                               "client's trees, exact for the cyclic schedule (Kairouz et al. 2021, App. D)")
                               if self.schedule is not None else
                               "RDP, dp_accounting 0.4.3 (" + ("Poisson-sampled Gaussian, add/remove-one"
                                                              if self.options.sampling == "poisson" else
                                                              "sampled without replacement, replace-one") + ")")}
         if self.schedule is not None:
             out.update(max_participations=self.schedule.max_participations,
-                       min_separation=self.schedule.min_separation)
+                       min_separation=self.schedule.min_separation, tree_restart=c.tree_restart,
+                       restart_period=c.restart_period, trees=self.trees(round_num))
             out["max_participations_so_far"], _ = ftrl_participation(c.population, c.clients_per_round,
                                                                      round_num) if round_num else (0, 0)
         else:
             out["sampling_probability"] = self.sampling_probability
         if c.clip_quantile is not None:
             out["clip"] = "adaptive"
+        out["profile"] = self.profile(round_num)
+        out["profile_advantage"] = ADVANTAGE
         return out
+
+    def summary(self, round_num: int) -> str:
+        """One line on the run's DP settings and its eps after ``round_num`` rounds."""
+        d = self.info(round_num)
+        name = "DP-FedAvg" if d["mechanism"] == "fedavg" else "DP-FTRL"
+        eps = d["epsilon"] if isinstance(d["epsilon"], str) else f"{d['epsilon']:.3g}"
+        restart = ""
+        if self.schedule is not None:
+            restart = ("one tree, no restart; " if d["restart_period"] is None else
+                       f"tree restarted every {d['restart_period']} rounds"
+                       + (" (an epoch)" if d["tree_restart"] == "epoch" else "") + f", {d['trees']} trees; ")
+        return (f"{name}: noise multiplier {d['noise_multiplier']:.4g}, clip {d['clip']}, {d['sampling']} sampling, "
+                f"{d['clients_per_round']} of {d['population']} clients a round; {restart}eps {eps} at delta "
+                f"{d['delta']:.3g} after {d['rounds']} rounds"
+                + (f" (noise-batch ratio {d['noise_batch_ratio']:.3g})" if d["noise_batch_ratio"] is not None else ""))
+
+    def report(self, round_num: int) -> str:
+        """``summary`` and the privacy profile table after ``round_num`` rounds (the end of a run)."""
+        table = format_profile(self.profile(round_num), f"privacy profile after {round_num} rounds")
+        return f"{self.summary(round_num)}\n{table}"
 
     def process(self, model_config, input_spec, config, metrics: bool = False):
         """The TFF learning process of this run (``build_dp_process``)."""

@@ -182,9 +182,7 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
     options = None
     if dp:
         # The noise multiplier the run used (calibrated or given); its target eps held for its own rounds.
-        options = DPOptions(dp["mechanism"], noise_multiplier=dp["noise_multiplier"],
-                            clip=None if dp["clip_quantile"] is not None else dp["clip"],
-                            clip_quantile=dp["clip_quantile"], delta=dp["delta"], sampling=dp["sampling"])
+        options = DPOptions.from_record(dp)
         if config.rounds != saved["rounds"]:
             log(f"resume: {config.rounds} rounds instead of {saved['rounds']}; eps is accounted for the "
                 "rounds actually run")
@@ -196,16 +194,6 @@ def _dp_clip(aggregator_metrics, fallback):
     """The DP clip the round used: the adaptive estimate TFF reports, else the fixed clip."""
     query = (aggregator_metrics.get("inner") or {}).get("dp_query_metrics") or {}
     return float(query["clip"]) if "clip" in query else fallback
-
-
-def _dp_summary(d: dict) -> str:
-    """One line on a DP run's settings and its eps after all rounds."""
-    name = "DP-FedAvg" if d["mechanism"] == "fedavg" else "DP-FTRL"
-    eps = d["epsilon"] if isinstance(d["epsilon"], str) else f"{d['epsilon']:.3g}"
-    return (f"{name}: noise multiplier {d['noise_multiplier']:.4g}, clip {d['clip']}, {d['sampling']} sampling, "
-            f"{d['clients_per_round']} of {d['population']} clients a round; eps {eps} at delta {d['delta']:.3g} "
-            f"after {d['rounds']} rounds" + (f" (noise-batch ratio {d['noise_batch_ratio']:.3g})"
-                                             if d["noise_batch_ratio"] is not None else ""))
 
 
 def _assign(process, state, keras_model, average: ServerAverage | None) -> None:
@@ -329,7 +317,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     # on held-out clients, and per-batch top-k over V words would cost more
     # than the cell itself (TFF should be no slower than plain TensorFlow).
     process = (dp_run.process(model_config, input_spec, config) if dp_run is not None
-               else build_process(model_config, config, input_spec, metrics=False))
+               else build_process(model_config, config, input_spec, metrics=False, reuse=True))
     manifest = None
     if worker_data is not None:
         from keyboard_lm.federated import worker_data as wd
@@ -402,7 +390,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         + (f"{len(val_ids)} for validation, " if val_ids else "") + f"{len(heldout_ids)} held-out, "
         f"{config.clients_per_round}/round; upload {sent:,} B/client/round vs {raw:,} B float32")
     if dp_run is not None:
-        log(_dp_summary(dp_run.info(config.rounds)))
+        log(dp_run.summary(config.rounds))
 
     writer = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
     limit = math.log(len(vocab)) * loop.divergence_factor
@@ -536,6 +524,6 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
             f"perplexity {best['heldout']['perplexity']:.1f}")
         result = best_result if best_result is not None else {"pooled": best["heldout"]}
     if dp_run is not None:
-        log(_dp_summary(dp_run.info(config.rounds)))
+        log(dp_run.report(config.rounds))
     return result or {}
 

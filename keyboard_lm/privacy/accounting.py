@@ -4,7 +4,9 @@ DP-FedAvg: T-fold composition of a Poisson-subsampled Gaussian (RDP accountant,
 add/remove-one) or a fixed-size sample without replacement (RDP accountant,
 replace-one). DP-FTRL: rho-zCDP of the tree for one participation per client,
 ceil(log2(T+1)) / (2 z^2) (Kairouz et al. 2021, App. D), converted to (eps, delta)
-through RDP of order a, rho * a.
+through RDP of order a, rho * a; with several participations, or tree restarts,
+rho = S / (2 z^2) with S from ``sampling.tree_sensitivity``.  Each ``*_epsilons``
+gives eps at several deltas from one composition (the run's privacy profile).
 """
 
 import math
@@ -49,16 +51,22 @@ def fedavg_event(noise_multiplier, sampling_probability, rounds, sampling="poiss
 
 def fedavg_epsilon(noise_multiplier, sampling_probability, rounds, delta, sampling="poisson", population=None):
     """eps at ``delta`` after ``rounds`` rounds of DP-FedAvg (RDP accountant)."""
-    _check(delta=delta)
+    return fedavg_epsilons(noise_multiplier, sampling_probability, rounds, [delta], sampling, population)[0]
+
+
+def fedavg_epsilons(noise_multiplier, sampling_probability, rounds, deltas, sampling="poisson", population=None):
+    """eps at each of ``deltas`` after ``rounds`` rounds of DP-FedAvg: one composition, one eps per delta."""
+    for delta in deltas:
+        _check(delta=delta)
     if rounds == 0:
-        return 0.0
+        return [0.0 for _ in deltas]
     if noise_multiplier == 0:
-        return math.inf
+        return [math.inf for _ in deltas]
     relation = (dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE if sampling == "poisson"
                 else dp_accounting.NeighboringRelation.REPLACE_ONE)
     acc = dp_accounting.rdp.RdpAccountant(_SAMPLED_ORDERS, relation)
     acc.compose(fedavg_event(noise_multiplier, sampling_probability, rounds, sampling, population))
-    return acc.get_epsilon(delta)
+    return [acc.get_epsilon(delta) for delta in deltas]
 
 
 def tree_rho_single_participation(noise_multiplier, rounds):
@@ -71,9 +79,15 @@ def tree_rho_single_participation(noise_multiplier, rounds):
 
 def rho_to_epsilon(rho, delta):
     """(eps, delta) implied by rho-zCDP, via RDP of order a equal to rho * a."""
-    _check(delta=delta)
+    return rho_to_epsilons(rho, [delta])[0]
+
+
+def rho_to_epsilons(rho, deltas):
+    """eps at each of ``deltas`` implied by rho-zCDP (``rho_to_epsilon`` per delta)."""
+    for delta in deltas:
+        _check(delta=delta)
     if math.isinf(rho):
-        return math.inf
+        return [math.inf for _ in deltas]
     orders = np.asarray(_ORDERS)
-    eps, _ = dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon(orders, rho * orders, delta)
-    return float(eps)
+    return [float(dp_accounting.rdp.rdp_privacy_accountant.compute_epsilon(orders, rho * orders, delta)[0])
+            for delta in deltas]

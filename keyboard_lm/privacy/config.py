@@ -2,11 +2,40 @@
 
 import dataclasses
 import math
-from typing import Optional
+from typing import Optional, Union
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.privacy.sampling import restart_period
 
 MECHANISMS = ("fedavg", "ftrl")
+
+#: DP-FTRL tree restarts by name; a whole number >= 1 is a period in rounds.  The first is the default.
+TREE_RESTARTS = ("none", "epoch")
+
+
+def tree_restart_setting(value, flag: str = "--dp-tree-restart") -> Union[str, int]:
+    """``none``, ``epoch`` or a restart period in rounds (int >= 1), from a flag's text or a Python value.
+
+    ``none``: one tree for the whole run (DP-FTRL-NoTreeRestart in
+    tensorflow_privacy's tree accountant, Kairouz et al. 2021, App. D).
+    ``epoch``: a new tree every N // K rounds, the longest stretch of the
+    cyclic schedule in which no client appears twice, so each tree holds at
+    most one participation per client (DP-FTRL-TreeRestart).  A number P: a
+    new tree every P rounds (the ``restart_period`` of tensorflow_privacy's
+    DP-FTRL optimizers).
+
+    Raises:
+      ConfigError naming ``flag`` for anything else.
+    """
+    if isinstance(value, str) and value.strip().lower() in TREE_RESTARTS:
+        return value.strip().lower()
+    try:
+        period = int(value) if not isinstance(value, (bool, float)) else None
+    except (TypeError, ValueError):
+        period = None
+    if period is None or period < 1:
+        raise ConfigError(f"{flag} must be {', '.join(TREE_RESTARTS)} or a number of rounds >= 1, got {value!r}")
+    return period
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +44,9 @@ class DPConfig:
 
     ``delta`` defaults to 1 / population**1.1 (Gboard's convention of a delta
     below 1/N). Exactly one of ``clip`` (fixed clipping) and ``clip_quantile``
-    (adaptive clipping, DP-FedAvg only) is set.
+    (adaptive clipping, DP-FedAvg only) is set.  ``tree_restart`` is DP-FTRL's
+    (``tree_restart_setting``; None gives ``none`` for ftrl) and must stay None
+    for DP-FedAvg, which has no tree.
     """
 
     mechanism: str
@@ -26,10 +57,17 @@ class DPConfig:
     clip_quantile: Optional[float] = None
     delta: Optional[float] = None
     target_epsilon: Optional[float] = None
+    tree_restart: Union[str, int, None] = None
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
             raise ConfigError(f"--dp: unknown mechanism {self.mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+        if self.mechanism == "ftrl":
+            object.__setattr__(self, "tree_restart", tree_restart_setting(
+                TREE_RESTARTS[0] if self.tree_restart is None else self.tree_restart))
+        elif self.tree_restart is not None:
+            raise ConfigError(f"--dp-tree-restart {self.tree_restart} applies to --dp ftrl only "
+                              "(DP-FedAvg adds independent noise each round; it has no tree)")
         if not (self.noise_multiplier >= 0) or math.isinf(self.noise_multiplier):
             raise ConfigError(f"--dp-noise-multiplier must be a finite number >= 0, got {self.noise_multiplier}")
         if self.population < 1:
@@ -52,6 +90,11 @@ class DPConfig:
             raise ConfigError(f"--dp-delta must be in (0, 1), got {self.delta}")
         if self.target_epsilon is not None and not (self.target_epsilon > 0):
             raise ConfigError(f"--dp-target-epsilon must be > 0, got {self.target_epsilon}")
+
+    @property
+    def restart_period(self) -> Optional[int]:
+        """Rounds per DP-FTRL tree: N // K for ``epoch``, the number given, or None (one tree; and DP-FedAvg)."""
+        return restart_period(self.tree_restart, self.population, self.clients_per_round)
 
 
 #: Client sampling per mechanism; the first is the default.
@@ -77,6 +120,8 @@ class DPOptions:
       sampling: ``poisson`` (default) or ``fixed`` for ``fedavg``;
         ``schedule`` (cyclic, min separation) for ``ftrl``.
       target_epsilon: the eps to calibrate z for (with ``noise_multiplier`` None).
+      tree_restart: ``ftrl`` only: ``none`` (default), ``epoch`` or a period
+        in rounds (``tree_restart_setting``).
     """
 
     mechanism: str
@@ -86,6 +131,7 @@ class DPOptions:
     delta: Optional[float] = None
     sampling: Optional[str] = None
     target_epsilon: Optional[float] = None
+    tree_restart: Union[str, int, None] = None
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
@@ -102,8 +148,22 @@ class DPOptions:
         if self.target_epsilon is not None and self.sampling == "fixed":
             raise ConfigError("--dp-epsilon calibrates z for Poisson sampling; with --dp-sampling fixed "
                               "give --dp-noise-multiplier")
-        # Every single setting through DPConfig's own checks (any population will do here).
-        self.for_population(2**31 - 1, 1, noise_multiplier=self.noise_multiplier or 0.0)
+        # Every single setting through DPConfig's own checks (any population will do here),
+        # and the restart setting as DPConfig normalizes it ("3" -> 3, None -> "none" for ftrl).
+        config = self.for_population(2**31 - 1, 1, noise_multiplier=self.noise_multiplier or 0.0)
+        object.__setattr__(self, "tree_restart", config.tree_restart)
+
+    @classmethod
+    def from_record(cls, record: dict) -> "DPOptions":
+        """The options a run used, from its run.json ``differential_privacy`` record (``--resume``).
+
+        The noise multiplier is the one the run used (given or calibrated);
+        runs recorded before tree restarts existed had none.
+        """
+        return cls(record["mechanism"], noise_multiplier=record["noise_multiplier"],
+                   clip=None if record["clip_quantile"] is not None else record["clip"],
+                   clip_quantile=record["clip_quantile"], delta=record["delta"], sampling=record["sampling"],
+                   tree_restart=record.get("tree_restart", "none") if record["mechanism"] == "ftrl" else None)
 
     def for_population(self, population: int, clients_per_round: int,
                        noise_multiplier: Optional[float] = None) -> DPConfig:
@@ -112,4 +172,5 @@ class DPOptions:
         if z is None:
             raise ConfigError("the noise multiplier is not calibrated yet (--dp-epsilon)")
         return DPConfig(self.mechanism, z, population, clients_per_round, clip=self.clip,
-                        clip_quantile=self.clip_quantile, delta=self.delta, target_epsilon=self.target_epsilon)
+                        clip_quantile=self.clip_quantile, delta=self.delta, target_epsilon=self.target_epsilon,
+                        tree_restart=self.tree_restart)

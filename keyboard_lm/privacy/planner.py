@@ -14,9 +14,14 @@ ratio, next to the client-steps K * T each costs:
   accountant (add/remove-one), as ``sampling.poisson_sample`` draws it.
 - ``ftrl``: DP-FTRL (Kairouz et al. 2021) on ``sampling.ftrl_schedule``: the
   tree is rho-zCDP with rho = S / (2 z^2), S = ``sampling.tree_sensitivity``
-  (ceil(log2(T + 1)) for one participation).  RDP of order a is then a * rho,
-  which is the RDP of one Gaussian with noise multiplier z / sqrt(S): that
-  event is what the accountant calibrates.
+  (ceil(log2(T + 1)) for one participation; summed over the trees with
+  ``tree_restart``).  RDP of order a is then a * rho, which is the RDP of one
+  Gaussian with noise multiplier z / sqrt(S): that event is what the
+  accountant calibrates.
+
+Every row also carries its privacy profile (``profile.privacy_profile``: eps
+at several deltas and the membership-inference bound of each, from the
+project's accountant at the planned z); the table prints the top row's.
 
 The RDP accountant runs at dp_accounting's default orders (fractional up to
 10.9, then integers): fast, and sound at large z, where a fine fractional
@@ -34,14 +39,16 @@ import math
 import dp_accounting
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.privacy.config import MECHANISMS
-from keyboard_lm.privacy.sampling import ftrl_participation, tree_sensitivity
+from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
+from keyboard_lm.privacy.config import MECHANISMS, tree_restart_setting
+from keyboard_lm.privacy.profile import format_profile, privacy_profile
+from keyboard_lm.privacy.sampling import ftrl_participation, restart_period, tree_sensitivity
 
 DEFAULT_MAX_CLIENTS = 10_000
 GRID_POINTS = 12
 
 
-def _check(epsilon, delta, population, rounds, clients, mechanism, clip) -> None:
+def _check(epsilon, delta, population, rounds, clients, mechanism, clip, tree_restart=None) -> None:
     if not epsilon > 0 or math.isinf(epsilon):
         raise ConfigError(f"--epsilon must be a finite number > 0, got {epsilon}")
     if not 0 < delta < 1:
@@ -54,6 +61,10 @@ def _check(epsilon, delta, population, rounds, clients, mechanism, clip) -> None
         raise ConfigError(f"--mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if not clip > 0 or math.isinf(clip):
         raise ConfigError(f"--clip must be a finite number > 0, got {clip}")
+    if tree_restart is not None:
+        if mechanism != "ftrl":
+            raise ConfigError(f"--tree-restart {tree_restart} applies to --mechanism ftrl only (DP-FedAvg has no tree)")
+        tree_restart_setting(tree_restart, "--tree-restart")
     for k in clients:
         if not 1 <= k <= population:
             raise ConfigError(f"--max-clients-per-round: a cohort of {k} is outside 1..population ({population})")
@@ -74,24 +85,29 @@ def _accountant():
     return dp_accounting.rdp.RdpAccountant()
 
 
-def _event_maker(mechanism: str, population: int, rounds: int, k: int):
-    """(z -> DpEvent, extra columns) of ``mechanism`` with cohort ``k``."""
+def _event_maker(mechanism: str, population: int, rounds: int, k: int, tree_restart=None):
+    """(z -> DpEvent, extra columns) of ``mechanism`` with cohort ``k`` (and ftrl's ``tree_restart``)."""
     if mechanism == "fedavg":
         q = k / population
         extra = {"sampling": "poisson", "sampling_probability": q}
         return (lambda z: dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), rounds)), extra
     max_part, min_sep = ftrl_participation(population, k, rounds)
-    s = tree_sensitivity(population, k, rounds)
+    restart = tree_restart_setting("none" if tree_restart is None else tree_restart, "--tree-restart")
+    period = restart_period(restart, population, k)
+    s = tree_sensitivity(population, k, rounds, period)
     extra = {"sampling": "ftrl_schedule", "max_participations": max_part, "min_separation": min_sep,
-             "tree_sensitivity": s}
+             "tree_restart": restart, "restart_period": period, "tree_sensitivity": s}
     return (lambda z: dp_accounting.GaussianDpEvent(z / math.sqrt(s))), extra
 
 
 def noise_for(epsilon: float, delta: float, population: int, rounds: int, clients_per_round: int,
-              mechanism: str = "fedavg") -> float:
-    """The smallest noise multiplier z (to 1e-4) meeting (eps, delta); see the module docstring."""
-    make_event, _ = _event_maker(mechanism, population, rounds, clients_per_round)
+              mechanism: str = "fedavg", tree_restart=None) -> float:
+    """The smallest noise multiplier z (to 1e-4) meeting (eps, delta); see the module docstring.
+
+    ``tree_restart`` (ftrl): ``none`` (None), ``epoch`` or a period in rounds.
+    """
+    make_event, _ = _event_maker(mechanism, population, rounds, clients_per_round, tree_restart)
     # The search starts above 0: z = 0 (no noise) has eps = inf, no finite value to bracket with.
     bracket = dp_accounting.LowerEndpointAndGuess(1e-3, 1.0)
     try:
@@ -104,7 +120,7 @@ def noise_for(epsilon: float, delta: float, population: int, rounds: int, client
 
 def plan(epsilon: float, delta: float, population: int, rounds: int, *, mechanism: str = "fedavg",
          clients_per_round: list[int] | None = None, max_clients_per_round: int | None = None,
-         clip: float = 1.0) -> list[dict]:
+         clip: float = 1.0, tree_restart=None) -> list[dict]:
     """One row per cohort size, ranked by noise-batch ratio z * clip / K (lowest first).
 
     Args:
@@ -115,22 +131,32 @@ def plan(epsilon: float, delta: float, population: int, rounds: int, *, mechanis
       clients_per_round: cohort sizes K to try (default ``cohort_grid``).
       max_clients_per_round: the top of the default grid.
       clip: the L2 clip C; z does not depend on it, the ratio does.
+      tree_restart: ``ftrl`` only: ``none`` (None), ``epoch`` (N // K rounds
+        per tree, so the period follows each row's K) or a period in rounds.
     Returns:
       Dicts with ``clients_per_round``, ``noise_multiplier``,
-      ``noise_batch_ratio``, ``client_steps`` (K * T), the target and the
-      sampling's own columns (q; or participations, separation, rho).
+      ``noise_batch_ratio``, ``client_steps`` (K * T), the target, the
+      sampling's own columns (q; or participations, separation, restart
+      period, rho) and ``profile`` (eps and the membership-inference bound
+      at several deltas).
     """
-    _check(epsilon, delta, population, rounds, clients_per_round or [], mechanism, clip)
+    _check(epsilon, delta, population, rounds, clients_per_round or [], mechanism, clip, tree_restart)
     cohorts = clients_per_round or cohort_grid(population, max_clients_per_round)
     rows = []
     for k in sorted(set(cohorts)):
-        z = noise_for(epsilon, delta, population, rounds, k, mechanism)
-        _, extra = _event_maker(mechanism, population, rounds, k)
+        z = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
+        _, extra = _event_maker(mechanism, population, rounds, k, tree_restart)
         if mechanism == "ftrl":
             extra["rho"] = extra["tree_sensitivity"] / (2 * z * z)
+
+        def eps_at(deltas, z=z, k=k, rho=extra.get("rho")):
+            return (rho_to_epsilons(rho, deltas) if mechanism == "ftrl"
+                    else fedavg_epsilons(z, k / population, rounds, deltas))
+
         rows.append({"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "population": population,
                      "rounds": rounds, "clients_per_round": k, "noise_multiplier": z, "clip": clip,
-                     "noise_batch_ratio": z * clip / k, "client_steps": k * rounds, **extra})
+                     "noise_batch_ratio": z * clip / k, "client_steps": k * rounds, **extra,
+                     "profile": privacy_profile(eps_at, population, delta, own="target")})
     return sorted(rows, key=lambda r: r["noise_batch_ratio"])
 
 
@@ -139,18 +165,23 @@ def format_table(rows: list[dict]) -> str:
     if not rows:
         return "(no cohort sizes)"
     ftrl = rows[0]["mechanism"] == "ftrl"
-    head = ["rank", "K", "z", "z*C/K", "client-steps"] + (["max part.", "min sep.", "rho"] if ftrl else ["q"])
+    head = ["rank", "K", "z", "z*C/K", "client-steps"] + (["max part.", "min sep.", "restart", "rho"] if ftrl
+                                                           else ["q"])
     lines = []
     for i, r in enumerate(rows, 1):
         cells = [str(i), f"{r['clients_per_round']:,}", f"{r['noise_multiplier']:.4g}",
                  f"{r['noise_batch_ratio']:.4g}", f"{r['client_steps']:,}"]
-        cells += ([str(r["max_participations"]), str(r["min_separation"]), f"{r['rho']:.4g}"] if ftrl
-                  else [f"{r['sampling_probability']:.4g}"])
+        cells += ([str(r["max_participations"]), str(r["min_separation"]),
+                   "none" if r["restart_period"] is None else f"{r['restart_period']:,}", f"{r['rho']:.4g}"]
+                  if ftrl else [f"{r['sampling_probability']:.4g}"])
         lines.append(cells)
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
     r0 = rows[0]
+    restart = (f", tree restart {r0['tree_restart']}" + (" (every N // K rounds)" if r0["tree_restart"] == "epoch"
+                                                        else "") if ftrl else "")
     title = (f"{r0['mechanism']}: eps {r0['epsilon']:g}, delta {r0['delta']:.3g}, population {r0['population']:,}, "
-             f"{r0['rounds']:,} rounds, clip {r0['clip']:g}; ranked by noise-batch ratio z*C/K (lower is better)")
+             f"{r0['rounds']:,} rounds, clip {r0['clip']:g}{restart}; ranked by noise-batch ratio z*C/K "
+             "(lower is better)")
     out = [title, "  ".join(h.rjust(w) for h, w in zip(head, widths))]
     out += ["  ".join(c.rjust(w) for c, w in zip(cells, widths)) for cells in lines]
     return "\n".join(out)
@@ -186,11 +217,19 @@ def cmd_privacy_plan(args) -> int:
     """``keyboard-lm privacy plan``: print the ranked table (or JSON), optionally write the PNG.
 
     ``args`` has epsilon, delta, population, rounds, max_clients_per_round
-    (or None), mechanism, clip, png (or None) and json.
+    (or None), mechanism, clip, tree_restart (or None), png (or None) and
+    json.  The table is followed by the privacy profile of its top row.
     """
     rows = plan(args.epsilon, args.delta, args.population, args.rounds, mechanism=args.mechanism,
-                max_clients_per_round=args.max_clients_per_round, clip=args.clip)
-    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
+                max_clients_per_round=args.max_clients_per_round, clip=args.clip,
+                tree_restart=getattr(args, "tree_restart", None))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        r0 = rows[0]
+        print(format_table(rows))
+        print(format_profile(r0["profile"], f"privacy profile of rank 1 (K={r0['clients_per_round']:,}, "
+                                            f"z={r0['noise_multiplier']:.4g})"))
     if args.png:
         plot_frontier(rows, args.png)
         if not args.json:

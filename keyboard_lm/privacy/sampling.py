@@ -11,7 +11,8 @@ An (eps, delta) guarantee holds only for the sampling the accountant assumed:
   pattern with at most ``max_participations`` per client, at least
   ``min_separation`` rounds between two of them (Kairouz et al. 2021, App. D).
   ``tree_sensitivity`` is the worst client's squared sensitivity summed over
-  the tree's nodes under that schedule: rho = S / (2 z^2).
+  the tree's nodes under that schedule: rho = S / (2 z^2); with tree
+  restarts, summed over every tree the client is in.
 
 Every draw depends only on (seed, round), so a resumed run samples what an
 uninterrupted one would have.
@@ -126,23 +127,60 @@ def ftrl_schedule(client_ids: Sequence[str], clients_per_round: int, rounds: int
     return Schedule(cohorts, max_part, min_sep)
 
 
-def tree_sensitivity(population: int, clients_per_round: int, rounds: int) -> float:
+def epoch_rounds(population: int, clients_per_round: int) -> int:
+    """N // K: the most consecutive rounds of ``ftrl_schedule`` in which no client appears twice.
+
+    Any N // K consecutive rounds take N // K * K <= N consecutive positions
+    of the one permutation, so a tree restarted every N // K rounds ("every
+    epoch") holds each client at most once.  A period of ceil(N / K) would
+    let the permutation wrap around inside a tree when K does not divide N.
+    """
+    _check_schedule(population, clients_per_round, 1)
+    return population // clients_per_round
+
+
+def restart_period(tree_restart: str | int | None, population: int, clients_per_round: int) -> int | None:
+    """Rounds per tree of a DP-FTRL restart setting: ``epoch`` -> ``epoch_rounds``, a number -> itself,
+    ``none`` (or None) -> None (one tree)."""
+    if tree_restart in (None, "none"):
+        return None
+    if tree_restart == "epoch":
+        return epoch_rounds(population, clients_per_round)
+    return int(tree_restart)
+
+
+def tree_sensitivity(population: int, clients_per_round: int, rounds: int,
+                     restart_period: int | None = None) -> float:
     """Worst client's sum over tree nodes of (its participations under the node)^2.
 
-    The tree of DP-FTRL without restart has one node per dyadic interval of
-    rounds [i 2^l, (i + 1) 2^l) inside [0, T); each node's noisy sum changes
-    by (count x clip) when a client is removed, so the Gaussian tree is
+    The tree of DP-FTRL has one node per dyadic interval of rounds
+    [i 2^l, (i + 1) 2^l) inside [0, T); each node's noisy sum changes by
+    (count x clip) when a client is removed, so the Gaussian tree is
     rho-zCDP with rho = S / (2 z^2) (Kairouz et al. 2021, App. D).  This is
     exact for ``ftrl_schedule`` (every client's rounds are known in advance);
     tensorflow_privacy's ``compute_zcdp_single_tree`` bounds the worst pattern
     of any schedule with the same (max participations, min separation), which
     is never smaller and takes minutes at T = 2000.  One participation gives
     ceil(log2(T + 1)), the closed form.
+
+    With ``restart_period`` P the rounds form trees [jP, (j + 1)P) (the last
+    one shorter), each with fresh noise and its own dyadic nodes counted from
+    its first round, and S sums over all of a client's trees (the whole run
+    is one Gaussian mechanism over every tree's nodes; zCDP composes by
+    adding rho, Bun and Steinke 2016).  With at most one
+    participation per tree (P <= N // K, ``epoch_rounds``) this is at most the
+    sum of the trees' depths ceil(log2(L_j + 1)), tensorflow_privacy's
+    ``compute_rdp_tree_restart``, and equal to it when one client opens every
+    tree (K divides N and P = N // K).
     """
     n, k, t_total = population, clients_per_round, rounds
     max_part, _ = ftrl_participation(n, k, t_total)
+    if restart_period is not None and restart_period < 1:
+        raise ConfigError(f"tree restart period must be >= 1 round, got {restart_period}")
+    period = t_total if restart_period is None else min(restart_period, t_total)
     if max_part <= 1:
-        return float(t_total.bit_length())  # == ceil(log2(T + 1))
+        # The client of round 0 sits at the first leaf of the first (longest) tree.
+        return float(period.bit_length())  # == ceil(log2(period + 1))
     # Position p = aK + b joins rounds a + floor((b + jN) / K); over b the
     # pattern changes only where b + (jN mod K) reaches K, so these offsets b
     # (and every block a) cover all distinct patterns: about max_part * N / K rows.
@@ -150,14 +188,18 @@ def tree_sensitivity(population: int, clients_per_round: int, rounds: int) -> fl
     p = (np.arange((n - 1) // k + 1)[:, None] * k + np.asarray(offsets)[None, :]).ravel()
     p = p[p < n]
     r = (p[:, None] + np.arange(max_part)[None, :] * n) // k  # [patterns, max_part], ascending per row
+    tree = r // period
+    leaf = r - tree * period  # the round's place in its own tree
+    length = np.minimum(period, t_total - tree * period)  # that tree's rounds (<= 0 past round T)
     index = np.arange(max_part)[None, :]
     worst = np.zeros(len(p))
-    for level in range(t_total.bit_length()):
-        node = r >> level
-        # Nodes past the last complete interval (and rounds >= T) form a suffix of each row.
-        ok = ((node + 1) << level) <= t_total
+    for level in range(period.bit_length()):
+        node = leaf >> level
+        # Only complete intervals of a tree are nodes (rounds >= T fall in none); ok is
+        # the same for every member of one (tree, node) run.
+        ok = ((node + 1) << level) <= length
         new_run = np.ones_like(node, dtype=bool)
-        new_run[:, 1:] = node[:, 1:] != node[:, :-1]
+        new_run[:, 1:] = (node[:, 1:] != node[:, :-1]) | (tree[:, 1:] != tree[:, :-1])
         run_start = np.maximum.accumulate(np.where(new_run, index, 0), axis=1)
         # count^2 of a node = sum over its members of (2 x members before it + 1).
         worst += np.where(ok, 2 * (index - run_start) + 1, 0).sum(axis=1)
