@@ -81,3 +81,35 @@ def test_bad_input_is_one_clear_error(encoder, small_tflite, tmp_path, capsys):
     assert "not a keyboard_lm personal state file" in capsys.readouterr().err
     assert junk.read_bytes() == b"junk"  # nothing lost
     assert main(["predict", small_tflite, "--personal", state]) == 2
+
+
+def test_train_history_then_predict_with_it_needs_no_encoder(tmp_path, capsys):
+    """`personal train --history` (the default personalization: the user history) on the committed model, then
+    `predict --history`: the user's own word follows its context; the file is read, not changed, by predict."""
+    from tests.conftest import REPO
+
+    model = str(REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite")
+    text, history = tmp_path / "typed.txt", tmp_path / "me.history"
+    text.write_text("See you at the zorblaxen. Meet me at the zorblaxen tonight.\n" * 3, encoding="utf-8")
+    assert main(["predict", model, "meet me at the", "-k", "3", "--json"]) == 0
+    assert "zorblaxen" not in [p["word"] for p in json.loads(capsys.readouterr().out)]
+    assert main(["personal", "train", "--model", model, "--history", str(history), "--text", str(text)]) == 0
+    out = capsys.readouterr().out
+    assert "user history: 33 words learnt" in out and f"wrote {history}" in out
+    saved = history.read_bytes()
+    assert main(["predict", model, "meet me at the", "-k", "3", "--json", "--history", str(history)]) == 0
+    assert "zorblaxen" in [p["word"] for p in json.loads(capsys.readouterr().out)]
+    assert history.read_bytes() == saved
+    # learning again adds to the same file
+    from keyboard_lm.inference.user_history import UserHistory
+
+    assert main(["personal", "train", "--model", model, "--history", str(history), "--text", str(text)]) == 0
+    assert "(8 distinct words)" in capsys.readouterr().out
+    assert UserHistory.load(str(history)).clock == 2 * 33
+    assert main(["personal", "train", "--model", model, "--text", str(text)]) == 2
+    assert "give --history FILE" in capsys.readouterr().err
+    assert main(["personal", "train", "--model", model, "--state", str(tmp_path / "s"), "--text", str(text)]) == 2
+    assert "--char-encoder and --state go together" in capsys.readouterr().err
+    history.write_text("{not json", encoding="utf-8")
+    assert main(["predict", model, "hello", "--history", str(history)]) == 2
+    assert str(history) in capsys.readouterr().err

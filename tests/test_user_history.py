@@ -177,3 +177,36 @@ def test_golden_vectors_shared_with_the_java_core_still_hold():
         assert all(f["distribution"][w] == pytest.approx(g["distribution"][w], rel=1e-12) for w in g["distribution"])
     back = UserHistory.from_dict(golden["state"])  # the stored state loads and predicts the same
     assert back.distribution("thanks") == pytest.approx(golden["cases"][1]["distribution"], rel=1e-12)
+
+
+def test_personalize_learns_the_users_text_into_the_history_by_default(tmp_path):
+    """Without a char encoder ``personalize`` is the user history alone (what measured best on real mail):
+    the user's words, inside the vocabulary or not, join the suggestions after their contexts."""
+    from keyboard_lm.inference import Predictor
+    from tests.conftest import REPO
+
+    p = Predictor.load(str(REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite"),
+                       blocklist=["darn"])
+    s = p.session()
+    s.commit("meet me at the ")
+    before = [w for w, _ in s.suggestions(3)]
+    assert "zorblaxen" not in p.vocab and "zorblaxen" not in before
+    texts = ["Meet me at the zorblaxen, darn it.", "See you at the zorblaxen tonight."] * 3
+    report = s.personalize(texts)
+    assert not report["adapter_trained"] and s.history is not None
+    assert report["history_words_learnt"] == s.history.clock == (7 - 1) * 3 + 6 * 3  # "darn" is never learnt
+    assert s.history.count("darn") == 0 and s.history.count("zorblaxen", "the") > 5
+    s.reset()
+    s.commit("meet me at the ")
+    assert "zorblaxen" in [w for w, _ in s.suggestions(3)]
+    path = tmp_path / "me.history"
+    s.history.save(str(path))
+    assert UserHistory.load(str(path)).count("zorblaxen") == s.history.count("zorblaxen")
+    with pytest.raises(ConfigError, match="learn=False"):
+        p.session(learn=False).personalize(texts)
+    with pytest.raises(ConfigError, match="epochs: options of the adapter"):
+        p.session().personalize(texts, epochs=3)
+    with pytest.raises(ConfigError, match="needs the adapter"):
+        p.session().personalize(texts, history=False)
+    with pytest.raises(ConfigError, match="at least one word"):
+        p.session().personalize(["...", ""])

@@ -39,7 +39,8 @@ def _personal_session(args):
     from keyboard_lm.inference import Predictor
 
     predictor = Predictor.load(args.model, char_encoder=args.char_encoder)
-    return predictor.session(personal=args.state if os.path.exists(args.state) else None)
+    state = args.state if args.state and os.path.exists(args.state) else None
+    return predictor.session(personal=state)
 
 
 def cmd_personal_add(args) -> int:
@@ -57,6 +58,7 @@ def cmd_personal_add(args) -> int:
 
 def cmd_personal_train(args) -> int:
     from keyboard_lm.errors import ConfigError
+    from keyboard_lm.inference.user_history import UserHistory
 
     def read(path):
         try:
@@ -65,9 +67,25 @@ def cmd_personal_train(args) -> int:
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{path}: cannot read the text: {e}") from None
 
+    adapter = args.char_encoder is not None
+    if adapter != (args.state is not None):
+        raise ConfigError("--char-encoder and --state go together (the adapter's encoder and the file it is kept in)")
+    if not adapter and args.history is None:
+        raise ConfigError("give --history FILE (the user history, the default personalization) and/or "
+                          "--char-encoder with --state (personal words and their adapter)")
     session = _personal_session(args)
+    if args.history is not None and os.path.exists(args.history):
+        session.history = UserHistory.load(args.history)
+    options = {"max_words": args.max_words, "epochs": args.epochs} if adapter else {}
     report = session.personalize(read(args.text), validation_texts=read(args.validation_text)
-                                 if args.validation_text else None, max_words=args.max_words, epochs=args.epochs)
+                                 if args.validation_text else None, history=args.history is not None,
+                                 adapter=adapter, **options)
+    if args.history is not None:
+        session.history.save(args.history)
+        print(f"user history: {report['history_words_learnt']:,} words learnt; wrote {args.history} "
+              f"({report['history_words']:,} distinct words)")
+    if not adapter:
+        return 0
     if session.personal is not None and session.personal.words:
         session.save_personal(args.state)
     added = report["words_added"]
@@ -109,12 +127,19 @@ def register(sub) -> None:
                     help="fail if model + encoder would be larger (1677721 = 1.6 MiB; 0 = no budget)")
     pe.set_defaults(func=cmd_personal_encoder)
     for name, help_text in (("add", "add words to a user's personal-state file, zero-shot (no training)"),
-                            ("train", "learn a user's words from their text on this machine; nothing is uploaded")):
+                            ("train", "learn a user from their text on this machine (user history and/or "
+                                      "adapter); nothing is uploaded")):
         q = per.add_parser(name, help=help_text)
         q.add_argument("--model", required=True, metavar="MODEL.tflite")
-        q.add_argument("--char-encoder", required=True, metavar="ENCODER.tflite")
-        q.add_argument("--state", required=True, metavar="STATE", help="the user's personal-state file "
-                                                                        "(created if missing)")
+        q.add_argument("--char-encoder", required=name == "add", metavar="ENCODER.tflite",
+                       help=None if name == "add" else "with --state: add the user's words outside the vocabulary "
+                                                       "and train their adapter")
+        q.add_argument("--state", required=name == "add", metavar="STATE", help="the user's personal-state file "
+                                                                                "(created if missing)")
+        if name == "train":
+            q.add_argument("--history", metavar="FILE",
+                           help="learn the text into this user-history file (created if missing): the "
+                                "personalization that measured best (docs/personalization.md)")
         if name == "add":
             q.add_argument("words", nargs="+", metavar="WORD")
             q.set_defaults(func=cmd_personal_add)

@@ -11,12 +11,18 @@ def cmd_predict(args) -> int:
     from keyboard_lm.inference import Predictor
 
     predictor = Predictor.load(args.model, blocklist=args.blocklist or (), char_encoder=args.char_encoder)
-    if args.personal is not None:
+    if args.personal is not None or args.history is not None:
         if args.interactive or args.context is None:
             from keyboard_lm.errors import ConfigError
 
-            raise ConfigError("--personal needs a CONTEXT (not --interactive)")
-        session = predictor.session(personal=args.personal)
+            raise ConfigError("--personal and --history need a CONTEXT (not --interactive)")
+        history = None
+        if args.history is not None:
+            from keyboard_lm.inference.user_history import UserHistory
+
+            history = UserHistory.load(args.history)
+        # learn=False: asking for suggestions is not typing; the history file is read, never changed.
+        session = predictor.session(personal=args.personal, history=history, learn=False)
         session.commit(args.context, replay_tail=True)
         pairs = session.complete(args.complete, args.k) if args.complete is not None else session.suggestions(args.k)
         return _print_pairs(pairs, args.json)
@@ -74,6 +80,8 @@ def register(sub) -> None:
     pr.add_argument("--json", action="store_true")
     pr.add_argument("--char-encoder", metavar="ENCODER.tflite", help="the model's char encoder (with --personal)")
     pr.add_argument("--personal", metavar="STATE", help="a user's personal-state file: suggest their words too")
+    pr.add_argument("--history", metavar="FILE", help="a user-history file (`personal train --history`): mix "
+                                                      "what the user typed into the suggestions (read only)")
     pr.set_defaults(func=cmd_predict)
 
     be = sub.add_parser("bench", help="p50/p99 latency per suggestion and completion, peak memory")

@@ -493,20 +493,79 @@ class Session:
         return (np.asarray(outputs, np.float32).reshape(-1, self._model.embedding_dim),
                 np.asarray(logits, np.float32).reshape(-1, n_vocab), np.asarray(targets, np.int64))
 
-    def personalize(self, texts, *, validation_texts=None, **options) -> dict:
-        """Learn this user's words from their own text, on the device (see ``personalize_sentences``).
+    def personalize(self, texts, *, validation_texts=None, history: bool = True, adapter: bool | None = None,
+                    **options) -> dict:
+        """Learn this user from their own text, on the device.
 
-        ``texts``: a string or a list of strings the user typed. ``validation_texts``: the
-        user's held-out text for early stopping (default: ``validation_fraction`` of the
-        sentences of ``texts``).
+        What measured best on real per-user text (docs/personalization.md) comes first: every
+        sentence of ``texts`` is learnt, in the order given (oldest first), into the session's
+        user history (``learn_history``; a new ``UserHistory`` when the session has none,
+        kept in ``self.history`` for the caller to save), which then mixes into the
+        suggestions.  Then, where the predictor has a char encoder (or ``adapter=True``),
+        the user's out-of-vocabulary words are added and the adapter is trained
+        (``personalize_sentences``, taking ``options``); ``adapter=False`` skips that.
+
+        Args:
+          texts: a string or a list of strings the user typed.
+          validation_texts: the user's held-out text for the adapter's early stopping
+            (default: ``validation_fraction`` of the sentences of ``texts``); not learnt
+            into the history.
+          history: learn ``texts`` into the user history (False: the adapter alone).
+          adapter: train the personal-word adapter (None: where a char encoder is loaded).
+        Returns:
+          The report: ``history_words_learnt`` and ``history_words``, and with the adapter
+          ``personalize_sentences``' report (``adapter_trained`` says which).
+        Raises:
+          ConfigError: a session opened with ``learn=False`` (it learns nothing), text with
+            no word, or ``adapter=True`` without a char encoder.
         """
         def split(t):
             if isinstance(t, str):
                 t = [t]
             return [s for text in t for s in tokenizer.sentences(text)]
 
-        return self.personalize_sentences(split(texts), None if validation_texts is None else split(validation_texts),
-                                          **options)
+        if not self.learning:
+            raise ConfigError("this session was opened with learn=False (a password or no-suggestion field): "
+                              "it learns nothing")
+        sentences = split(texts)
+        if adapter is None:
+            adapter = self.predictor.char_encoder is not None
+        if not (history or adapter):
+            raise ConfigError("personalize with history=False needs the adapter (a char encoder, or adapter=True)")
+        report = {}
+        if adapter:
+            report = self.personalize_sentences(sentences, None if validation_texts is None
+                                                else split(validation_texts), **options)
+        elif options:
+            raise ConfigError(f"{', '.join(sorted(options))}: options of the adapter, which is not trained here")
+        if history:
+            report.update(self.learn_history(sentences))
+        report["adapter_trained"] = bool(report.get("trained"))
+        return report
+
+    def learn_history(self, sentences) -> dict:
+        """Learn tokenized ``sentences`` (lists of normalized words, oldest first) into the user history.
+
+        Each word is learnt after the one before it, as ``commit_word`` learns a typed word:
+        special tokens and blocklisted words never are.  A session without a history gets a
+        new ``UserHistory``.  Returns ``history_words_learnt`` and ``history_words`` (the
+        distinct words the history now holds).
+        """
+        if not self.learning:
+            raise ConfigError("this session was opened with learn=False: it learns nothing")
+        if self.history is None:
+            self.history = UserHistory()
+        learnt = 0
+        for sentence in sentences:
+            previous = None
+            for word in sentence:
+                if word not in SPECIAL_TOKENS.tokens and word not in self.predictor._blocked_spellings:
+                    self.history.learn_word(previous, word)
+                    learnt += 1
+                previous = word
+        if not learnt:
+            raise ConfigError("personalize needs text with at least one word")
+        return {"history_words_learnt": learnt, "history_words": self.history.num_words}
 
     def personalize_sentences(self, sentences, validation_sentences=None, *, max_words: int = MAX_PERSONAL_WORDS,
                               epochs: int = 100, learning_rate: float = 0.003, validation_fraction: float = 0.1,
