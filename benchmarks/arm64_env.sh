@@ -3,8 +3,21 @@
 #   Debian bookworm arm64 python3.11 via `debootstrap --arch=arm64 --foreign` (packages unpacked,
 #   never configured), run by qemu-aarch64-static (user-mode emulation), and the aarch64 wheels
 #   of tflite-runtime 2.14.0 and numpy 1.25.2 unpacked onto PYTHONPATH.
-# Prints the directory; benchmarks/latency_benchmark.py uses it. Needs root for apt-get.
+# With --java, also an emulated aarch64 JVM: Debian bookworm arm64 openjdk-17-jre-headless and its
+#   dependencies, by debootstrap --foreign --include into a second root (java-root), unpacked the same way.
+#   Java bytecode is portable: the Android core is compiled with the host's javac and run there.
+# Prints the directory; benchmarks/latency_benchmark.py, benchmarks/java_arm64_benchmark.py and
+# tests/test_android_core.py use it. Needs root for apt-get.
+#
+#   bash benchmarks/arm64_env.sh [--java]
 set -euo pipefail
+java=0
+for arg in "$@"; do
+  case "$arg" in
+    --java) java=1 ;;
+    *) echo "arm64_env.sh: unknown argument $arg (usage: arm64_env.sh [--java])" >&2; exit 2 ;;
+  esac
+done
 here="$(cd "$(dirname "$0")" && pwd)"
 env_dir="${ARM64_ENV_DIR:-$here/.arm64}"
 root="$env_dir/root"
@@ -47,4 +60,24 @@ if [ ! -d "$site/tflite_runtime" ] || [ ! -d "$site/numpy" ]; then
 fi
 QEMU_LD_PREFIX="$root" qemu-aarch64-static "$root/usr/bin/python3.11" -c \
   "import platform, sys; assert platform.machine() == 'aarch64', platform.machine()" >&2
+if [ "$java" = 1 ]; then
+  java_root="$env_dir/java-root"
+  java_bin="$java_root/usr/lib/jvm/java-17-openjdk-arm64/bin/java"
+  if [ ! -x "$java_bin" ]; then
+    rm -rf "$java_root"
+    debootstrap --arch=arm64 --foreign --variant=minbase --include=openjdk-17-jre-headless \
+      bookworm "$java_root" "$(debian_mirror)" >&2
+    # As above: --foreign only unpacks the base system. No maintainer script runs, so there is no
+    # /usr/bin/java alternative and no Java CA store; the JVM is called by its full path.
+    for deb in "$java_root"/var/cache/apt/archives/*.deb; do dpkg-deb -x "$deb" "$java_root"; done
+  fi
+  # `java -version` names no architecture; the os.arch property does.
+  arch=$(QEMU_LD_PREFIX="$java_root" qemu-aarch64-static "$java_bin" -XshowSettings:properties -version 2>&1 |
+         awk '$1 == "os.arch" { print $3 }')
+  if [ "$arch" != aarch64 ]; then
+    echo "arm64_env.sh: the emulated JVM reports os.arch '$arch', not aarch64" >&2
+    exit 1
+  fi
+  QEMU_LD_PREFIX="$java_root" qemu-aarch64-static "$java_bin" -version >&2
+fi
 echo "$env_dir"
