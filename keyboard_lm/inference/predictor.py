@@ -191,10 +191,13 @@ class Predictor:
             pick = np.flatnonzero(scores >= kth)  # k of them, more on a tie with the k-th
         else:
             pick = np.arange(len(ids))
-        pick = pick[np.lexsort((ids[pick], -scores[pick]))][:k]
-        n_vocab = len(self.vocab)
-        return [(self.vocab.token_of(int(ids[i])) if ids[i] < n_vocab else personal_words[ids[i] - n_vocab],
-                 float(np.exp(scores[i]))) for i in pick]
+        if len(pick) > 1:
+            pick = pick[np.lexsort((ids[pick], -scores[pick]))][:k]
+        # One exp over the picked scores (in their float32, as before), then plain Python numbers: per-element
+        # numpy calls cost more than the handful of items.
+        n_vocab, token_of = len(self.vocab), self.vocab.token_of
+        return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p)
+                for i, p in zip(ids[pick].tolist(), np.exp(scores[pick]).tolist())]
 
     def _suggestable(self) -> np.ndarray:
         """Ids that may be suggested (not special, not blocklisted), ascending; read-only."""
