@@ -11,9 +11,9 @@ same model file, same words:
   compiled once with the host's javac (bytecode is portable);
 - the Python predictor (TFLite runtime) natively and on the emulated aarch64 Python 3.11.
 
-Java's stateless ``Predictor.suggest`` replays the field's current chunk (at most seq_len steps), as
-the Python predictor does with ``prefix_cache_size=0``; the Python predictor's default prefix cache
-is timed too. Both JVMs run with their default (tiered C1 + C2) JIT and ``-XX:+UseSerialGC`` (one
+The stateless call is timed twice per word on each side: without a prefix cache (it replays the
+field's current chunk, at most seq_len steps: Java's prefix cache size 0, Python's
+``prefix_cache_size=0``) and with the default one (64 prefixes: one step for a field one word longer). Both JVMs run with their default (tiered C1 + C2) JIT and ``-XX:+UseSerialGC`` (one
 thread, as android_engine_benchmark.py), after untimed warm-up passes that let the JIT compile.
 Native variants run alternately in ``--rounds`` processes each; the emulated ones once each, with
 fewer passes. Answers are compared: the session's top-3 ids per word across all four, and each
@@ -86,8 +86,8 @@ print(json.dumps({"samples_us": t, "ids": ids, "mismatches": int(mismatches), "l
 """
 #: The timed calls and what each row means.
 CALLS = {"session": "session `commit(word + \" \")` + `suggestions(3)`",
-         "stateless": "stateless `suggest(field, 3)`, the field one word longer, replaying its chunk",
-         "stateless_cached": "the same, Python's prefix cache (default)"}
+         "stateless": "stateless `suggest(field, 3)`, the field one word longer, no prefix cache (replays its chunk)",
+         "stateless_cached": "the same, with the prefix cache (default)"}
 VARIANTS = {"java_aarch64_qemu": "Java, aarch64 JVM (qemu)", "java_host": "Java, host JVM",
             "python_aarch64_qemu": "Python, aarch64 (qemu)", "python_native": "Python, native"}
 
@@ -106,7 +106,8 @@ def _java(argv: list[str], classes: Path, model: str, words_file: Path, warmup: 
                          env=env).stdout
     lines = {line.split(" ", 1)[0]: line.split()[1:] for line in out.splitlines()}
     return {"samples_us": {"session": [float(x) for x in lines["session_us"]],
-                           "stateless": [float(x) for x in lines["stateless_us"]]},
+                           "stateless": [float(x) for x in lines["stateless_us"]],
+                           "stateless_cached": [float(x) for x in lines["stateless_cached_us"]]},
             "ids": [int(x) for x in lines["ids"]], "mismatches": int(lines["mismatches"][0]),
             "load_ms": float(lines["load_ms"][0]), "heap_peak_mb": float(lines["heap_peak_mb"][0]),
             "heap_after_gc_mb": float(lines["heap_after_gc_mb"][0]), "heap_max_mb": float(lines["heap_max_mb"][0]),
@@ -197,10 +198,10 @@ def main() -> int:
                                                   np.reshape(reference, (-1, 3)).tolist()))) for n in VARIANTS}
     jq, jh = results["java_aarch64_qemu"], results["java_host"]
     pq, pn = results["python_aarch64_qemu"], results["python_native"]
-    ratios = {"java_emulated_over_native": {k: jq[k]["p50_ms"] / jh[k]["p50_ms"] for k in ("session", "stateless")},
+    ratios = {"java_emulated_over_native": {k: jq[k]["p50_ms"] / jh[k]["p50_ms"] for k in CALLS},
               "python_emulated_over_native": {k: pq[k]["p50_ms"] / pn[k]["p50_ms"] for k in CALLS},
-              "java_over_python_emulated": {k: jq[k]["p50_ms"] / pq[k]["p50_ms"] for k in ("session", "stateless")},
-              "java_over_python_native": {k: jh[k]["p50_ms"] / pn[k]["p50_ms"] for k in ("session", "stateless")}}
+              "java_over_python_emulated": {k: jq[k]["p50_ms"] / pq[k]["p50_ms"] for k in CALLS},
+              "java_over_python_native": {k: jh[k]["p50_ms"] / pn[k]["p50_ms"] for k in CALLS}}
     name = os.path.basename(args.model)
     lines = [f"`{name}` ({os.path.getsize(model):,} bytes, vocabulary {jh['vocab_size']:,}, state "
              f"{jh['state_size']}); {WORDS} words of the embedded corpus, interleaved word by word; untimed "
@@ -210,16 +211,25 @@ def main() -> int:
              *_table(results), "",
              f"- ratio p50, emulated / native: Java session "
              f"{ratios['java_emulated_over_native']['session']:.1f}x, stateless "
-             f"{ratios['java_emulated_over_native']['stateless']:.1f}x; Python session "
+             f"{ratios['java_emulated_over_native']['stateless']:.1f}x, cached "
+             f"{ratios['java_emulated_over_native']['stateless_cached']:.1f}x; Python session "
              f"{ratios['python_emulated_over_native']['session']:.1f}x, stateless "
-             f"{ratios['python_emulated_over_native']['stateless']:.1f}x",
+             f"{ratios['python_emulated_over_native']['stateless']:.1f}x, cached "
+             f"{ratios['python_emulated_over_native']['stateless_cached']:.1f}x",
              f"- ratio p50, Java / Python (TFLite): emulated aarch64 session "
              f"{ratios['java_over_python_emulated']['session']:.2f}x, stateless "
-             f"{ratios['java_over_python_emulated']['stateless']:.2f}x; native session "
+             f"{ratios['java_over_python_emulated']['stateless']:.2f}x, cached "
+             f"{ratios['java_over_python_emulated']['stateless_cached']:.2f}x; native session "
              f"{ratios['java_over_python_native']['session']:.2f}x, stateless "
-             f"{ratios['java_over_python_native']['stateless']:.2f}x",
+             f"{ratios['java_over_python_native']['stateless']:.2f}x, cached "
+             f"{ratios['java_over_python_native']['stateless_cached']:.2f}x",
+             f"- ratio p50, no cache / cache: Java {jq['stateless']['p50_ms'] / jq['stateless_cached']['p50_ms']:.1f}x "
+             f"emulated, {jh['stateless']['p50_ms'] / jh['stateless_cached']['p50_ms']:.1f}x host; Python "
+             f"{pq['stateless']['p50_ms'] / pq['stateless_cached']['p50_ms']:.1f}x emulated, "
+             f"{pn['stateless']['p50_ms'] / pn['stateless_cached']['p50_ms']:.1f}x native",
              f"- JVM heap (`-XX:+UseSerialGC`, default maximum {jq['heap_max_mb']:.0f} MB): "
-             f"{jq['heap_after_gc_mb']:.1f} MB kept after a full GC with the predictor loaded (host "
+             f"{jq['heap_after_gc_mb']:.1f} MB kept after a full GC with the two predictors (one model, the "
+             f"full prefix cache) loaded (host "
              f"{jh['heap_after_gc_mb']:.1f} MB); peak use {jq['heap_peak_mb']:.0f} MB (host "
              f"{jh['heap_peak_mb']:.0f} MB), mostly garbage a young collection had not yet freed",
              f"- peak RSS: Java {jq['rss_peak_mb']:.0f} MB emulated (qemu included), {jh['rss_peak_mb']:.0f} MB "
@@ -228,7 +238,8 @@ def main() -> int:
              f"{pq['load_ms']:.0f} ms emulated, {pn['load_ms']:.0f} ms native",
              f"- agreement, session top-3 ids equal to native Python's (of {len(words)} words): "
              + "; ".join(f"{VARIANTS[n]} {agreement[n]}" for n in VARIANTS if n != "python_native")
-             + ". Words where the stateless top 3 differs from the session's: "
+             + ". Words where a stateless answer differs from the session's top 3, or the cached answer from "
+             "the uncached one (Java: ids and log-prob bits; Python: words and probabilities): "
              + "; ".join(f"{VARIANTS[n]} {results[n]['mismatches']}" for n in VARIANTS),
              "- session p50 by timed pass (ms), after the warm-up: Java aarch64 (qemu) "
              + ", ".join(f"{x:.3f}" for x in jq["session"]["p50_ms_by_pass"]) + "; Java host "

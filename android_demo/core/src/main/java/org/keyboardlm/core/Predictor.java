@@ -24,6 +24,11 @@ import java.util.Set;
  *
  * <p>User history: a session may hold a {@link UserHistory} (see {@link Session}); the
  * blocklist's tokens, in the vocabulary or not, are never learnt nor suggested from it.
+ *
+ * <p>Stateless calls ({@link #suggest}, {@link #complete}) keep the model's results after the
+ * most recently used token prefixes in a {@link PrefixCache} (64 by default), so a call whose
+ * context extends a recent one by a word costs one model step. A prefix cache size of 0 turns it
+ * off: each call then replays its context's chunk. The answers are the same either way.
  */
 public final class Predictor {
     public final ModelFile model;
@@ -38,6 +43,8 @@ public final class Predictor {
     private final Set<String> blockedSpellings;
     /** The model after {@code <bos>} from the zero state, the same for every sentence; computed on first use, never written. */
     private volatile StepEngine.FullStep sentenceStart;
+    /** Null when the cache is off (size 0). */
+    private final PrefixCache prefixCache;
 
     /**
      * @param blocklist words never to suggest; each entry is tokenized by the text spec and
@@ -46,6 +53,17 @@ public final class Predictor {
      *     vocabulary or not, is also kept out of the user history ({@link #isBlocked}).
      */
     public Predictor(ModelFile model, Iterable<String> blocklist) {
+        this(model, blocklist, PrefixCache.DEFAULT_SIZE);
+    }
+
+    /**
+     * As {@link #Predictor(ModelFile, Iterable)}, keeping {@code prefixCacheSize} token prefixes
+     * for the stateless calls (see {@link PrefixCache}); 0 turns the cache off.
+     */
+    public Predictor(ModelFile model, Iterable<String> blocklist, int prefixCacheSize) {
+        if (prefixCacheSize < 0) {
+            throw new IllegalArgumentException("prefixCacheSize must be >= 0 (0 turns the cache off), got " + prefixCacheSize);
+        }
         this.model = model;
         this.vocab = model.vocab;
         int v = vocab.size();
@@ -94,11 +112,22 @@ public final class Predictor {
             sortedIds[k] = order[k];
             sortedWords[k] = cps[order[k]];
         }
+        prefixCache = prefixCacheSize == 0 ? null : new PrefixCache(this, prefixCacheSize);
     }
 
     /** Load a .tflite exported by keyboard-lm export; ModelFileException names the file. */
     public static Predictor load(String path, Iterable<String> blocklist) throws ModelFileException {
         return new Predictor(ModelFile.load(path), blocklist);
+    }
+
+    /** As {@link #load(String, Iterable)}, with {@code prefixCacheSize} token prefixes cached (0: none). */
+    public static Predictor load(String path, Iterable<String> blocklist, int prefixCacheSize) throws ModelFileException {
+        return new Predictor(ModelFile.load(path), blocklist, prefixCacheSize);
+    }
+
+    /** The stateless calls' cache; null when it is off. */
+    public PrefixCache prefixCache() {
+        return prefixCache;
     }
 
     /** Blocklist entries none of whose tokens is in the vocabulary (they block no model word, only history words). */
@@ -133,18 +162,38 @@ public final class Predictor {
         return new Session(this, rewindDepth, history, learn);
     }
 
-    /** The k most likely next words after {@code context}, most likely first (the strip's center). */
+    /**
+     * The k most likely next words after {@code context}, most likely first (the strip's center):
+     * what a session that committed {@code context} suggests. The prefix cache makes a call whose
+     * context extends a recent one cost only the new words' steps.
+     */
     public List<Suggestion> suggest(String context, int k) {
-        Session s = session();
-        s.commit(context, true);
-        return s.suggestions(k);
+        if (prefixCache == null) {
+            Session s = session();
+            s.commit(context, true);
+            return s.suggestions(k);
+        }
+        return top(cachedLogProbs(context), suggestable, k);
     }
 
     /** The k most probable vocabulary words starting with {@code prefix} after {@code context}. */
     public List<Suggestion> complete(String context, String prefix, int k) {
-        Session s = session();
-        s.commit(context, true);
-        return s.complete(prefix, k);
+        if (prefixCache == null) {
+            Session s = session();
+            s.commit(context, true);
+            return s.complete(prefix, k);
+        }
+        float[] logProbs = cachedLogProbs(context);
+        // As Session.complete without a history.
+        if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
+        String normalized = Session.strip(TextSpec.normalize(prefix));
+        return top(logProbs, normalized.isEmpty() ? suggestable : prefixIds(normalized), k);
+    }
+
+    /** The log-probs after {@code context} from the prefix cache (read, never written). */
+    private float[] cachedLogProbs(String context) {
+        if (context == null) throw new IllegalArgumentException("text must not be null");
+        return prefixCache.position(context).logProbs;
     }
 
     // -- shared by sessions ---------------------------------------------------------------
