@@ -210,3 +210,18 @@ def test_personalize_learns_the_users_text_into_the_history_by_default(tmp_path)
         p.session().personalize(texts, history=False)
     with pytest.raises(ConfigError, match="at least one word"):
         p.session().personalize(["...", ""])
+
+
+def test_words_with_prefix_stay_exact_while_words_are_learnt_and_evicted():
+    import random
+
+    rng = random.Random(3)
+    h = UserHistory(max_words=40)
+    letters = "abcé"
+    for step in range(600):
+        h.learn(["".join(rng.choice(letters) for _ in range(rng.randint(1, 4))) for _ in range(3)])
+        if step % 7 == 0:
+            for prefix in ("", "a", "ab", "é", "abcd", "z"):
+                assert h.words_with_prefix(prefix) == sorted(w for w in h._words if w.startswith(prefix))
+    h.clear()
+    assert h.words_with_prefix("a") == []

@@ -56,6 +56,8 @@ whose context extends a recent one by a word costs one step.
 from __future__ import annotations
 
 import bisect
+import heapq
+import math
 from typing import Iterable
 
 import numpy as np
@@ -356,12 +358,27 @@ class Session:
         return self._with_history(top, k, prefix)
 
     def _with_history(self, top, k: int, prefix: str) -> list[tuple[str, float]]:
-        """The k best of the mixture: the model's top k and every word the history knows can be among them."""
+        """The k best of the mixture: the model's top k and every word the history knows can be among them.
+
+        A word outside the model's top k has a model probability of at most the k-th's, p_k, so its
+        mixture is at most (1 - a) p_k + a p_hist: candidates are taken by p_hist, largest first, and
+        the rest are skipped once that bound falls below the k-th best mixture so far. The answer is
+        the one scoring every candidate would give (a skipped word scores strictly less).
+        """
         a, vocab, never = self.history_weight, self.predictor.vocab, self.predictor._never
         scores = {w: (1 - a) * p for w, p in top}
         also = [*scores, *(self.history.words_with_prefix(prefix) if prefix else ())]
-        for word, p_hist in self.history.candidates(self.previous_word, also=also).items():
-            if not word.startswith(prefix) or word in self.predictor._blocked_spellings:
+        hist = self.history.candidates(self.previous_word, also=also)
+        for w in scores:
+            scores[w] += a * hist.get(w, 0.0)
+        p_k = top[-1][1] if len(top) >= k else 0.0
+        kth = heapq.nlargest(k, scores.values())[-1] if len(scores) >= k else -math.inf
+        n_vocab, blocked = len(vocab), self.predictor._blocked_spellings
+        personal = self._personal_active()
+        for word, p_hist in sorted(hist.items(), key=lambda kv: -kv[1]):
+            if (1 - a) * p_k + a * p_hist < kth:
+                break  # every later candidate has a smaller p_hist: none can reach the k best
+            if word in scores or not word.startswith(prefix) or word in blocked:
                 continue
             if word in vocab:
                 i = vocab.id_of(word)
@@ -369,9 +386,11 @@ class Session:
                     continue
                 p_model = float(np.exp(self._log_probs[i]))
             else:
-                index = self.personal.index_of(word) if self._personal_active() else None
-                p_model = 0.0 if index is None else float(np.exp(self._log_probs[len(vocab) + index]))
+                index = self.personal.index_of(word) if personal else None
+                p_model = 0.0 if index is None else float(np.exp(self._log_probs[n_vocab + index]))
             scores[word] = (1 - a) * p_model + a * p_hist
+            if len(scores) >= k:
+                kth = heapq.nlargest(k, scores.values())[-1]
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
     def _graph_suggestions(self, k: int) -> list[tuple[str, float]] | None:

@@ -21,6 +21,7 @@ so the Java core can compute the same numbers (golden vectors).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -52,6 +53,7 @@ class UserHistory:
         self._total = [0.0, 0]  # decayed count of all words, clock
         self._contexts: dict[str, list[float]] = {}  # prev -> [decayed count of pairs after it, clock]
         self._top: list[str] | None = None  # top_words(), kept up to date as words are learnt
+        self._sorted: list[str] | None = None  # the words in order, for words_with_prefix; built when asked
 
     # -- counting ----------------------------------------------------------------
     def _decayed(self, entry) -> float:
@@ -76,6 +78,8 @@ class UserHistory:
             raise ConfigError(f"not a word to learn: {word!r}")
         prev = START if prev is None else prev
         self.clock += 1
+        if self._sorted is not None and word not in self._words:
+            bisect.insort(self._sorted, word)
         self._add(self._words.setdefault(word, [0.0, self.clock]))
         self._add(self._pairs.setdefault(prev, {}).setdefault(word, [0.0, self.clock]))
         self._add(self._contexts.setdefault(prev, [0.0, self.clock]))
@@ -83,7 +87,7 @@ class UserHistory:
         self._update_top(word)
         if len(self._words) > self.max_words:
             self._evict_words()
-            self._top = None
+            self._top = self._sorted = None
         if self.num_pairs > self.max_pairs:
             self._evict_pairs()
 
@@ -139,13 +143,14 @@ class UserHistory:
             return {}
         prev = START if prev is None else prev
         denom = (self._decayed(self._contexts[prev]) if prev in self._contexts else 0.0) + self.beta
-        nxt = self._pairs.get(prev, {})
+        nxt, held, clock, half_life, beta = self._pairs.get(prev, {}), self._words, self.clock, self.half_life, self.beta
         out = {}
-        for w in words:
-            entry = self._words.get(w)
+        for w in words:  # ``_decayed`` written out (the same arithmetic): this runs for every suggestion
+            entry = held.get(w)
             if entry is not None:
                 pair = nxt.get(w)
-                out[w] = ((self._decayed(pair) if pair else 0.0) + self.beta * self._decayed(entry) / total) / denom
+                out[w] = ((pair[0] * 0.5 ** ((clock - pair[1]) / half_life) if pair else 0.0)
+                          + beta * (entry[0] * 0.5 ** ((clock - entry[1]) / half_life)) / total) / denom
         return out
 
     def probability(self, word: str, prev: str | None) -> float:
@@ -177,7 +182,12 @@ class UserHistory:
             self._top = sorted(top, key=self._rank)[:TOP_WORDS]
 
     def words_with_prefix(self, prefix: str) -> list[str]:
-        return [w for w in self._words if w.startswith(prefix)]
+        """The words the history holds that start with ``prefix``, in code-point order (a completion asks
+        at every letter: a range of the sorted words, not a pass over all of them)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._words)
+        return self._sorted[bisect.bisect_left(self._sorted, prefix):
+                            bisect.bisect_left(self._sorted, prefix + "\U0010ffff")]
 
     def candidates(self, prev: str | None, n: int = TOP_WORDS, also=()) -> dict[str, float]:
         """p(w | prev) of the words most likely after ``prev``: the ones typed after it, the ``n`` most
