@@ -38,6 +38,8 @@ def cmd_train(args) -> int:
         raise ConfigError("--round-timeout needs --workers and a number of seconds above 0")
     if args.worker_grace is not None and (not args.workers or args.worker_grace <= 0):
         raise ConfigError("--worker-grace needs --workers and a number of seconds above 0")
+    if not args.workers and (args.tls_ca or args.tls_cert or args.tls_key):
+        raise ConfigError("--tls-ca, --tls-cert and --tls-key secure the channels to --workers; give --workers")
     if args.worker_data_root and not args.worker_data:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
     init = warm_start_from_args(args)
@@ -178,7 +180,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     dp = None if args.resume else dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
-    on_round = watchdog = None
+    on_round = watchdog = worker_record = None
     if getattr(args, "workers", None):
         from keyboard_lm.federated import remote
 
@@ -189,20 +191,24 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
             # first aggregate before the second, which a split-and-merge round cannot compute.
             raise ConfigError("--workers: FedAtt cannot run on TFF's mergeable context (its second aggregate "
                               "depends on the first); run it on one machine")
+        from keyboard_lm.federated.worker_tls import tls_from_flags
+
         workers = remote.parse_workers(args.workers)
-        remote.set_remote_context(workers)
+        tls = tls_from_flags(args.tls_cert, args.tls_key, args.tls_ca, "--tls-ca")
+        remote.set_remote_context(workers, tls=tls)
         grace = {} if args.worker_grace is None else {"grace": args.worker_grace}
-        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout, **grace)
+        watchdog = remote.Watchdog(workers, round_timeout=args.round_timeout, tls=tls, **grace)
         watchdog.start()
         on_round = watchdog.round_done
-        log(f"training on {len(workers)} TFF workers: {args.workers}")
+        worker_record = {"addresses": [f"{h}:{p}" for h, p in workers], "tls": tls is not None}
+        log(f"training on {len(workers)} TFF workers ({'TLS' if tls else 'plaintext'}): {args.workers}")
     try:
         train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
                         vocab_size=args.vocab_size, data_source=data_source(args),
                         overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
                         worker_data=getattr(args, "worker_data", None),
                         worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round,
-                        init=init)
+                        init=init, workers=worker_record)
     finally:
         if watchdog is not None:
             watchdog.stop()
@@ -312,6 +318,13 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     fed.add_argument("--workers", metavar="HOST:PORT,...",
                      help="spread each round's clients over these TFF workers (keyboard-lm worker), merged by "
                           "TFF's mergeable context; default: one local worker")
+    fed.add_argument("--tls-ca", metavar="FILE",
+                     help="with --workers: reach the workers over TLS, trusting the CA (PEM) that signed their "
+                          "certificate (worker --tls-cert); needs --tls-cert and --tls-key")
+    fed.add_argument("--tls-cert", metavar="FILE",
+                     help="with --tls-ca: the client certificate (PEM) presented to the workers, signed by their "
+                          "--tls-client-ca")
+    fed.add_argument("--tls-key", metavar="FILE", help="with --tls-ca: the client certificate's private key (PEM)")
     fed.add_argument("--round-timeout", type=float, default=None, metavar="S",
                      help="with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
                           "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)")

@@ -6,30 +6,80 @@ from keyboard_lm.cli.args import positive_int
 
 
 def cmd_worker(args) -> int:
-    """Run TFF's C++ worker in the foreground until interrupted."""
-    from keyboard_lm.federated import remote
+    """Run TFF's worker in the foreground, reachable only at --bind:--port, until Ctrl-C or SIGTERM."""
+    import signal
 
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.federated import remote, worker_tls
+
+    if args.tls_init:
+        given = [f for f, v in (("--port", args.port), ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                                ("--tls-client-ca", args.tls_client_ca)) if v]
+        if given:
+            raise ConfigError(f"--tls-init writes certificates and exits; it takes no {', '.join(given)}")
+        for path in worker_tls.init_dir(args.tls_init, args.tls_host or []):
+            print(path)
+        print("worker: ca.pem, server.pem, server-key.pem; driver (train): ca.pem, client.pem, client-key.pem "
+              "(docs/distributed.md)")
+        return 0
+    if args.tls_host:
+        raise ConfigError("--tls-host names hosts for the certificate that --tls-init writes; give --tls-init DIR")
+    if args.port is None:
+        raise ConfigError("--port is required (or --tls-init DIR to write certificates)")
+    tls = worker_tls.tls_from_flags(args.tls_cert, args.tls_key, args.tls_client_ca, "--tls-client-ca")
+    if tls is not None and args.insecure:
+        raise ConfigError("--insecure allows plaintext; it cannot go with --tls-cert")
     proc = remote.start_worker(args.port, bind=args.bind, max_concurrent_calls=args.max_concurrent_calls,
-                               max_message_mb=args.max_message_mb)
-    # TFF 0.87's worker binary has no address flag: it listens on every interface whatever --bind says.
-    print(f"TFF worker (pid {proc.pid}) on port {args.port}; Ctrl-C stops it. Warning: TFF's worker listens on "
-          f"every interface and has no authentication; block the port from other machines (firewall) and reach "
-          f"it through an SSH tunnel or a private network (docs/distributed.md)", flush=True)
+                               max_message_mb=args.max_message_mb, tls=tls, insecure=args.insecure,
+                               allow_all_interfaces=args.allow_all_interfaces)
+    if proc.isolated:
+        how = "TLS, client certificates signed by " + tls.ca if tls is not None else "plaintext, no authentication"
+        print(f"TFF worker on {args.bind}:{args.port} only ({how}); pid {proc.pid}; Ctrl-C stops it", flush=True)
+    else:
+        print(f"TFF worker (pid {proc.pid}) on port {args.port}; Ctrl-C stops it. Warning: this system does not "
+              f"permit network namespaces, so TFF's worker listens on every interface, whatever --bind says, "
+              f"with no authentication; firewall the port (docs/distributed.md)", flush=True)
+    # SIGTERM (docker stop, kill, systemd) ends the worker as Ctrl-C does, not this process alone.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         return proc.wait()
     except KeyboardInterrupt:
         proc.terminate()
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=10)
+        except Exception:
+            proc.kill()
+            proc.wait()
         raise
 
 
 def register(sub) -> None:
     """Add ``worker``."""
-    wk = sub.add_parser("worker", help="run a TFF worker that `train --workers` can send clients to")
-    wk.add_argument("--port", type=positive_int, required=True)
+    wk = sub.add_parser("worker", help="run a TFF worker that `train --workers` can send clients to",
+                        description="Run TFF's worker reachable only at --bind:--port: it runs in its own network "
+                                    "namespace and a relay forwards connections to it, after verifying a client "
+                                    "certificate with --tls-*. Plaintext is refused on a non-loopback --bind "
+                                    "unless --insecure (docs/distributed.md).")
+    wk.add_argument("--port", type=positive_int, default=None, help="TCP port to listen on (required)")
     wk.add_argument("--bind", default="127.0.0.1",
-                    help="127.0.0.1 (default) or 0.0.0.0; either way TFF's worker binary listens on every "
-                         "interface (it has no address flag), so firewall the port")
+                    help="the one address to listen on (127.0.0.1); 0.0.0.0 or :: for every interface")
+    wk.add_argument("--tls-cert", metavar="FILE", help="the worker's certificate chain (PEM)")
+    wk.add_argument("--tls-key", metavar="FILE", help="its private key (PEM)")
+    wk.add_argument("--tls-client-ca", metavar="FILE",
+                    help="CA (PEM) that must have signed the client certificate of `train --tls-cert`; "
+                         "connections without one are refused before they reach the worker")
+    wk.add_argument("--insecure", action="store_true",
+                    help="allow plaintext gRPC with no authentication on a non-loopback --bind (a trusted "
+                         "private network only)")
+    wk.add_argument("--allow-all-interfaces", action="store_true",
+                    help="where the system does not permit network namespaces (the worker is refused there "
+                         "without this flag), run TFF's worker as it is: plaintext, on every interface")
+    wk.add_argument("--tls-init", metavar="DIR",
+                    help="write a self-signed CA (ca.pem), a server certificate and a client certificate with "
+                         "their keys into DIR, then exit; never overwrites")
+    wk.add_argument("--tls-host", action="append", metavar="HOST",
+                    help="with --tls-init: a host name or IP address the workers are reached at (repeatable; "
+                         "127.0.0.1 and localhost are always in)")
     wk.add_argument("--max-concurrent-calls", type=positive_int, default=64, help="(64)")
     wk.add_argument("--max-message-mb", type=positive_int, default=1024, help="gRPC message limit in MB (1024)")
     wk.set_defaults(func=cmd_worker)

@@ -6,11 +6,12 @@ it with bounded limits, wait (bounded) until it accepts connections, parse
 ``tff.backends.native.set_mergeable_comp_execution_context``, and end a run
 whose worker died or hung instead of waiting forever (``Watchdog``).
 
-Security: the TFF 0.87 worker has a ``--port`` flag but no address flag; it
-listens on every interface and has no authentication.  ``start_worker``
-therefore refuses any ``bind`` other than loopback unless ``0.0.0.0`` is given
-explicitly, and says so; to keep a worker private, run it on a private network
-or behind an SSH tunnel / mTLS proxy (docs/distributed.md).
+Security: the TFF 0.87 worker has a ``--port`` flag but no address flag (it
+listens on every interface) and no authentication.  ``start_worker`` runs it
+in its own network namespace, reachable only through a socket bound to
+``bind:port`` in the host's namespace, optionally behind TLS with client
+certificates (``worker_relay``, ``worker_tls``).  Plaintext is refused on a
+non-loopback address unless ``insecure``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ import threading
 import time
 
 from keyboard_lm.errors import ConfigError, KeyboardLMError
-
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def worker_binary() -> str:
@@ -65,14 +64,91 @@ def wait_for_port(host: str, port: int, timeout: float = 30.0) -> None:
             time.sleep(0.2)
 
 
+def isolation_error() -> str | None:
+    """None if ``start_worker`` can put the worker in a network namespace here, else the system's reason."""
+    from keyboard_lm.federated import worker_relay
+
+    return worker_relay.check()
+
+
+def _listener(bind: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``bind:port`` in this process's (the host's) network namespace."""
+    try:
+        infos = socket.getaddrinfo(bind, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ConfigError(f"--bind {bind}: {e.strerror}") from None
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart on the same port, in TIME_WAIT
+    try:
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"--bind {bind} --port {port}: {e.strerror}") from None
+    return sock
+
+
+def _is_loopback(bind: str) -> bool:
+    import ipaddress
+
+    if bind == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(bind).is_loopback
+    except ValueError:
+        return False
+
+
 def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int = 64,
-                 max_message_mb: int = 1024, wait: float = 30.0) -> subprocess.Popen:
-    """Start TFF's worker on ``port``; refuses a non-loopback bind except 0.0.0.0."""
-    if bind not in LOOPBACK and bind != "0.0.0.0":
-        raise ConfigError(f"--bind {bind}: TFF's worker cannot listen on one address; "
-                          "use 127.0.0.1 (default) or 0.0.0.0 explicitly")
+                 max_message_mb: int = 1024, wait: float = 30.0, *, tls=None, insecure: bool = False,
+                 allow_all_interfaces: bool = False) -> subprocess.Popen:
+    """Start TFF's worker reachable at ``bind:port`` only; returns the process to stop (it stops the worker).
+
+    The worker runs in a new network namespace and a relay (``worker_relay``)
+    forwards the connections accepted on ``bind:port`` to it; with ``tls`` (a
+    ``worker_tls.TLSFiles``: server certificate, key, client CA) the relay
+    accepts only TLS connections presenting a client certificate signed by
+    that CA.  Plaintext on a non-loopback ``bind`` needs ``insecure``.  Where
+    the system does not permit namespaces this is a ConfigError, unless
+    ``allow_all_interfaces`` (plaintext only): then TFF's worker runs as it is,
+    on every interface of the machine, and the returned process has
+    ``isolated`` False.  Killing the returned process ends the worker too (the
+    kernel signals it: PR_SET_PDEATHSIG), also when the thread that called
+    this function ends.
+    """
+    if tls is None and not insecure and not _is_loopback(bind):
+        raise ConfigError(f"--bind {bind}: plaintext gRPC with no authentication on a non-loopback address; "
+                          "give --tls-cert, --tls-key and --tls-client-ca (or --insecure on a trusted network)")
     cmd = [worker_binary(), f"--port={port}", f"--max_concurrent_computation_calls={max_concurrent_calls}",
            f"--grpc_max_message_length_megabytes={max_message_mb}"]
+    from keyboard_lm.federated import worker_relay
+
+    listener = _listener(bind, port)
+    relay = [*worker_relay.command(), f"--listen-fd={listener.fileno()}", f"--parent={os.getpid()}",
+             f"--inner-port={port}", f"--wait={wait}"]
+    if tls is not None:
+        relay += [f"--tls-cert={tls.cert}", f"--tls-key={tls.key}", f"--tls-client-ca={tls.ca}"]
+    try:
+        proc = subprocess.Popen([*relay, "--", *cmd], stdout=subprocess.PIPE, pass_fds=(listener.fileno(),),
+                                text=True)
+    finally:
+        listener.close()  # the relay holds it now: it closes when the relay ends
+    line = _first_line(proc, wait + 15.0)
+    if line == "ready":
+        proc.stdout.close()
+        proc.isolated = True
+        return proc
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    proc.stdout.close()
+    kind, _, why = line.partition(": ")
+    if kind != "namespace":
+        raise KeyboardLMError(f"worker on {bind}:{port}: {why or f'relay exited with code {proc.returncode}'}")
+    if not allow_all_interfaces or tls is not None:
+        raise ConfigError(f"cannot isolate TFF's worker: this system does not permit network namespaces ({why}); "
+                          "--allow-all-interfaces runs it on every interface of the machine (plaintext only)")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port("127.0.0.1", port, wait)
@@ -80,20 +156,39 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
         proc.kill()
         proc.wait()
         raise
+    proc.isolated = False
     return proc
 
 
-def probe(host: str, port: int, timeout: float = 5.0) -> str:
+def _first_line(proc: subprocess.Popen, timeout: float) -> str:
+    """The first line the relay prints ("" if it ends or says nothing within ``timeout`` s)."""
+    import select
+
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline().strip() if ready else ""
+
+
+def _channel(host: str, port: int, credentials=None, options=None):
+    import grpc
+
+    target = f"{host}:{port}"
+    if credentials is None:
+        return grpc.insecure_channel(target, options=options)
+    return grpc.secure_channel(target, credentials, options=options)
+
+
+def probe(host: str, port: int, timeout: float = 5.0, credentials=None) -> str:
     """``ok``, ``down`` (refuses connections) or ``silent`` (accepts, but does not answer in ``timeout`` s).
 
     A TCP connect is not enough: the kernel accepts connections for a stopped
     or wedged process.  The probe calls a method the worker does not have; its
     gRPC server answers UNIMPLEMENTED at once when the process runs, even in
-    the middle of a long round.
+    the middle of a long round.  ``credentials``: ``grpc.ssl_channel_credentials``
+    for a worker behind TLS (``worker_tls.channel_credentials``).
     """
     import grpc
 
-    channel = grpc.insecure_channel(f"{host}:{port}")
+    channel = _channel(host, port, credentials)
     try:
         call = channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
                                    response_deserializer=lambda b: b)
@@ -106,6 +201,24 @@ def probe(host: str, port: int, timeout: float = 5.0) -> str:
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return "silent"
         return "ok"  # any answer (UNIMPLEMENTED) means the process serves requests
+    finally:
+        channel.close()
+
+
+def _check_channel(host: str, port: int, credentials, timeout: float = 10.0) -> None:
+    """One call to the worker over the run's channel; a ConfigError naming why it failed (TLS or plaintext)."""
+    import grpc
+
+    channel = _channel(host, port, credentials)
+    try:
+        channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
+                            response_deserializer=lambda b: b)(b"", timeout=timeout)
+    except grpc.RpcError as e:
+        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            how = "over TLS (--tls-ca, --tls-cert, --tls-key)" if credentials is not None else "in plaintext"
+            detail = " ".join((e.details() or str(e.code())).split())
+            raise ConfigError(f"worker {host}:{port} accepts TCP connections but not gRPC {how}: {detail}; "
+                              "is it started with matching --tls-* flags?") from None
     finally:
         channel.close()
 
@@ -128,11 +241,17 @@ class Watchdog:
     its part of the round: ``round_timeout`` seconds if given, else 10x the
     slowest round so far and at least ``min_round_timeout``, and
     ``first_round_timeout`` for the first round (it includes compiling).
+    With ``tls`` (``worker_tls.TLSFiles``) the probes go over TLS, as the rounds do.
     """
 
     def __init__(self, workers: list[tuple[str, int]], interval: float = 5.0, grace: float = WORKER_GRACE,
                  exit_code: int = 3, round_timeout: float | None = None, min_round_timeout: float = 600.0,
-                 first_round_timeout: float = 1800.0):
+                 first_round_timeout: float = 1800.0, tls=None):
+        self.credentials = None
+        if tls is not None:
+            from keyboard_lm.federated.worker_tls import channel_credentials
+
+            self.credentials = channel_credentials(tls)
         self.workers, self.interval, self.grace, self.exit_code = workers, interval, grace, exit_code
         self.round_timeout, self.min_round_timeout = round_timeout, min_round_timeout
         self.first_round_timeout = first_round_timeout
@@ -164,7 +283,7 @@ class Watchdog:
         """One pass over the workers and the round clock (the thread's loop body)."""
         now = time.monotonic()
         for host, port in self.workers:
-            state = probe(host, port, timeout=self.interval)
+            state = probe(host, port, timeout=self.interval, credentials=self.credentials)
             if state == "ok":
                 bad_since.pop((host, port), None)
                 continue
@@ -199,7 +318,7 @@ def free_port() -> int:
 
 
 def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None = None,
-                       max_message_mb: int = 1024) -> None:
+                       max_message_mb: int = 1024, tls=None) -> None:
     """Install one AsyncExecutionContext per worker, joined by TFF's mergeable context.
 
     Each round's clients are split into ``num_subrounds`` (default: one per
@@ -209,21 +328,31 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
     cardinality, which TFF's C++ worker refuses ("No cardinality provided for
     `clients` placement"); such a call gets 0 clients, as TFF's own local C++
     context does (``default_num_clients=0``).
-    """
-    import grpc
 
+    ``tls`` (``worker_tls.TLSFiles``: client certificate, key, the CA that
+    signed the workers' certificate): TLS channels presenting that client
+    certificate.  Each worker must answer one call first (over TLS if given):
+    a worker that accepts TCP but not the channel is one clear error here, not
+    a round that waits for it.
+    """
     from keyboard_lm.federated.runtime import import_tff, release_local_worker
 
+    credentials = None
+    if tls is not None:
+        from keyboard_lm.federated.worker_tls import channel_credentials
+
+        credentials = channel_credentials(tls)
     tff = import_tff()
     for host, port in workers:
         wait_for_port(host, port, 10.0)
+        _check_channel(host, port, credentials)
     contexts = []
     for host, port in workers:
         # gRPC's default 4 MB limit is below one paper-size round's results (11 MB measured): use the
         # worker's own limit (start_worker's max_message_mb) on the driver's side too.
         limit = max_message_mb * 1024 * 1024
-        channel = grpc.insecure_channel(f"{host}:{port}", options=[("grpc.max_send_message_length", limit),
-                                                                   ("grpc.max_receive_message_length", limit)])
+        channel = _channel(host, port, credentials, options=[("grpc.max_send_message_length", limit),
+                                                             ("grpc.max_receive_message_length", limit)])
         stub = tff.framework.RemoteExecutorGrpcStub(channel)
 
         def factory(cardinalities, stub=stub):

@@ -223,7 +223,8 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
                     log=print, command: str = "train", overwrite: bool = False,
                     dp: DPOptions | None = None, track_clients=(), worker_data: str | None = None,
-                    worker_data_root: str | None = None, on_round=None, init: WarmStart | None = None) -> dict:
+                    worker_data_root: str | None = None, on_round=None, init: WarmStart | None = None,
+                    workers: dict | None = None) -> dict:
     """Run federated training into ``run_dir``; returns the held-out evaluation of the round it keeps.
 
     With ``config.validation_fraction`` > 0 a share of the training clients
@@ -254,6 +255,11 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     read the data themselves (``federated.worker_data``).  Same batches, same
     rounds; a client whose shard cannot be read fails the round with a clear
     error instead of being dropped.
+
+    ``workers``: how this run reaches its remote TFF workers
+    (``{"addresses": [...], "tls": bool}``, set up by the caller with
+    ``remote.set_remote_context``), recorded in run.json; None: the local
+    worker.
 
     ``on_round(round_num, seconds)`` is called after every round (the worker
     watchdog's clock).
@@ -376,6 +382,7 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
         "hyperparameters": {"seq_len": data_config.max_seq_len},
         "parameters": keras_model.count_params(),
         "upload_bytes_per_client": sent, "upload_bytes_float32": raw,
+        "workers": workers,
     }
     # A resumed run keeps the record of where it started (save_run rewrites run.json whole).
     info["init_from"] = (resumed.get("init_from") if resume
