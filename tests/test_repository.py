@@ -72,3 +72,24 @@ def test_version_is_the_packages_and_the_cli_prints_it(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
     assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(f"keyboard-lm {keyboard_lm.__version__} ")
+
+
+def test_the_shipped_worker_commands_are_ones_the_cli_accepts():
+    """The container's default command and the Kubernetes workers' args parse, and name the flags a plaintext
+    worker on the pod network needs (a worker flag renamed or made stricter must not break the manifests)."""
+    import json
+
+    import yaml
+
+    from keyboard_lm.cli import build_parser
+
+    dockerfile = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    cmd = json.loads(next(line for line in dockerfile.splitlines() if line.startswith("CMD "))[4:])
+    docs = list(yaml.safe_load_all((REPO / "deploy" / "kubernetes" / "workers.yaml").read_text(encoding="utf-8")))
+    containers = [c for d in docs if d and d.get("kind") in ("StatefulSet", "Deployment")
+                  for c in d["spec"]["template"]["spec"]["containers"]]
+    assert containers
+    for argv in [cmd, *(c["args"] for c in containers)]:
+        assert argv[:2] == ["keyboard-lm", "worker"], argv
+        args = build_parser().parse_args(argv[1:])
+        assert args.bind == "0.0.0.0" and args.insecure and args.allow_all_interfaces, argv
