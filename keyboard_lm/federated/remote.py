@@ -160,6 +160,17 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
     return proc
 
 
+def _tcp_state(host: str, port: int, timeout: float) -> str:
+    """Why a worker that fails its probes does: what a plain TCP connection to it meets, in words."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return "accepted connections but not answered"  # the kernel accepts for a stopped or wedged process
+    except ConnectionRefusedError:
+        return "refused connections"  # the process is gone
+    except OSError as e:  # a timeout, no route: a cut link, a host that is down
+        return f"been unreachable ({e.strerror or 'TCP connections time out'})"
+
+
 def _first_line(proc: subprocess.Popen, timeout: float) -> str:
     """The first line the relay prints ("" if it ends or says nothing within ``timeout`` s)."""
     import select
@@ -289,8 +300,8 @@ class Watchdog:
                 continue
             first = bad_since.setdefault((host, port), now)
             if time.monotonic() - first >= self.grace:
-                how = "refused connections" if state == "down" else "accepted connections but not answered"
-                self._fail(f"TFF worker {host}:{port} has {how} for {self.grace:.0f} s")
+                self._fail(f"TFF worker {host}:{port} has {_tcp_state(host, port, timeout=2.0)} for "
+                           f"{self.grace:.0f} s")
         waited = time.monotonic() - self._last
         if waited > self.timeout():
             self._fail(f"no round finished in {waited:.0f} s (timeout {self.timeout():g} s); a TFF worker "
