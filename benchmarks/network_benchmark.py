@@ -39,6 +39,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
 from benchmarks import _netns, _report  # noqa: E402
+from keyboard_lm.federated import worker_relay  # noqa: E402
 
 PORT = 8001
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -145,13 +146,7 @@ def main() -> int:
                           f"(model {r['model']['bytes'] / 1e6:.2f})", flush=True)
         finally:
             for w in workers:
-                if w.poll() is None:
-                    w.terminate()
-                try:
-                    w.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-                    w.wait()
+                worker_relay.stop_process(w, timeout=20)
     lines = ["| bandwidth per link | RTT | clients per round | workers | uploads | s per round | model s | "
              "measured / model | MB per round at the driver (both directions) | model MB | measured / model |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import warnings
@@ -60,6 +61,23 @@ def pytest_runtest_protocol(item, nextitem):
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps({"test": item.nodeid, "wall": round(wall, 2), "cpu": round(own, 2),
                             "children": round(children, 2)}) + "\n")
+
+
+@functools.lru_cache(maxsize=None)
+def worker_isolation_unavailable() -> str | None:
+    """Why ``keyboard-lm worker`` cannot run TFF's worker in a network namespace here (None: it can).
+
+    Asked once per test process (the check starts a throwaway child): no TFF worker binary, or namespaces refused.
+    """
+    from keyboard_lm.errors import KeyboardLMError
+    from keyboard_lm.federated import remote
+
+    try:
+        remote.worker_binary()
+    except KeyboardLMError as e:
+        return str(e)
+    why = remote.isolation_error()
+    return None if why is None else f"this system does not permit network namespaces ({why})"
 
 
 def assert_in_top_k(word: str, ranked, k: int = 3) -> None:

@@ -182,12 +182,19 @@ def _junit(java: list[str], args: list[str], tests: list[str], env=None, timeout
     return int(summary[0][len("OK ("):].split()[0]), summary[0]
 
 
-def test_java_core_passes_junit(tmp_path):
+@pytest.fixture(scope="module")
+def host_junit(tmp_path_factory):
+    """The core compiled once and its JUnit suite passed on the host JVM: (JVM arguments, test classes, count)."""
     java = shutil.which("java")
     if not java:
         pytest.skip("no JDK (javac/java) on PATH: the Java core cannot be run here")
-    args, tests = _junit_run(tmp_path)
-    _junit([java], args, tests)
+    args, tests = _junit_run(tmp_path_factory.mktemp("junit"))
+    count, _ = _junit([java], args, tests)
+    return args, tests, count
+
+
+def test_java_core_passes_junit(host_junit):
+    assert host_junit[2] > 0
 
 
 #: Where benchmarks/arm64_env.sh --java puts the emulated aarch64 JVM (its ARM64_ENV_DIR, default below).
@@ -201,19 +208,19 @@ ARM64_JVM_FLAGS = ["-XX:TieredStopAtLevel=1"]
 
 
 @pytest.mark.heavy
-def test_java_core_passes_junit_on_an_emulated_aarch64_jvm(tmp_path):
+def test_java_core_passes_junit_on_an_emulated_aarch64_jvm(host_junit):
     """The same classes (bytecode from the host javac) pass the same JUnit suite on Debian's arm64 JVM under qemu.
 
     About 21 s wall and 28 s of CPU on a 2-core x86_64 machine (39 s wall under load), the host run it
-    is compared with included; the emulated JVM runs without C2 (ARM64_JVM_FLAGS).
+    is compared with (``host_junit``, shared with the host test) included; the emulated JVM runs without C2
+    (ARM64_JVM_FLAGS).
     """
-    qemu, host_java = shutil.which("qemu-aarch64-static"), shutil.which("java")
+    qemu = shutil.which("qemu-aarch64-static")
     root = ARM64_ENV / "java-root"
-    if not qemu or not host_java or not (root / ARM64_JAVA).exists():
-        pytest.skip(f"no emulated aarch64 JVM at {root} with qemu-aarch64-static and a host java: "
+    if not qemu or not (root / ARM64_JAVA).exists():
+        pytest.skip(f"no emulated aarch64 JVM at {root} with qemu-aarch64-static: "
                     "build it with `bash benchmarks/arm64_env.sh --java` (downloads; KEYBOARD_LM_ARM64_ENV moves it)")
-    args, tests = _junit_run(tmp_path)
-    host_count, _ = _junit([host_java], args, tests)
+    args, tests, host_count = host_junit
     env = {**os.environ, "QEMU_LD_PREFIX": str(root)}
     arch = subprocess.run([qemu, str(root / ARM64_JAVA), "-XshowSettings:properties", "-version"],
                           capture_output=True, text=True, env=env, timeout=120)

@@ -9,8 +9,7 @@ import time
 import pytest
 
 from benchmarks import _netns
-from keyboard_lm.errors import KeyboardLMError
-from keyboard_lm.federated import remote
+from tests.conftest import worker_isolation_unavailable
 from tests.test_remote_workers import SMALL, _checkpointed, _losses
 
 pytestmark = pytest.mark.heavy
@@ -21,18 +20,7 @@ CLI = [sys.executable, "-m", "keyboard_lm.cli"]
 GRACE, INTERVAL = 5.0, 5.0  # --worker-grace given here; the watchdog's probe interval (its probe timeout too)
 
 
-def _skip_reason() -> str | None:
-    try:
-        remote.worker_binary()
-    except KeyboardLMError as e:
-        return str(e)
-    why = _netns.unavailable()
-    if why is None and remote.isolation_error() is not None:
-        why = f"the worker cannot make its own network namespace ({remote.isolation_error()})"
-    return why
-
-
-SKIP = _skip_reason()
+SKIP = _netns.unavailable() or worker_isolation_unavailable()
 if SKIP is not None:
     pytest.skip(SKIP, allow_module_level=True)
 

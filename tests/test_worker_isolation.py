@@ -7,8 +7,9 @@ import struct
 
 import pytest
 
-from keyboard_lm.errors import ConfigError, KeyboardLMError
+from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated import remote, worker_tls
+from tests.conftest import worker_isolation_unavailable
 from tests.test_remote_workers import SMALL, _drive, _losses
 
 pytestmark = pytest.mark.heavy
@@ -17,16 +18,7 @@ pytestmark = pytest.mark.heavy
 GET_EXECUTOR = "/tensorflow_federated.v0.ExecutorGroup/GetExecutor"
 
 
-def _isolation_skip() -> str | None:
-    try:
-        remote.worker_binary()
-    except KeyboardLMError as e:
-        return str(e)
-    why = remote.isolation_error()
-    return None if why is None else f"this system does not permit network namespaces ({why})"
-
-
-SKIP = _isolation_skip()
+SKIP = worker_isolation_unavailable()
 needs_namespaces = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 
 

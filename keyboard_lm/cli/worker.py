@@ -10,7 +10,7 @@ def cmd_worker(args) -> int:
     import signal
 
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.federated import remote, worker_tls
+    from keyboard_lm.federated import remote, worker_relay, worker_tls
 
     if args.tls_init:
         given = [f for f, v in (("--port", args.port), ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
@@ -44,12 +44,7 @@ def cmd_worker(args) -> int:
     try:
         return proc.wait()
     except KeyboardInterrupt:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except Exception:
-            proc.kill()
-            proc.wait()
+        worker_relay.stop_process(proc, timeout=10)
         raise
 
 

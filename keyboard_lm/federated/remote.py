@@ -188,6 +188,23 @@ def _channel(host: str, port: int, credentials=None, options=None):
     return grpc.secure_channel(target, credentials, options=options)
 
 
+def _ping(host: str, port: int, credentials, timeout: float):
+    """Call a method the worker does not have: None when its gRPC server answers (UNIMPLEMENTED included),
+    else the ``grpc.RpcError`` (UNAVAILABLE or DEADLINE_EXCEEDED)."""
+    import grpc
+
+    channel = _channel(host, port, credentials)
+    try:
+        channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
+                            response_deserializer=lambda b: b)(b"", timeout=timeout)
+        return None
+    except grpc.RpcError as e:
+        failed = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        return e if e.code() in failed else None  # any other answer means the process serves requests
+    finally:
+        channel.close()
+
+
 def probe(host: str, port: int, timeout: float = 5.0, credentials=None) -> str:
     """``ok``, ``down`` (refuses connections) or ``silent`` (accepts, but does not answer in ``timeout`` s).
 
@@ -199,39 +216,20 @@ def probe(host: str, port: int, timeout: float = 5.0, credentials=None) -> str:
     """
     import grpc
 
-    channel = _channel(host, port, credentials)
-    try:
-        call = channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
-                                   response_deserializer=lambda b: b)
-        call(b"", timeout=timeout)
+    error = _ping(host, port, credentials, timeout)
+    if error is None:
         return "ok"
-    except grpc.RpcError as e:
-        code = e.code()
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return "down"
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-            return "silent"
-        return "ok"  # any answer (UNIMPLEMENTED) means the process serves requests
-    finally:
-        channel.close()
+    return "down" if error.code() == grpc.StatusCode.UNAVAILABLE else "silent"
 
 
 def _check_channel(host: str, port: int, credentials, timeout: float = 10.0) -> None:
     """One call to the worker over the run's channel; a ConfigError naming why it failed (TLS or plaintext)."""
-    import grpc
-
-    channel = _channel(host, port, credentials)
-    try:
-        channel.unary_unary("/keyboard_lm.Probe/Ping", request_serializer=lambda b: b,
-                            response_deserializer=lambda b: b)(b"", timeout=timeout)
-    except grpc.RpcError as e:
-        if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            how = "over TLS (--tls-ca, --tls-cert, --tls-key)" if credentials is not None else "in plaintext"
-            detail = " ".join((e.details() or str(e.code())).split())
-            raise ConfigError(f"worker {host}:{port} accepts TCP connections but not gRPC {how}: {detail}; "
-                              "is it started with matching --tls-* flags?") from None
-    finally:
-        channel.close()
+    error = _ping(host, port, credentials, timeout)
+    if error is not None:
+        how = "over TLS (--tls-ca, --tls-cert, --tls-key)" if credentials is not None else "in plaintext"
+        detail = " ".join((error.details() or str(error.code())).split())
+        raise ConfigError(f"worker {host}:{port} accepts TCP connections but not gRPC {how}: {detail}; "
+                          "is it started with matching --tls-* flags?")
 
 
 #: Seconds a worker may refuse connections or leave probes unanswered before the run ends (``--worker-grace``).

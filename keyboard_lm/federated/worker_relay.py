@@ -174,11 +174,12 @@ async def relay(listener: socket.socket, inner_port: int, ssl_context=None, stop
         await (stop or asyncio.Event()).wait()
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    """End ``proc`` if it runs: SIGTERM, then SIGKILL if it has not ended within ``timeout`` s."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(timeout=5)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
@@ -187,21 +188,21 @@ def _stop(proc: subprocess.Popen) -> None:
 def _serve(listener: socket.socket, proc: subprocess.Popen, inner_port: int, ssl_context) -> int:
     async def main():
         loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
+        stopping = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping.set)
         # The worker ending (crash, OOM kill) ends the relay too, so `keyboard-lm worker` returns.
         ended = loop.run_in_executor(None, proc.wait)
-        ended.add_done_callback(lambda _: stop.set())
+        ended.add_done_callback(lambda _: stopping.set())
         try:
-            await relay(listener, inner_port, ssl_context, stop)
+            await relay(listener, inner_port, ssl_context, stopping)
         finally:
-            _stop(proc)  # before asyncio.run joins the executor thread that waits for it
+            stop_process(proc)  # before asyncio.run joins the executor thread that waits for it
 
     try:
         asyncio.run(main())
     finally:
-        _stop(proc)
+        stop_process(proc)
     return 0 if proc.returncode in (0, -signal.SIGTERM) else 1
 
 

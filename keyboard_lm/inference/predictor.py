@@ -312,8 +312,7 @@ class Session:
         if word not in self.predictor.vocab and self._personal_active():
             personal_index = self.personal.index_of(word)
         self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state)
-        if (self.learning and self.history is not None and word not in SPECIAL_TOKENS.tokens
-                and word not in self.predictor._blocked_spellings):
+        if self.learning and self.history is not None and self._learnable(word):
             self.history.learn_word(self.previous_word, word)
         self.previous_word = word
         self.words_in_sentence += 1
@@ -565,6 +564,10 @@ class Session:
         report["adapter_trained"] = bool(report.get("trained"))
         return report
 
+    def _learnable(self, word: str) -> bool:
+        """Whether the user history may learn ``word``: never a special token nor a blocklisted word."""
+        return word not in SPECIAL_TOKENS.tokens and word not in self.predictor._blocked_spellings
+
     def learn_history(self, sentences) -> dict:
         """Learn tokenized ``sentences`` (lists of normalized words, oldest first) into the user history.
 
@@ -581,7 +584,7 @@ class Session:
         for sentence in sentences:
             previous = None
             for word in sentence:
-                if word not in SPECIAL_TOKENS.tokens and word not in self.predictor._blocked_spellings:
+                if self._learnable(word):
                     self.history.learn_word(previous, word)
                     learnt += 1
                 previous = word
