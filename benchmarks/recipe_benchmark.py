@@ -42,6 +42,11 @@ RECIPES = {
     "federated from base": ["--init-from", "base"],
     "federated from base, base vocabulary": ["--init-from", "base", "--init-vocab", "base"],
     "centralized from base": ["--centralized", "--init-from", "base"],
+    "centralized from base, from-scratch regularization": ["--centralized", "--init-from", "base",
+                                                           "--dropout", "0.4", "--weight-drop", "0.5"],
+    "centralized from base, no dropout": ["--centralized", "--init-from", "base", "--dropout", "0"],
+    "centralized from random weights, fine-tuning recipe": ["--centralized", "--epochs", "4", "--dropout", "0.1",
+                                                            "--weight-drop", "0"],
 }
 
 

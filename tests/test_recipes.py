@@ -32,7 +32,7 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     from keyboard_lm.cli import build_parser
     from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.federated.config import FederatedConfig, LoopConfig
-    from keyboard_lm.training.config import CentralizedConfig
+    from keyboard_lm.training.config import CentralizedConfig, default_config
 
     args = build_parser().parse_args(["train", "--out", "x"])
     fed, client, loop, cen = FederatedConfig(), ClientDataConfig(), LoopConfig(), CentralizedConfig()
@@ -46,9 +46,11 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"rounds to run ({fed.rounds})" in text and f"most passes over the pooled data ({cen.epochs})" in text
+    ft = default_config(warm_start=True)  # a run with --init-from fine-tunes
+    assert f"rounds to run ({fed.rounds})" in text
+    assert f"most passes over the pooled data ({cen.epochs}; {ft.epochs} from a base)" in text
     assert f"centralized {cen.batch_size}, federated client batch {client.batch_size}" in text
-    assert f"centralized {cen.dropout}, federated {fed.dropout}" in text
+    assert f"centralized {cen.dropout}, {ft.dropout} from a base; federated {fed.dropout}" in text
 
 
 def test_dropout_adds_no_weights():

@@ -15,6 +15,7 @@ from keyboard_lm.models.checkpoint import Run, load_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.warm_start import EMBEDDING, WarmStart, load_warm_start
 from keyboard_lm.text.vocabulary import Vocabulary
+from keyboard_lm.training.config import FINE_TUNE, CentralizedConfig
 from tests.conftest import SMALL_RUN_RECIPE
 
 
@@ -92,8 +93,9 @@ def test_centralized_warm_start_begins_where_the_base_ended(small_run, tmp_path)
     import csv
 
     one_epoch = _recipe(**{"--epochs": "1"})
-    model_flags = ("--units", "--embedding-dim")
-    warm = [a for i, a in enumerate(one_epoch) if a not in model_flags and one_epoch[i - 1] not in model_flags]
+    # The model flags come from the base; dropout and weight drop left out take the fine-tuning recipe.
+    left_out = ("--units", "--embedding-dim", "--dropout", "--weight-drop")
+    warm = [a for i, a in enumerate(one_epoch) if a not in left_out and one_epoch[i - 1] not in left_out]
     assert _train(["train", "--centralized", "--out", str(tmp_path / "warm"), "--init-from", small_run,
                    "--quantization-aware", *warm]) == 0
     warm_run, base = load_run(str(tmp_path / "warm")), load_run(small_run)
@@ -101,6 +103,9 @@ def test_centralized_warm_start_begins_where_the_base_ended(small_run, tmp_path)
     assert init["weights_sha256"] == _sha(os.path.join(small_run, "weights.npz"))
     assert (init["vocab"], init["new_words"], init["shared_words"]) == ("target", 0, len(base.vocab))
     assert warm_run.model_config.quantization == "dynamic-range"
+    hp = warm_run.info["hyperparameters"]
+    assert (hp["epochs"], hp["dropout"], hp["weight_drop"]) == (1, FINE_TUNE["dropout"], FINE_TUNE["weight_drop"])
+    assert (hp["dropout"], hp["weight_drop"]) != (CentralizedConfig().dropout, CentralizedConfig().weight_drop)
     assert base.info["init_from"] is None
     with open(os.path.join(small_run, "metrics.csv"), encoding="utf-8") as f:
         scratch_first_epoch = float(next(csv.DictReader(f))["loss"])

@@ -8,6 +8,7 @@ left out is not passed, so the run gets what a Python caller gets.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, data_source, default_data_to_run,
                                   load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
@@ -17,9 +18,10 @@ from keyboard_lm.federated.config import FederatedConfig, LoopConfig
 from keyboard_lm.federated.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
-from keyboard_lm.training.config import CentralizedConfig
+from keyboard_lm.training.config import CentralizedConfig, default_config
 
 CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
+FT = default_config(warm_start=True)  # the centralized recipe of a run with --init-from
 
 
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
@@ -119,8 +121,8 @@ def _train_centralized(args, init=None) -> int:
              "patience": args.patience, "ngram_teacher": args.ngram_teacher}
     if args.clipnorm is not None:
         given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
-    config = CentralizedConfig(seq_len=args.seq_len, seed=args.seed,
-                               **{k: v for k, v in given.items() if v is not None})
+    config = dataclasses.replace(default_config(warm_start=init is not None), seq_len=args.seq_len, seed=args.seed,
+                                 **{k: v for k, v in given.items() if v is not None})
     corpus = load_corpus_from_args(args)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
                       config, split_from_args(args), quantization=_quantization(args),
@@ -255,10 +257,10 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                             "--split-seed")
     train.add_argument("--dropout", type=non_negative_float, default=None,
                        help=f"dropout on embedding and cell outputs (centralized {CEN.dropout}, "
-                            f"federated {FED.dropout})")
+                            f"{FT.dropout} from a base; federated {FED.dropout})")
     cen = train.add_argument_group("centralized training")
     cen.add_argument("--epochs", type=positive_int, default=None,
-                     help=f"most passes over the pooled data ({CEN.epochs})")
+                     help=f"most passes over the pooled data ({CEN.epochs}; {FT.epochs} from a base)")
     cen.add_argument("--optimizer", default=None, choices=("sgd", "adam", "adamw"),
                      help=f"({CEN.optimizer})")
     cen.add_argument("--lr", type=positive_float, default=None, help=f"initial learning rate ({CEN.learning_rate})")
@@ -268,7 +270,7 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                      help=f"decoupled weight decay, with --optimizer adamw ({CEN.weight_decay})")
     cen.add_argument("--weight-drop", type=non_negative_float, default=None,
                      help="DropConnect on the cell's recurrent weights, one mask per batch "
-                          f"(Merity et al. 2018) ({CEN.weight_drop})")
+                          f"(Merity et al. 2018) ({CEN.weight_drop}; {FT.weight_drop} from a base)")
     train.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
                        help="keep and evaluate an exponential moving average of the weights with this decay "
                             f"per step (centralized {CEN.weight_average}) or per round (federated "

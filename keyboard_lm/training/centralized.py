@@ -21,7 +21,7 @@ from keyboard_lm.models.language_model import assign_weights, build_model, weigh
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
 from keyboard_lm.models.warm_start import WarmStart, describe
 from keyboard_lm.text.vocabulary import Vocabulary
-from keyboard_lm.training.config import CentralizedConfig
+from keyboard_lm.training.config import CentralizedConfig, default_config
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
 
 def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
@@ -82,7 +82,7 @@ class WeightAverage:
 
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
                       embedding_dim: int = 96, units: int = 670,
-                      config: CentralizedConfig = CentralizedConfig(),
+                      config: CentralizedConfig | None = None,
                       split: SplitConfig = SplitConfig(), log=print, quantization: str = "none",
                       data_source: dict | None = None, overwrite: bool = False,
                       init: WarmStart | None = None) -> dict:
@@ -104,8 +104,11 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
 
     ``init`` starts from another run's weights (``models.warm_start``); the
     model type and sizes must be the base's, and run.json records the start
-    in ``init_from``.
+    in ``init_from``. ``config`` None is ``training.config.default_config``:
+    the from-scratch recipe, or its fine-tuning variant when ``init`` is given.
     """
+    if config is None:
+        config = default_config(warm_start=init is not None)
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if config.validation_fraction:
         fit_ids, val_ids = validation_clients(train_ids, config.validation_fraction, split.seed)
