@@ -6,9 +6,12 @@ both sessions stream the last 200 sentences' first 300 words, interleaved word
 by word: ``commit_word(word)`` + ``suggestions(3)``, and, for a typing user,
 ``complete(word[:2], 3)``. ``--baseline REF`` times the package as it is at git
 revision REF in the same run, in a second process (``git archive``; nothing in
-the checkout changes), so the two can be compared side by side.
+the checkout changes), so the two can be compared side by side. ``--aarch64``
+also times the package on the emulated aarch64 Python 3.11 (qemu user mode,
+``benchmarks/arm64_env.sh``), where the ratio with / without the history is
+what a phone's CPU would see more closely than x86 does.
 
-    python benchmarks/history_latency_benchmark.py runs/base/model.tflite [--baseline REF]
+    python benchmarks/history_latency_benchmark.py runs/base/model.tflite [--baseline REF] [--aarch64]
 """
 
 from __future__ import annotations
@@ -25,18 +28,25 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 
-def measure(model: str, passes: int) -> dict:
+def workload() -> list[list[str]]:
+    """The sentences every variant learns and streams (read here, natively: the emulated Python has no yaml)."""
+    from keyboard_lm.data.corpora import load_default
+    from keyboard_lm.text import tokenizer
+
+    corpus = load_default()
+    return list(tokenizer.sentences(" ".join(t for c in corpus.client_ids[:2000] for t in corpus.clients[c])))
+
+
+def measure(model: str, passes: int, sentences_file: str) -> dict:
     """p50/p99 ms per call of the package importable here (run in the process that measures)."""
     import numpy as np
 
-    from keyboard_lm.data.corpora import load_default
     from keyboard_lm.inference import Predictor
     from keyboard_lm.inference.user_history import UserHistory
-    from keyboard_lm.text import tokenizer
 
     predictor = Predictor.load(model)
-    corpus = load_default()
-    sentences = list(tokenizer.sentences(" ".join(t for c in corpus.client_ids[:2000] for t in corpus.clients[c])))
+    with open(sentences_file, encoding="utf-8") as f:
+        sentences = json.load(f)
     history = UserHistory()
     for sentence in sentences[:-200]:
         history.learn(sentence)
@@ -61,12 +71,14 @@ def measure(model: str, passes: int) -> dict:
     return out
 
 
-def _in_subprocess(package_root: str, model: str, passes: int) -> dict:
+def _in_subprocess(package_root: str, model: str, passes: int, sentences_file: str, python: list[str] | None = None,
+                   env: dict | None = None) -> dict:
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(1, sys.argv[2]);"
-            "from history_latency_benchmark import measure; print(json.dumps(measure(sys.argv[3], int(sys.argv[4]))))")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, "-c", code, package_root, HERE, model, str(passes)], capture_output=True,
-                          text=True, env=env, check=True)
+            "from history_latency_benchmark import measure;"
+            "print(json.dumps(measure(sys.argv[3], int(sys.argv[4]), sys.argv[5])))")
+    env = dict(env or os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([*(python or [sys.executable]), "-c", code, package_root, HERE, model, str(passes),
+                           sentences_file], capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -78,16 +90,28 @@ def main() -> int:
     p.add_argument("model", metavar="MODEL.tflite")
     p.add_argument("--passes", type=int, default=3)
     p.add_argument("--baseline", metavar="REF", help="also time the package at this git revision, same run")
+    p.add_argument("--name", default="history_latency_benchmark", help="result file name (%(default)s)")
+    p.add_argument("--aarch64", action="store_true", help="also time the package on the emulated aarch64 Python")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
-    variants = {"now": _in_subprocess(REPO, args.model, args.passes)}
+    sys.path.insert(0, HERE)
+    sentences = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
+    with sentences:
+        json.dump(workload(), sentences)
+    variants = {"now": _in_subprocess(REPO, args.model, args.passes, sentences.name)}
+    if args.aarch64:
+        from benchmarks import _arm64
+
+        python, env = _arm64.emulated_python(REPO)
+        variants["now, aarch64 (qemu)"] = _in_subprocess(REPO, os.path.abspath(args.model), args.passes,
+                                                         sentences.name, python, env)
     if args.baseline:
         with tempfile.TemporaryDirectory() as tmp:
             archive = subprocess.run(["git", "-C", REPO, "archive", args.baseline, "keyboard_lm"], capture_output=True,
                                      check=True).stdout
             subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-            variants[f"at {args.baseline}"] = _in_subprocess(tmp, args.model, args.passes)
-            variants["now (again)"] = _in_subprocess(REPO, args.model, args.passes)
+            variants[f"at {args.baseline}"] = _in_subprocess(tmp, args.model, args.passes, sentences.name)
+            variants["now (again)"] = _in_subprocess(REPO, args.model, args.passes, sentences.name)
     rows = [("suggestion, no history", "suggest"), ("suggestion, with the history", "suggest_history"),
             ("completion (first letters), no history", "complete"),
             ("completion (first letters), with the history", "complete_history")]
@@ -105,9 +129,9 @@ def main() -> int:
                   f"{r['suggest_history']['p50_ms'] / r['suggest']['p50_ms']:.2f}x, p99 "
                   f"{r['suggest_history']['p99_ms'] / r['suggest']['p99_ms']:.2f}x")
     text = "\n".join(md)
-    _report.write("history_latency_benchmark", {"model": args.model, "passes": args.passes, "variants": variants},
-                  text, args.out)
+    _report.write(args.name, {"model": args.model, "passes": args.passes, "variants": variants}, text, args.out)
     print(text)
+    os.unlink(sentences.name)
     return 0
 
 
