@@ -94,24 +94,25 @@ def main() -> int:
     p.add_argument("--aarch64", action="store_true", help="also time the package on the emulated aarch64 Python")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
-    sys.path.insert(0, HERE)
-    sentences = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8")
-    with sentences:
-        json.dump(workload(), sentences)
-    variants = {"now": _in_subprocess(REPO, args.model, args.passes, sentences.name)}
-    if args.aarch64:
-        from benchmarks import _arm64
+    with tempfile.TemporaryDirectory() as tmp:
+        sentences = os.path.join(tmp, "sentences.json")
+        with open(sentences, "w", encoding="utf-8") as f:
+            json.dump(workload(), f)
+        variants = {"now": _in_subprocess(REPO, args.model, args.passes, sentences)}
+        if args.aarch64:
+            from benchmarks import _arm64
 
-        python, env = _arm64.emulated_python(REPO)
-        variants["now, aarch64 (qemu)"] = _in_subprocess(REPO, os.path.abspath(args.model), args.passes,
-                                                         sentences.name, python, env)
-    if args.baseline:
-        with tempfile.TemporaryDirectory() as tmp:
+            python, env = _arm64.emulated_python(REPO)
+            variants["now, aarch64 (qemu)"] = _in_subprocess(REPO, os.path.abspath(args.model), args.passes,
+                                                             sentences, python, env)
+        if args.baseline:
+            package = os.path.join(tmp, "baseline")
+            os.mkdir(package)
             archive = subprocess.run(["git", "-C", REPO, "archive", args.baseline, "keyboard_lm"], capture_output=True,
                                      check=True).stdout
-            subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
-            variants[f"at {args.baseline}"] = _in_subprocess(tmp, args.model, args.passes, sentences.name)
-            variants["now (again)"] = _in_subprocess(REPO, args.model, args.passes, sentences.name)
+            subprocess.run(["tar", "-x", "-C", package], input=archive, check=True)
+            variants[f"at {args.baseline}"] = _in_subprocess(package, args.model, args.passes, sentences)
+            variants["now (again)"] = _in_subprocess(REPO, args.model, args.passes, sentences)
     rows = [("suggestion, no history", "suggest"), ("suggestion, with the history", "suggest_history"),
             ("completion (first letters), no history", "complete"),
             ("completion (first letters), with the history", "complete_history")]
@@ -131,7 +132,6 @@ def main() -> int:
     text = "\n".join(md)
     _report.write(args.name, {"model": args.model, "passes": args.passes, "variants": variants}, text, args.out)
     print(text)
-    os.unlink(sentences.name)
     return 0
 
 

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
+from keyboard_lm.training.config import FINE_TUNE  # noqa: E402
 
 #: name -> train arguments (after --data/--format/--out).  The first federated one is `train`'s default.
 RECIPES = {
@@ -45,8 +46,9 @@ RECIPES = {
     "centralized from base, from-scratch regularization": ["--centralized", "--init-from", "base",
                                                            "--dropout", "0.4", "--weight-drop", "0.5"],
     "centralized from base, no dropout": ["--centralized", "--init-from", "base", "--dropout", "0"],
-    "centralized from random weights, fine-tuning recipe": ["--centralized", "--epochs", "4", "--dropout", "0.1",
-                                                            "--weight-drop", "0"],
+    # the recipe a run from a base gets by default, from random weights instead
+    "centralized from random weights, fine-tuning recipe": [
+        "--centralized", *(a for k, v in FINE_TUNE.items() for a in (f"--{k.replace('_', '-')}", str(v)))],
 }
 
 

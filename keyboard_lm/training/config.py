@@ -90,7 +90,6 @@ class CentralizedConfig:
         return TeacherConfig(weight=self.ngram_teacher, seed=self.seed)
 
 
-
 #: What a run that starts from a base (``--init-from``) changes in the recipe
 #: above: few epochs and light regularization. The from-scratch recipe's
 #: dropout 0.4 and weight drop 0.5 fight the phrases a fine-tuned model must
