@@ -118,3 +118,80 @@ def test_adam_with_validation_keeps_the_best_epoch_and_state_round_trips(tmp_pat
     back = PersonalState.load(path, "fp")
     assert back.per_word and back.words == ["alpha", "beta"]
     np.testing.assert_allclose(back.logits(h, vl), s.logits(h, vl), rtol=1e-6)
+
+
+@pytest.mark.parametrize("options", [
+    {"hidden": (12, 20, 12), "layer_norm": True, "init_scale": 0.3},  # Shenoy & Nguyen's shape
+    {"hidden": 16, "vocab_bias": True, "per_word": True},  # the adapter plus the output bias
+])
+def test_every_gradient_of_the_adapter_variants_matches_finite_differences(options):
+    rng = np.random.default_rng(4)
+    s = PersonalState("fp", 8, seed=1, **options)
+    s.add_words(["alpha", "beta", "gamma"], rng.standard_normal((3, 8)))
+    if s.use_vocab_bias:
+        s.vocab_bias = rng.standard_normal(5).astype(np.float32) * 0.1
+    for k in s._PARAMS:  # no parameter at zero: every path of the backward pass carries a signal
+        setattr(s, k, (getattr(s, k) + 0.05 * rng.standard_normal(getattr(s, k).shape)).astype(np.float64))
+    s.base = s.base.astype(np.float64)
+    h, vl = rng.standard_normal((7, 8)), rng.standard_normal((7, 5))
+    t = np.array([5, 6, 7, 0, 4, 1, 5])
+    frozen = s._frozen_part(vl, t)  # float64 throughout for the finite differences
+    _, grads = s._loss_and_grads(h, frozen, t)
+    assert set(grads) >= set(s._PARAMS)
+    eps = 1e-6
+    for k in s._PARAMS:
+        value = getattr(s, k)
+        for index in list(np.ndindex(value.shape))[:: max(1, value.size // 6)]:
+            value[index] += eps
+            up = s._loss_and_grads(h, frozen, t, grads=False)[0]
+            value[index] -= 2 * eps
+            down = s._loss_and_grads(h, frozen, t, grads=False)[0]
+            value[index] += eps
+            assert grads[k][index] == pytest.approx((up - down) / (2 * eps), rel=1e-3, abs=1e-7), (k, index)
+
+
+def test_random_output_layer_moves_the_embeddings_and_zero_keeps_them():
+    base = np.random.default_rng(0).standard_normal((2, 8))
+    zero, rand = PersonalState("fp", 8), PersonalState("fp", 8, hidden=(32,), layer_norm=True, init_scale=0.5)
+    for s in (zero, rand):
+        s.add_words(["a", "b"], base)
+    np.testing.assert_allclose(zero.adapted(), base, rtol=1e-6)
+    assert np.abs(rand.adapted() - base).max() > 0.05
+    with pytest.raises(ConfigError, match="hidden sizes"):
+        PersonalState("fp", 8, hidden=(16, 0))
+
+
+def test_emr3_counts_top3_hits_and_never_counts_a_suppressed_id():
+    s = PersonalState("fp", 4)
+    s.add_words(["p"], np.array([[1.0, 0, 0, 0]]))
+    h = np.array([[5.0, 0, 0, 0], [0, 0, 0, 0]])
+    vl = np.array([[0, 1, 2, 3, 4, 9], [0, 1, 2, 3, 4, 9]], np.float64)  # V = 6; id 5 is the best but never shown
+    never = np.array([False] * 5 + [True])
+    # row 0: scores 4, 3, personal 5 -> top 3 = {p, 4, 3}; row 1: personal 0 -> top 3 = {4, 3, 2}
+    assert s.emr3(h, vl, np.array([6, 1]), never) == 0.5  # p hit; 1 is fifth
+    assert s.emr3(h, vl, np.array([5, 4]), never) == 0.5  # the suppressed id 5 is a miss
+    assert s.emr3(h, vl, np.array([5, 4]), None) == 1.0  # without never, id 5 is the best
+
+
+def test_emr3_early_stopping_keeps_the_best_epoch_and_variant_state_round_trips(tmp_path):
+    rng = np.random.default_rng(5)
+    s = PersonalState("fp", 8, hidden=(12, 24, 12), layer_norm=True, init_scale=0.1, vocab_bias=True)
+    s.add_words(["alpha", "beta"], rng.standard_normal((2, 8)))
+    h, vl = rng.standard_normal((80, 8)).astype(np.float32), rng.standard_normal((80, 5)).astype(np.float32)
+    t = np.where(h[:, 0] > 0, 5, 6)
+    val = (h[:20] + 0.1, vl[:20], t[:20])
+    s.train(h, vl, t, epochs=60, learning_rate=0.02, optimizer="adam", validation=val, patience=60,
+            stop_on="emr3", never=np.zeros(5, bool))
+    info = s.last_training
+    assert info["stop_on"] == "emr3" and s.has_vocab_bias
+    best = max([info["initial_validation_emr3"], *info["validation_emr3"]])
+    assert info["validation_emr3"][info["kept_epoch"] - 1] == best
+    assert s.emr3(*val, np.zeros(5, bool)) == pytest.approx(best)  # the kept epoch is restored
+    assert best > 0.8  # the context decides which word follows: learnt
+    path = str(tmp_path / "variant.personal")
+    s.save(path)
+    back = PersonalState.load(path, "fp")
+    assert back.hidden == (12, 24, 12) and back.layer_norm and back.has_vocab_bias
+    np.testing.assert_allclose(back.logits(h, vl), s.logits(h, vl), rtol=1e-5)
+    with pytest.raises(ConfigError, match="stopping criterion"):
+        s.train(h, vl, t, stop_on="accuracy")

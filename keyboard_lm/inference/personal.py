@@ -19,31 +19,58 @@ from keyboard_lm.errors import ConfigError
 MAX_PERSONAL_WORDS = 1000
 STATE_FORMAT = "keyboard_lm-personal-1"
 
+#: Shenoy & Nguyen's adapter search: a residual MLP with LayerNorm, the hidden sizes of their grid,
+#: a random output layer at three scales, the epoch and the entry chosen per user on validation EMR3.
+SHENOY_GRID = tuple({"hidden": hidden, "layer_norm": True, "init_scale": scale}
+                    for hidden in ((960,), (128, 256, 128), (256, 512, 256)) for scale in (0.01, 0.1, 1.0))
+
 
 class PersonalState:
-    """Personal words, their char-encoder embeddings and a residual adapter d -> hidden -> d.
+    """Personal words, their char-encoder embeddings and a residual adapter d -> hidden... -> d.
 
-    The adapter's output layer starts at zero, so an untrained adapter returns
-    the zero-shot char-encoder embeddings unchanged.
+    Two adapters are built here:
+      - the project's (the default): one hidden layer of 128, no LayerNorm, the output layer
+        at zero, so an untrained adapter returns the zero-shot char-encoder embeddings;
+      - Shenoy & Nguyen's: LayerNorm on the input (``layer_norm``), hidden sizes from their grid
+        (``hidden=(960,)``, ``(128, 256, 128)`` or ``(256, 512, 256)``) and a random output layer
+        whose scale (``init_scale``) is chosen per user on validation EMR3.
+    ``vocab_bias`` adds a trainable bias on the vocabulary logits (on-device fine-tuning of the
+    output layer's bias, the one part of the frozen model that costs nothing to change).
     """
 
-    def __init__(self, fingerprint: str, embedding_dim: int, hidden: int = 128, seed: int = 0,
-                 per_word: bool = False):
+    def __init__(self, fingerprint: str, embedding_dim: int, hidden=128, seed: int = 0,
+                 per_word: bool = False, layer_norm: bool = False, init_scale: float = 0.0,
+                 vocab_bias: bool = False):
         if not fingerprint:
             raise ConfigError("personal state needs the model fingerprint it belongs to")
+        hidden = (int(hidden),) if np.isscalar(hidden) else tuple(int(h) for h in hidden)
+        if not hidden or min(hidden) < 1:
+            raise ConfigError(f"adapter hidden sizes must be positive, got {hidden}")
+        if init_scale < 0:
+            raise ConfigError(f"adapter init_scale must be >= 0, got {init_scale}")
         self.fingerprint = fingerprint
         self.words: list[str] = []
         self.base = np.zeros((0, embedding_dim), np.float32)  # [n, d] char-encoder embeddings
+        self.hidden, self.layer_norm, self.init_scale = hidden, bool(layer_norm), float(init_scale)
         rng = np.random.default_rng(seed)
-        self.w1 = (rng.standard_normal((embedding_dim, hidden)) / np.sqrt(embedding_dim)).astype(np.float32)
-        self.b1 = np.zeros(hidden, np.float32)
-        self.w2 = np.zeros((hidden, embedding_dim), np.float32)
-        self.b2 = np.zeros(embedding_dim, np.float32)
+        sizes = (embedding_dim, *hidden, embedding_dim)
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
+            scale = 1.0 if i < len(sizes) - 1 else self.init_scale  # the output layer: zero by default
+            setattr(self, f"w{i}", (scale * rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32))
+            setattr(self, f"b{i}", np.zeros(fan_out, np.float32))
+        self.ln_g = np.ones(embedding_dim, np.float32)
+        self.ln_b = np.zeros(embedding_dim, np.float32)
         #: per_word: besides the shared MLP, each personal word gets its own embedding offset and
         #: logit bias (zero until trained), for words whose spelling says little about their use.
         self.per_word = per_word
         self.offset = np.zeros((0, embedding_dim), np.float32)  # [n, d]
         self.bias = np.zeros(0, np.float32)  # [n]
+        self.use_vocab_bias = bool(vocab_bias)
+        self.vocab_bias = np.zeros(0, np.float32)  # [V] once trained (the vocabulary size is known then)
+
+    @property
+    def _layers(self) -> int:
+        return len(self.hidden) + 1
 
     def add_words(self, words, embeddings: np.ndarray) -> None:
         """Add words with their char-encoder embeddings [len(words), d]; refuses above MAX_PERSONAL_WORDS."""
@@ -65,10 +92,28 @@ class PersonalState:
             self.bias = np.concatenate([self.bias, np.zeros(len(new), np.float32)])
             self._adapted_cache = None
 
+    def _forward(self):
+        """(adapted embeddings [n, d], what the backward pass needs)."""
+        x = self.base
+        if self.layer_norm:
+            mu = x.mean(1, keepdims=True)
+            inv = 1.0 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+            xhat = (x - mu) * inv
+            u = xhat * self.ln_g + self.ln_b
+        else:
+            xhat = inv = None
+            u = x
+        acts, pres = [u], []
+        for i in range(1, self._layers):
+            pres.append(acts[-1] @ getattr(self, f"w{i}") + getattr(self, f"b{i}"))
+            acts.append(np.maximum(pres[-1], 0.0))
+        last = self._layers
+        out = x + acts[-1] @ getattr(self, f"w{last}") + getattr(self, f"b{last}") + self.offset
+        return out, (acts, pres, xhat, inv)
+
     def adapted(self) -> np.ndarray:
-        """Adapted embeddings [n, d] = base + relu(base W1 + b1) W2 + b2 (+ each word's offset)."""
-        hid = np.maximum(self.base @ self.w1 + self.b1, 0.0)
-        return self.base + hid @ self.w2 + self.b2 + self.offset
+        """Adapted embeddings [n, d] = base + MLP(LN(base) or base) (+ each word's offset)."""
+        return self._forward()[0]
 
     def adapted_embedding(self, index: int) -> np.ndarray:
         """The adapted embedding [d] of personal word ``index`` (its input when typed as context)."""
@@ -79,17 +124,30 @@ class PersonalState:
         if getattr(self, "_adapted_cache", None) is None or self._adapted_cache.shape[0] != len(self.words):
             self._adapted_cache = self.adapted()
 
+    @property
+    def has_vocab_bias(self) -> bool:
+        return self.vocab_bias.size > 0
+
     def logits(self, output: np.ndarray, vocab_logits: np.ndarray) -> np.ndarray:
-        """[..., V + n]: vocabulary logits followed by adapted embeddings . model output."""
+        """[..., V + n]: vocabulary logits (+ the trained vocabulary bias) followed by adapted embeddings . output."""
         self._refresh()  # adapted embeddings change only in add_words/train/load: computed once per change
         # einsum, not BLAS: a [n, d] x [d] product per keystroke costs ~10 us, while a multi-threaded
         # BLAS waits ~0.5 ms for a busy second core (measured on 2 cores)
         personal = np.einsum("...d,nd->...n", output, self._adapted_cache) + self.bias
+        if self.has_vocab_bias:
+            vocab_logits = vocab_logits + self.vocab_bias
         return np.concatenate([vocab_logits, personal], axis=-1)
 
     @property
     def _PARAMS(self) -> tuple:
-        return ("w1", "b1", "w2", "b2", "offset", "bias") if self.per_word else ("w1", "b1", "w2", "b2")
+        names = [f"{p}{i}" for i in range(1, self._layers + 1) for p in ("w", "b")]
+        if self.layer_norm:
+            names += ["ln_g", "ln_b"]
+        if self.per_word:
+            names += ["offset", "bias"]
+        if self.use_vocab_bias:
+            names.append("vocab_bias")
+        return tuple(names)
 
     def index_of(self, word: str) -> int | None:
         """The personal index of ``word`` (its joint id is V + index), or None."""
@@ -102,39 +160,71 @@ class PersonalState:
         """What the frozen model fixes once: log-sum-exp of the vocabulary logits and each vocabulary target's logit.
 
         The vocabulary logits never change while the adapter trains, so an epoch costs
-        O(N * n * d) instead of O(N * V).
+        O(N * n * d) instead of O(N * V) (unless the vocabulary bias is trained).
         """
-        vocab_logits = np.asarray(vocab_logits, np.float32)
+        vocab_logits = np.asarray(vocab_logits)
+        if vocab_logits.dtype != np.float64:  # float64 stays (gradient checks); anything else is float32
+            vocab_logits = vocab_logits.astype(np.float32)
         m = vocab_logits.max(1)
         lse = m + np.log(np.exp(vocab_logits - m[:, None]).sum(1))
         n_vocab = vocab_logits.shape[1]
         in_vocab = targets < n_vocab
-        target_logit = np.zeros(len(targets), np.float32)
+        target_logit = np.zeros(len(targets), vocab_logits.dtype)
         target_logit[in_vocab] = vocab_logits[np.flatnonzero(in_vocab), targets[in_vocab]]
-        return n_vocab, lse, in_vocab, target_logit
+        return n_vocab, lse, in_vocab, target_logit, vocab_logits
+
+    def _vocab_lse(self, frozen) -> np.ndarray:
+        """Log-sum-exp [N] of the vocabulary logits plus the trained vocabulary bias (if any)."""
+        _, lse, _, _, vocab_logits = frozen
+        if not self.has_vocab_bias:
+            return lse
+        lse = np.empty(len(vocab_logits), vocab_logits.dtype)
+        for s in range(0, len(vocab_logits), 2048):  # chunks: the [N, V] temporaries stay small
+            z = vocab_logits[s:s + 2048] + self.vocab_bias
+            m = z.max(1)
+            lse[s:s + 2048] = m + np.log(np.exp(z - m[:, None]).sum(1))
+        return lse
 
     def _loss_and_grads(self, outputs, frozen, targets, grads: bool = True):
-        n_vocab, lse_vocab, in_vocab, target_logit = frozen
-        pre = self.base @ self.w1 + self.b1
-        hid = np.maximum(pre, 0.0)
-        emb = self.base + hid @ self.w2 + self.b2 + self.offset  # [n, d]
+        n_vocab, _, in_vocab, target_logit, vocab_logits = frozen
+        lse_vocab = self._vocab_lse(frozen)
+        if self.has_vocab_bias:
+            rows_in = np.flatnonzero(in_vocab)
+            target_logit = target_logit.copy()
+            target_logit[rows_in] += self.vocab_bias[targets[rows_in]]
+        emb, (acts, pres, xhat, inv) = self._forward()  # [n, d]
         z = outputs @ emb.T + self.bias  # [N, n] personal logits
-        m = np.maximum(z.max(1), lse_vocab)
+        m = np.maximum(z.max(1, initial=-np.inf), lse_vocab)
         lse = m + np.log(np.exp(lse_vocab - m) + np.exp(z - m[:, None]).sum(1))  # joint normalizer
-        rows = np.arange(len(targets))
         personal_rows = np.flatnonzero(~in_vocab)
         score = target_logit.copy()
         score[personal_rows] = z[personal_rows, targets[personal_rows] - n_vocab]
         loss = float(np.mean(lse - score))
         if not grads:
             return loss, None
+        n_rows = len(targets)
         g = np.exp(z - lse[:, None])  # d loss / d personal logits
         g[personal_rows, targets[personal_rows] - n_vocab] -= 1.0
-        g /= len(rows)
+        g /= n_rows
         g_emb = g.T @ outputs  # [n, d]
-        g_pre = (g_emb @ self.w2.T) * (pre > 0)
-        return loss, {"w1": self.base.T @ g_pre, "b1": g_pre.sum(0), "w2": hid.T @ g_emb, "b2": g_emb.sum(0),
-                      "offset": g_emb, "bias": g.sum(0)}
+        out = {"offset": g_emb, "bias": g.sum(0)}
+        last = self._layers
+        out[f"w{last}"], out[f"b{last}"] = acts[-1].T @ g_emb, g_emb.sum(0)
+        g_act = g_emb @ getattr(self, f"w{last}").T
+        for i in range(last - 1, 0, -1):
+            g_pre = g_act * (pres[i - 1] > 0)
+            out[f"w{i}"], out[f"b{i}"] = acts[i - 1].T @ g_pre, g_pre.sum(0)
+            g_act = g_pre @ getattr(self, f"w{i}").T
+        if self.layer_norm:  # the base embeddings are fixed: only LayerNorm's gain and shift learn
+            out["ln_g"], out["ln_b"] = (g_act * xhat).sum(0), g_act.sum(0)
+        if self.use_vocab_bias:
+            gv = np.zeros(n_vocab, np.float64)
+            for s in range(0, n_rows, 2048):
+                zv = vocab_logits[s:s + 2048] + (self.vocab_bias if self.has_vocab_bias else 0.0)
+                gv += np.exp(zv - lse[s:s + 2048, None]).sum(0)
+            np.subtract.at(gv, targets[in_vocab], 1.0)
+            out["vocab_bias"] = (gv / n_rows).astype(np.float32)
+        return loss, out
 
     def _check_targets(self, vocab_logits, targets, what: str) -> np.ndarray:
         targets = np.asarray(targets)
@@ -146,7 +236,8 @@ class PersonalState:
 
     def train(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray, *,
               epochs: int = 50, learning_rate: float = 0.05, optimizer: str = "sgd",
-              validation: tuple | None = None, patience: int = 5, weight_decay: float = 0.0) -> list[float]:
+              validation: tuple | None = None, patience: int = 5, weight_decay: float = 0.0,
+              stop_on: str = "loss", never: np.ndarray | None = None) -> list[float]:
         """Full-batch training of the adapter only (global model frozen).
 
         Args:
@@ -157,22 +248,37 @@ class PersonalState:
           validation: optional (outputs, vocab_logits, targets) of held-out positions: after each
             epoch their loss is measured, the adapter with the lowest one is kept, and training
             stops after ``patience`` epochs without a gain (Shenoy's early-stop split).
-          weight_decay: decoupled decay of the per-word offsets and biases (``per_word``).
+          weight_decay: decoupled decay of the per-word offsets and biases (``per_word``) and of
+            the vocabulary bias.
+          stop_on: what the validation positions choose the epoch by: "loss" (cross-entropy,
+            lower is better) or "emr3" (Shenoy's: the share of targets among the top 3, higher is
+            better; ``never`` [V] marks vocabulary ids that are never suggested).
         Returns: training cross-entropy per epoch (``self.last_training`` has the validation curve
         and the kept epoch).
         """
         if optimizer not in ("sgd", "adam"):
             raise ConfigError(f"unknown adapter optimizer {optimizer!r}; choose sgd or adam")
+        if stop_on not in ("loss", "emr3"):
+            raise ConfigError(f"unknown adapter stopping criterion {stop_on!r}; choose loss or emr3")
         targets = self._check_targets(vocab_logits, targets, "personalisation")
         outputs = np.asarray(outputs, np.float32)
         frozen = self._frozen_part(vocab_logits, targets)
+        if self.use_vocab_bias and not self.has_vocab_bias:
+            self.vocab_bias = np.zeros(frozen[0], np.float32)
         if validation is not None:
             val_targets = self._check_targets(validation[1], validation[2], "validation")
             val = (np.asarray(validation[0], np.float32), self._frozen_part(validation[1], val_targets), val_targets)
-            initial_val = self._loss_and_grads(*val, grads=False)[0]
-            best = (initial_val, 0, {k: getattr(self, k).copy() for k in self._PARAMS})
+
+            def score():  # lower is better; EMR3 is a step function: equal EMR3 goes by the loss
+                loss = self._loss_and_grads(*val, grads=False)[0]
+                if stop_on == "emr3":
+                    return (-self.emr3(val[0], val[1][4], val[2], never), loss)
+                return (loss,)
+
+            initial = score()
+            best = (initial, 0, {k: getattr(self, k).copy() for k in self._PARAMS})
         moments = {k: (np.zeros_like(getattr(self, k)), np.zeros_like(getattr(self, k))) for k in self._PARAMS}
-        losses, val_losses = [], []
+        losses, val_losses, val_emr3 = [], [], []
         for epoch in range(1, epochs + 1):
             loss, grads = self._loss_and_grads(outputs, frozen, targets)
             losses.append(loss)
@@ -185,34 +291,69 @@ class PersonalState:
                     step = (m / (1 - 0.9 ** epoch)) / (np.sqrt(v / (1 - 0.999 ** epoch)) + 1e-8)
                 else:
                     step = g
-                if weight_decay and k in ("offset", "bias"):  # decoupled, on the per-word parameters only
+                if weight_decay and k in ("offset", "bias", "vocab_bias"):  # decoupled, per-word and bias only
                     step = step + weight_decay * getattr(self, k)
                 setattr(self, k, (getattr(self, k) - learning_rate * step).astype(np.float32))
             if validation is not None:
-                val_loss = self._loss_and_grads(*val, grads=False)[0]
-                val_losses.append(val_loss)
-                if val_loss < best[0]:
-                    best = (val_loss, epoch, {k: getattr(self, k).copy() for k in self._PARAMS})
+                self._adapted_cache = None
+                now = score()
+                val_losses.append(now[-1])
+                if stop_on == "emr3":
+                    val_emr3.append(-now[0])
+                if now < best[0]:
+                    best = (now, epoch, {k: getattr(self, k).copy() for k in self._PARAMS})
                 elif epoch - best[1] >= patience:
                     break
         if validation is not None:
             for k, value in best[2].items():
                 setattr(self, k, value)
-        self.last_training = {"train_loss": losses, "validation_loss": val_losses,
-                              "initial_validation_loss": initial_val if validation is not None else None,
+        self.last_training = {"train_loss": losses, "validation_loss": val_losses, "stop_on": stop_on,
+                              "initial_validation_loss": initial[-1] if validation is not None else None,
                               "kept_epoch": best[1] if validation is not None else len(losses)}
+        if stop_on == "emr3" and validation is not None:
+            self.last_training.update(validation_emr3=val_emr3, initial_validation_emr3=-initial[0])
         self._adapted_cache = None
         return losses
+
+    def emr3(self, outputs: np.ndarray, vocab_logits: np.ndarray, targets: np.ndarray,
+             never: np.ndarray | None = None) -> float:
+        """Share of ``targets`` (joint ids) among the 3 best joint scores at each position.
+
+        ``never`` [V]: vocabulary ids never suggested (special tokens, blocklisted words); a target
+        that is one of them (``<oov>``: a word neither known nor personal) is always a miss.
+        """
+        self._refresh()
+        targets = np.asarray(targets)
+        n_vocab = vocab_logits.shape[1]
+        hits = 0
+        for s in range(0, len(targets), 2048):
+            zv = np.array(vocab_logits[s:s + 2048], np.float32, copy=True)
+            if self.has_vocab_bias:
+                zv += self.vocab_bias
+            if never is not None:
+                zv[:, never] = -np.inf
+            top_v = np.argpartition(-zv, 2, axis=1)[:, :3]  # the vocabulary's 3 best per row
+            cand = np.concatenate([top_v, n_vocab + np.broadcast_to(np.arange(len(self.words)),
+                                                                    (len(top_v), len(self.words)))], axis=1)
+            score = np.concatenate([np.take_along_axis(zv, top_v, 1),
+                                    np.einsum("nd,wd->nw", outputs[s:s + 2048], self._adapted_cache) + self.bias],
+                                   axis=1)
+            best = np.take_along_axis(cand, np.argpartition(-score, 2, axis=1)[:, :3], 1)
+            t = targets[s:s + 2048]
+            ok = (best == t[:, None]).any(1) & ~((t < n_vocab) & (never[np.minimum(t, n_vocab - 1)] if never is not None
+                                                                  else False))
+            hits += int(ok.sum())
+        return hits / max(len(targets), 1)
 
     def save(self, path: str) -> None:
         """Write the whole state to one file (atomically)."""
         buf = io.BytesIO()
-        # words as one UTF-8 blob (a token holds no whitespace); per-word parameters only when used
-        extra = {"offset": self.offset, "bias": self.bias} if self.per_word else {}
+        # words as one UTF-8 blob (a token holds no whitespace); optional parameters only when used
+        params = {k: getattr(self, k) for k in self._PARAMS if k != "vocab_bias" or self.has_vocab_bias}
         np.savez(buf, format=np.array(STATE_FORMAT), fingerprint=np.array(self.fingerprint),
                  words=np.frombuffer("\n".join(self.words).encode("utf-8"), np.uint8),
-                 base=self.base, w1=self.w1, b1=self.b1, w2=self.w2, b2=self.b2, per_word=np.array(self.per_word),
-                 **extra)
+                 base=self.base, per_word=np.array(self.per_word), hidden=np.array(self.hidden, np.int64),
+                 layer_norm=np.array(self.layer_norm), vocab_bias_used=np.array(self.use_vocab_bias), **params)
         tmp = f"{path}.tmp"
         with open(tmp, "wb") as f:
             f.write(buf.getvalue())
@@ -231,11 +372,21 @@ class PersonalState:
         if fp != fingerprint:
             raise ConfigError(f"{path}: personal state belongs to model {fp[:12]}, not this model {fingerprint[:12]}")
         try:
-            state = cls(fp, data["base"].shape[1], hidden=data["w1"].shape[1], per_word=bool(data["per_word"]))
+            # files written before the adapter had options hold one hidden layer and no flags
+            hidden = tuple(data["hidden"].tolist()) if "hidden" in data else (data["w1"].shape[1],)
+            state = cls(fp, data["base"].shape[1], hidden=hidden, per_word=bool(data["per_word"]),
+                        layer_norm=bool(data["layer_norm"]) if "layer_norm" in data else False,
+                        vocab_bias=bool(data["vocab_bias_used"]) if "vocab_bias_used" in data else False)
             text = data["words"].tobytes().decode("utf-8")
             state.words = text.split("\n") if text else []
-            for k in ("base", "w1", "b1", "w2", "b2", *(("offset", "bias") if state.per_word else ())):
-                setattr(state, k, data[k].astype(np.float32))
+            state.base = data["base"].astype(np.float32)
+            for k in state._PARAMS:
+                if k != "vocab_bias" or k in data:
+                    expected = getattr(state, k).shape
+                    value = data[k].astype(np.float32)
+                    if k not in ("offset", "bias", "vocab_bias") and value.shape != expected:
+                        raise ValueError(f"{k} has shape {value.shape}, expected {expected}")
+                    setattr(state, k, value)
             if not state.per_word:
                 state.offset = np.zeros_like(state.base)
                 state.bias = np.zeros(len(state.words), np.float32)
