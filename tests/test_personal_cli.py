@@ -106,6 +106,13 @@ def test_train_history_then_predict_with_it_needs_no_encoder(tmp_path, capsys):
     assert main(["personal", "train", "--model", model, "--history", str(history), "--text", str(text)]) == 0
     assert "(8 distinct words)" in capsys.readouterr().out
     assert UserHistory.load(str(history)).clock == 2 * 33
+    assert UserHistory.load(str(history)).weight is None  # 6 sentences: too few to choose the weight on
+    longer = tmp_path / "more.txt"
+    longer.write_text("See you at the zorblaxen. Meet me at the zorblaxen tonight.\n" * 6, encoding="utf-8")
+    assert main(["personal", "train", "--model", model, "--history", str(history), "--text", str(longer)]) == 0
+    out = capsys.readouterr().out
+    weight = UserHistory.load(str(history)).weight
+    assert weight is not None and f"weight {weight:g}, chosen on 6 held-out words" in out
     assert main(["personal", "train", "--model", model, "--text", str(text)]) == 2
     assert "give --history FILE" in capsys.readouterr().err
     assert main(["personal", "train", "--model", model, "--state", str(tmp_path / "s"), "--text", str(text)]) == 2

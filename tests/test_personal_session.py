@@ -111,7 +111,7 @@ def test_personalize_learns_the_users_words_on_device(small_run, small_tflite, e
     s = predictor.session()
     s.commit("i love")
     zero_shot = dict(s.suggestions(len(predictor.vocab) + 5))
-    report = s.personalize(TEXTS, history=False)  # the adapter's effect alone
+    report = s.personalize(TEXTS, history=False, adapter=True)  # the adapter's effect alone
     assert s.history is None
     assert report["trained"] and set(WORDS) <= set(report["words_added"]) and report["not_added"] == 0
     assert report["validation_positions"] > 0 and report["kept_epoch"] >= 1
@@ -143,7 +143,7 @@ def test_personalize_learns_the_users_words_on_device(small_run, small_tflite, e
 
 def test_personal_state_saves_and_loads_and_refuses_another_model(predictor, small_tflite, tmp_path):
     s = predictor.session()
-    s.personalize(TEXTS, history=False)  # the state file holds the adapter; the history has a file of its own
+    s.personalize(TEXTS, history=False, adapter=True)  # the state file holds the adapter; the history has a file of its own
     s.reset(); s.commit("i love")
     want = s.suggestions(3)
     path = str(tmp_path / "user.personal")
@@ -184,7 +184,7 @@ def test_the_cap_refuses_or_truncates_with_a_count(predictor):
         s.add_personal_words([f"zzq{i}" for i in range(10_000)])
     assert s.personal is None or s.personal.words == []
     text = " ".join(f"zzq{i} zzq{i}" if i < 5 else f"zzq{i}" for i in range(1_200)) + "."
-    report = s.personalize([text], epochs=2)
+    report = s.personalize([text], adapter=True, epochs=2)
     assert report["personal_words"] == MAX_PERSONAL_WORDS and report["not_added"] == 200
     assert s.personal.words[:5] == [f"zzq{i}" for i in range(5)]  # the most frequent first
 
@@ -193,7 +193,7 @@ def test_blocklisted_and_in_vocabulary_words_never_become_personal(small_tflite,
     p = Predictor.load(small_tflite, blocklist=["zorblaxen"], char_encoder=encoder_path)
     s = p.session()
     assert s.add_personal_words(["zorblaxen", "quuxifying"])["blocked"] == ["zorblaxen"]
-    report = s.personalize(TEXTS, epochs=3)
+    report = s.personalize(TEXTS, adapter=True, epochs=3)
     assert "zorblaxen" not in s.personal.words and "zorblaxen" not in report["words_added"]
     assert all(w not in dict(s.suggestions(50)) for w in ("zorblaxen",))
 
@@ -229,3 +229,36 @@ def test_a_model_exported_without_step_personal_is_named(small_tflite, encoder_p
     assert len(s.suggestions(3)) == 3
     with pytest.raises(ConfigError, match="no step_personal signature"):
         model.step_hidden(1, model.initial_state())
+
+
+def test_shenoy_grid_is_chosen_on_validation_emr3_and_the_vocab_bias_learns_known_words(predictor, tmp_path):
+    # two shapes from Shenoy & Nguyen's grid (the full grid is benchmarks' work): the kept one has the best EMR3
+    s = predictor.session()
+    grid = [{"hidden": (16,), "layer_norm": True, "init_scale": 0.01}, {"hidden": (8, 16, 8), "layer_norm": True,
+                                                                          "init_scale": 1.0}]
+    from keyboard_lm.text.tokenizer import sentences
+
+    tokenized = [x for t in TEXTS for x in sentences(t)]
+    report = s.personalize_sentences(tokenized[:-10], tokenized[-10:], grid=grid, stop_on="emr3", epochs=30)
+    assert len(report["grid_emr3"]) == 2 and report["stop_on"] == "emr3"
+    chosen = grid[report["grid_emr3"].index(max(report["grid_emr3"]))]
+    assert report["chosen"]["hidden"] == list(chosen["hidden"]) and s.personal.layer_norm
+    assert s.personal.hidden == chosen["hidden"]
+    s.reset(); s.commit("i love")
+    assert_in_top_k("zorblaxen", s.suggestions(3), 3)
+    # the output bias alone: no word outside the vocabulary, yet a known word the user favours rises
+    user = ["the lord", "my lord", "good lord", "o lord", "a lord"] * 8
+    b = predictor.session()
+    before = dict(b.suggestions(len(predictor.vocab)))
+    report = b.personalize_sentences([t.split() for t in user[:30]], [t.split() for t in user[30:]],
+                                     adapter_options={"vocab_bias": True}, epochs=40, learning_rate=0.05)
+    assert report["trained"] and report["personal_words"] == 0 and b.personal.has_vocab_bias
+    b.reset()
+    after = dict(b.suggestions(len(predictor.vocab)))
+    assert after["lord"] > 2 * before["lord"]
+    b.save_personal(str(tmp_path / "bias.personal"))
+    c = predictor.session()
+    c.load_personal(str(tmp_path / "bias.personal"))
+    assert dict(c.suggestions(5)) == pytest.approx(dict(b.suggestions(5)))
+    with pytest.raises(ConfigError, match="grid is empty"):
+        predictor.session().personalize_sentences(tokenized, grid=[])

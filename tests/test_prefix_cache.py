@@ -185,6 +185,22 @@ def test_ties_rank_by_id_ascending_as_the_graph_does():
     ids = p._suggestable()
     assert [p.vocab.id_of(w) for w, _ in p._top(log_probs, ids, 3)] == [7, 12, 40]
     assert [p.vocab.id_of(w) for w, _ in p._top(log_probs, ids[::-1].copy(), 2)] == [7, 12]
+    assert p._top_of_all(log_probs, 3) == p._top(log_probs, ids, 3)
+
+
+def test_argmax_top_of_every_word_equals_the_sorted_top_with_ties_blocklist_and_personal_words():
+    p = Predictor.load(str(MODELS / "cifg_dynamic-range.tflite"), blocklist=["the", "you"])
+    rng = np.random.default_rng(0)
+    personal = ["zorblaxen", "quux"]
+    for trial in range(300):
+        log_probs = rng.standard_normal(len(p.vocab) + 2).astype(np.float32)
+        if trial % 2:
+            log_probs = np.round(log_probs, 1)  # many ties
+        log_probs[p.vocab.id_of("the")] = 9.0  # blocklisted: never suggested, whatever its score
+        joint = np.concatenate([p._suggestable(), len(p.vocab) + np.arange(2)])
+        for k in (1, 3, 8):
+            assert p._top_of_all(log_probs, k, personal) == p._top(log_probs, joint, k, personal)
+            assert p._top_of_all(log_probs[:-2], k) == p._top(log_probs[:-2], p._suggestable(), k)
 
 
 # -- the prefix cache against no cache -------------------------------------------------------------------------------

@@ -82,7 +82,12 @@ def cmd_personal_train(args) -> int:
                                  adapter=adapter, **options)
     if args.history is not None:
         session.history.save(args.history)
-        print(f"user history: {report['history_words_learnt']:,} words learnt; wrote {args.history} "
+        weight = report.get("history_weight")
+        chosen = (f"; weight {weight:g}, chosen on {report['history_weight_words']:,} held-out words "
+                  f"(EMR3 {report['history_weight_emr3'][weight]:.3f}, the model alone "
+                  f"{report['history_weight_emr3'][0.0]:.3f})" if weight is not None and 0.0 in
+                  report["history_weight_emr3"] else "")
+        print(f"user history: {report['history_words_learnt']:,} words learnt{chosen}; wrote {args.history} "
               f"({report['history_words']:,} distinct words)")
     if not adapter:
         return 0

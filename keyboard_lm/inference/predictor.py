@@ -32,8 +32,10 @@ user typed (words outside the vocabulary included). Every committed word is
 learnt, unless the session was opened with ``learn=False`` (a password or
 no-suggestion field). Suggestions and completions then rank the mixture
 ``(1 - a) p_model + a p_history(. | previous word)``, ``a`` =
-``Session.history_weight``; a word only the history knows gets its share of
-``a``.
+``Session.history_weight * n / (n + HISTORY_CONTEXT_K)`` with n the (decayed)
+number of words the user typed after the previous word; a word only the
+history knows gets its share of ``a``. ``Session.personalize`` chooses the
+user's ``history_weight`` on their newest text.
 
 Cost: a step runs the file's ``step`` signature, whose graph returns the
 K (metadata ``top_k``) most likely words and the new state, so a suggestion
@@ -72,6 +74,11 @@ from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 #: The user history's share of a suggestion's probability (``Session.history_weight``).
 HISTORY_WEIGHT = 0.3
+#: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
+#: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
+HISTORY_CONTEXT_K = 4.0
+#: The weights ``Session.personalize`` chooses the user's history weight from, on their held-out text.
+HISTORY_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
 def _check_k(k) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -120,6 +127,7 @@ class Predictor:
         self._sorted_ids = np.array([i for _, i in words], np.int64)
         self._suggestable_ids = np.flatnonzero(~self._never)
         self._suggestable_ids.setflags(write=False)  # shared by every session
+        self._never_ids = np.flatnonzero(self._never)
         # The position after <bos> from a zero state, where every sentence starts: computed once.
         zero = model.initial_state()
         zero.setflags(write=False)
@@ -201,6 +209,24 @@ class Predictor:
         return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p)
                 for i, p in zip(ids[pick].tolist(), np.exp(scores[pick]).tolist())]
 
+    def _top_of_all(self, log_probs: np.ndarray, k: int, personal_words: list[str] = ()) -> list[tuple[str, float]]:
+        """``_top(log_probs, every suggestable id (and every personal word), k)`` for a small k, by k argmax passes.
+
+        An argmax is one linear scan, and returns the first (smallest) id of equal maxima: the same k
+        words in the same order as the partition and sort of ``_top``, in a third of its time on an
+        emulated aarch64 CPU (a suggestion with the user history needs this on every keystroke).
+        """
+        _check_k(k)
+        scores = log_probs.copy()  # log_probs may be shared (the sentence start's); masking works on a copy
+        scores[self._never_ids] = -np.inf
+        picked = []
+        for _ in range(min(k, len(scores) - len(self._never_ids))):
+            picked.append(int(scores.argmax()))
+            scores[picked[-1]] = -np.inf
+        n_vocab, token_of = len(self.vocab), self.vocab.token_of
+        return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p)  # exp in float32, as _top
+                for i, p in zip(picked, np.exp(log_probs[picked]).tolist())]
+
     def _suggestable(self) -> np.ndarray:
         """Ids that may be suggested (not special, not blocklisted), ascending; read-only."""
         return self._suggestable_ids
@@ -219,16 +245,43 @@ class Session:
         self._model = predictor.model
         self._all_ids = predictor._suggestable()
         self.personal: PersonalState | None = None
-        self.history, self.learning, self.history_weight = history, learn, HISTORY_WEIGHT
+        self.history, self.learning = history, learn
+        self._history_weight: float | None = None  # None: the history's own weight, else HISTORY_WEIGHT
         self._personal_sorted: list[tuple[str, int]] = []
+        self._reads_outputs = False  # step through the personal path even with no personal word (_positions)
         # Whether a completion read the full distribution at the current position: the user types
         # letters, and will probably do so after the next word too (see _step).
         self._completed_here = False
         self.reset()
 
+    @property
+    def history_weight(self) -> float:
+        """The history's share a of the mixture: set on this session, else the one ``personalize`` chose for
+        the user on their held-out text (``UserHistory.weight``), else HISTORY_WEIGHT."""
+        if self._history_weight is not None:
+            return self._history_weight
+        if self.history is not None and self.history.weight is not None:
+            return self.history.weight
+        return HISTORY_WEIGHT
+
+    def effective_history_weight(self) -> float:
+        """The history's share at this position: ``history_weight * n / (n + HISTORY_CONTEXT_K)``, n the
+        (decayed) number of words the user typed after the previous word (0 without a history)."""
+        if self.history is None:
+            return 0.0
+        n = self.history.context_count(self.previous_word)
+        return self.history_weight * n / (n + HISTORY_CONTEXT_K)
+
+    @history_weight.setter
+    def history_weight(self, weight: float) -> None:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+            raise ConfigError(f"history_weight must be a number in [0, 1], got {weight!r}")
+        self._history_weight = float(weight)
+
     # -- model steps ---------------------------------------------------------
     def _personal_active(self) -> bool:
-        return self.personal is not None and len(self.personal.words) > 0
+        return self.personal is not None and (len(self.personal.words) > 0 or self.personal.has_vocab_bias
+                                              or self._reads_outputs)
 
     def _history_active(self) -> bool:
         """Whether suggestions mix in the user history (which reads the model's full distribution)."""
@@ -347,7 +400,10 @@ class Session:
 
     # -- suggestions -----------------------------------------------------------
     def _top(self, ids: np.ndarray, personal: list[int], k: int, prefix: str = "") -> list[tuple[str, float]]:
-        if not personal:
+        n_personal = len(self.personal.words) if self.personal is not None else 0
+        if ids is self._all_ids and len(personal) == n_personal and k <= 8:  # every word: k scans beat a sort
+            top = self.predictor._top_of_all(self._log_probs, k, self.personal.words if personal else ())
+        elif not personal:
             top = self.predictor._top(self._log_probs, ids, k)
         else:
             joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
@@ -364,7 +420,10 @@ class Session:
         the rest are skipped once that bound falls below the k-th best mixture so far. The answer is
         the one scoring every candidate would give (a skipped word scores strictly less).
         """
-        a, vocab, never = self.history_weight, self.predictor.vocab, self.predictor._never
+        a = self.effective_history_weight()
+        if a <= 0:
+            return top
+        vocab, never = self.predictor.vocab, self.predictor._never
         scores = {w: (1 - a) * p for w, p in top}
         also = [*scores, *(self.history.words_with_prefix(prefix) if prefix else ())]
         hist = self.history.candidates(self.previous_word, also=also)
@@ -374,7 +433,8 @@ class Session:
         kth = heapq.nlargest(k, scores.values())[-1] if len(scores) >= k else -math.inf
         n_vocab, blocked = len(vocab), self.predictor._blocked_spellings
         personal = self._personal_active()
-        for word, p_hist in sorted(hist.items(), key=lambda kv: -kv[1]):
+        for word in sorted(hist, key=hist.get, reverse=True):  # stable: equal p_hist keep their order
+            p_hist = hist[word]
             if (1 - a) * p_k + a * p_hist < kth:
                 break  # every later candidate has a smaller p_hist: none can reach the k best
             if word in scores or not word.startswith(prefix) or word in blocked:
@@ -500,7 +560,7 @@ class Session:
         outputs, logits, targets = [], [], []
         vocab, n_vocab = self.predictor.vocab, len(self.predictor.vocab)
         scratch = Session(self.predictor)  # steps as this session would, without touching its state
-        scratch.personal = self.personal
+        scratch.personal, scratch._reads_outputs = self.personal, True
         scratch._personal_changed()
         for sentence in sentences:
             scratch.reset()
@@ -514,31 +574,37 @@ class Session:
         return (np.asarray(outputs, np.float32).reshape(-1, self._model.embedding_dim),
                 np.asarray(logits, np.float32).reshape(-1, n_vocab), np.asarray(targets, np.int64))
 
-    def personalize(self, texts, *, validation_texts=None, history: bool = True, adapter: bool | None = None,
-                    **options) -> dict:
+    def personalize(self, texts, *, validation_texts=None, history: bool = True, adapter: bool = False,
+                    choose_weight: bool = True, **options) -> dict:
         """Learn this user from their own text, on the device.
 
-        What measured best on real per-user text (docs/personalization.md) comes first: every
-        sentence of ``texts`` is learnt, in the order given (oldest first), into the session's
-        user history (``learn_history``; a new ``UserHistory`` when the session has none,
-        kept in ``self.history`` for the caller to save), which then mixes into the
-        suggestions.  Then, where the predictor has a char encoder (or ``adapter=True``),
-        the user's out-of-vocabulary words are added and the adapter is trained
-        (``personalize_sentences``, taking ``options``); ``adapter=False`` skips that.
+        What measured best on real per-user text (docs/personalization.md) is the default:
+        every sentence of ``texts`` is learnt, in the order given (oldest first), into the
+        session's user history (``learn_history``; a new ``UserHistory`` when the session has
+        none, kept in ``self.history`` for the caller to save), which then mixes into the
+        suggestions, and the history's weight for this user is chosen on their newest text
+        (``choose_history_weight``): the newest tenth of the sentences when there are at
+        least 10 (learnt after it served), or ``validation_texts``. The personal-word
+        adapter (``personalize_sentences``, taking ``options``; needs a char encoder) added
+        nothing measurable on top of the history, so it is trained only with ``adapter=True``.
 
         Args:
-          texts: a string or a list of strings the user typed.
-          validation_texts: the user's held-out text for the adapter's early stopping
-            (default: ``validation_fraction`` of the sentences of ``texts``); not learnt
-            into the history.
+          texts: a string or a list of strings the user typed, oldest first.
+          validation_texts: the user's held-out text: it chooses the history weight and stops
+            the adapter's training early; not learnt into the history. Default: the newest
+            tenth of ``texts`` chooses the weight (and the adapter holds out
+            ``validation_fraction`` of the sentences).
           history: learn ``texts`` into the user history (False: the adapter alone).
-          adapter: train the personal-word adapter (None: where a char encoder is loaded).
+          adapter: train the personal-word adapter too.
+          choose_weight: choose the history weight (False: the history keeps its weight).
         Returns:
-          The report: ``history_words_learnt`` and ``history_words``, and with the adapter
+          The report: ``history_words_learnt``, ``history_words``, ``history_weight`` and
+          each weight's ``history_weight_emr3`` when it was chosen, and with the adapter
           ``personalize_sentences``' report (``adapter_trained`` says which).
         Raises:
           ConfigError: a session opened with ``learn=False`` (it learns nothing), text with
-            no word, or ``adapter=True`` without a char encoder.
+            no word, ``history=False`` without ``adapter=True``, or ``adapter=True`` without a
+            char encoder.
         """
         def split(t):
             if isinstance(t, str):
@@ -549,10 +615,8 @@ class Session:
             raise ConfigError("this session was opened with learn=False (a password or no-suggestion field): "
                               "it learns nothing")
         sentences = split(texts)
-        if adapter is None:
-            adapter = self.predictor.char_encoder is not None
         if not (history or adapter):
-            raise ConfigError("personalize with history=False needs the adapter (a char encoder, or adapter=True)")
+            raise ConfigError("personalize with history=False needs the adapter (adapter=True, with a char encoder)")
         report = {}
         if adapter:
             report = self.personalize_sentences(sentences, None if validation_texts is None
@@ -560,9 +624,56 @@ class Session:
         elif options:
             raise ConfigError(f"{', '.join(sorted(options))}: options of the adapter, which is not trained here")
         if history:
-            report.update(self.learn_history(sentences))
+            learn_now, held_out, learn_after = sentences, None, []
+            if choose_weight and validation_texts is not None:
+                held_out = split(validation_texts)
+            elif choose_weight and len(sentences) >= 10:  # the newest tenth chooses, then is learnt too
+                n_val = max(1, len(sentences) // 10)
+                learn_now, held_out = sentences[:-n_val], sentences[-n_val:]
+                learn_after = held_out
+            report.update(self.learn_history(learn_now))
+            if held_out:
+                report.update(self.choose_history_weight(held_out))
+            if learn_after:
+                learnt = report["history_words_learnt"]
+                report.update(self.learn_history(learn_after))
+                report["history_words_learnt"] += learnt
         report["adapter_trained"] = bool(report.get("trained"))
         return report
+
+    def choose_history_weight(self, sentences, weights=HISTORY_WEIGHTS) -> dict:
+        """Choose this user's history weight on their held-out ``sentences`` (tokenized, oldest first).
+
+        The sentences stream as a keyboard sees them: at each word, the 3 suggestions at every weight of
+        ``weights``, then the word is committed and learnt (into a copy: the history is not changed).
+        The weight with the most hits (EMR3) becomes ``self.history.weight`` and is saved with the
+        history; equal counts go to the one nearest HISTORY_WEIGHT. Returns ``history_weight`` and
+        ``history_weight_emr3`` (each weight's share of hits).
+        """
+        if self.history is None:
+            raise ConfigError("choose_history_weight needs a user history (learn one first)")
+        weights = [float(w) for w in weights]
+        if not weights or any(not 0 <= w <= 1 for w in weights):
+            raise ConfigError(f"history weights must be numbers in [0, 1], got {weights}")
+        trial = Session(self.predictor, history=UserHistory.from_dict(self.history.to_dict()))
+        if self.personal is not None:
+            trial.personal = self.personal
+            trial._personal_changed()
+        hits, words = dict.fromkeys(weights, 0), 0
+        for sentence in sentences:
+            trial.reset()
+            for word in sentence:
+                for w in weights:
+                    trial.history_weight = w
+                    hits[w] += any(word == x for x, _ in trial.suggestions(3))
+                words += 1
+                trial.commit_word(word)
+        if not words:
+            raise ConfigError("choose_history_weight needs held-out text with at least one word")
+        best = max(weights, key=lambda w: (hits[w], -w))
+        self.history.weight = best
+        return {"history_weight": best, "history_weight_emr3": {w: hits[w] / words for w in weights},
+                "history_weight_words": words}
 
     def _learnable(self, word: str) -> bool:
         """Whether the user history may learn ``word``: never a special token nor a blocklisted word."""
@@ -595,7 +706,8 @@ class Session:
     def personalize_sentences(self, sentences, validation_sentences=None, *, max_words: int = MAX_PERSONAL_WORDS,
                               epochs: int = 100, learning_rate: float = 0.003, validation_fraction: float = 0.1,
                               patience: int = 5, seed: int = 0, per_word: bool = False,
-                              weight_decay: float = 0.0) -> dict:
+                              weight_decay: float = 0.0, stop_on: str = "loss", adapter_options: dict | None = None,
+                              grid=None) -> dict:
         """``personalize`` on tokenized sentences (lists of normalized tokens).
 
         The most frequent out-of-vocabulary words of ``sentences`` (at most ``max_words`` and the
@@ -604,7 +716,15 @@ class Session:
         the adapter alone is trained (Adam, full batch) to predict every word of ``sentences``
         with the global model frozen. The epoch with the lowest loss on
         ``validation_sentences`` (or on ``validation_fraction`` of ``sentences``, when there are
-        at least 10) is kept: Shenoy's early-stop split. Returns a report.
+        at least 10) is kept: Shenoy's early-stop split (``stop_on="emr3"``: the epoch with the
+        highest validation EMR3, as Shenoy & Nguyen stop).
+
+        ``adapter_options`` builds a fresh adapter of another shape (``PersonalState``'s
+        ``hidden``, ``layer_norm``, ``init_scale``, ``vocab_bias``: the trainable bias on the
+        vocabulary logits, which also trains when the user has no word outside the vocabulary);
+        ``grid``, a list of such dicts (``SHENOY_GRID``), trains one adapter per entry and keeps
+        the one with the highest validation EMR3 (``grid_emr3`` in the report).  Both start
+        from the zero-shot embeddings, whose positions are computed once. Returns a report.
         """
         import collections
         import random
@@ -629,9 +749,14 @@ class Session:
         added = self.add_personal_words(candidates[:room])["added"] if candidates[:room] else []
         report = {"sentences": len(sentences), "words_added": added, "not_added": len(candidates) - len(added),
                   "unencodable": len(unencodable)}
-        if self.personal is None or not self.personal.words:
+        variants = list(grid) if grid is not None else [adapter_options] if adapter_options is not None else None
+        if variants is not None and not variants:
+            raise ConfigError("personalize grid is empty")
+        bias_only = bool(variants) and all(v.get("vocab_bias") for v in variants)
+        if (self.personal is None or not self.personal.words) and not bias_only:
             report.update(trained=False, reason="no word outside the vocabulary", seconds=time.perf_counter() - start)
             return report
+        self._personal_state()
         if epochs == 0:  # the words only, zero-shot
             report.update(trained=False, reason="epochs=0", personal_words=len(self.personal.words),
                           seconds=time.perf_counter() - start)
@@ -646,8 +771,26 @@ class Session:
         self.personal.per_word = per_word
         h, lg, t = self._positions(sentences)
         validation = self._positions(validation_sentences) if validation_sentences else None
-        losses = self.personal.train(h, lg, t, epochs=epochs, learning_rate=learning_rate, optimizer="adam",
-                                     validation=validation, patience=patience, weight_decay=weight_decay)
+        train = dict(epochs=epochs, learning_rate=learning_rate, optimizer="adam", validation=validation,
+                     patience=patience, weight_decay=weight_decay, stop_on=stop_on, never=self.predictor._never)
+        if variants is None:  # the session's adapter, trained further
+            losses = self.personal.train(h, lg, t, **train)
+        else:
+            if len(variants) > 1 and validation is None:
+                raise ConfigError("a personalize grid is chosen on validation EMR3: give validation_sentences "
+                                  "or at least 10 sentences")
+            zero_shot, tried = self.personal, []
+            for options in variants:
+                state = PersonalState(zero_shot.fingerprint, zero_shot.base.shape[1], seed=seed, per_word=per_word,
+                                      **options)
+                state.add_words(zero_shot.words, zero_shot.base)
+                state_losses = state.train(h, lg, t, **train)
+                score = state.emr3(*validation, self.predictor._never) if validation is not None else 0.0
+                tried.append((score, -len(tried), state, state_losses))
+            best = max(tried, key=lambda x: x[:2])  # the first of equal scores
+            self.personal, losses = best[2], best[3]
+            report["grid_emr3"] = [round(x[0], 6) for x in tried]
+            report["chosen"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in variants[-best[1]].items()}
         self._personal_changed()
         report.update(self.personal.last_training)
         report.update({"training_positions": len(t),

@@ -54,6 +54,9 @@ class UserHistory:
         self._contexts: dict[str, list[float]] = {}  # prev -> [decayed count of pairs after it, clock]
         self._top: list[str] | None = None  # top_words(), kept up to date as words are learnt
         self._sorted: list[str] | None = None  # the words in order, for words_with_prefix; built when asked
+        #: The mixture weight chosen for this user on their own held-out text (``Session.personalize``);
+        #: None: the session's default. Saved with the history.
+        self.weight: float | None = None
 
     # -- counting ----------------------------------------------------------------
     def _decayed(self, entry) -> float:
@@ -136,6 +139,11 @@ class UserHistory:
             entry = self._pairs.get(prev, {}).get(word)
         return self._decayed(entry) if entry else 0.0
 
+    def context_count(self, prev: str | None) -> float:
+        """Decayed count of the words typed after ``prev`` (None: a sentence start)."""
+        entry = self._contexts.get(START if prev is None else prev)
+        return self._decayed(entry) if entry else 0.0
+
     def _probabilities(self, words, prev: str | None) -> dict[str, float]:
         """p(w | prev) of each of ``words`` the history holds; the totals are decayed once for all of them."""
         total = self._decayed(self._total)
@@ -211,7 +219,8 @@ class UserHistory:
                 "max_pairs": self.max_pairs, "beta": self.beta, "clock": self.clock, "total": self._total,
                 "words": [[w, *e] for w, e in sorted(self._words.items())],
                 "pairs": [[p, w, *e] for p, nxt in sorted(self._pairs.items()) for w, e in sorted(nxt.items())],
-                "contexts": [[p, *e] for p, e in sorted(self._contexts.items())]}
+                "contexts": [[p, *e] for p, e in sorted(self._contexts.items())],
+                **({} if self.weight is None else {"weight": self.weight})}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "user history") -> "UserHistory":
@@ -227,6 +236,11 @@ class UserHistory:
             for p, w, c, t in d["pairs"]:
                 h._pairs.setdefault(str(p), {})[str(w)] = [float(c), int(t)]
             h._contexts = {str(p): [float(c), int(t)] for p, c, t in d["contexts"]}
+            weight = d.get("weight")
+            if weight is not None:
+                if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+                    raise ValueError(f"weight {weight!r} is not a number in [0, 1]")
+                h.weight = float(weight)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise DataError(f"{where}: damaged user history ({type(e).__name__}: {e})") from None
         bad = [x for x in (h._total, *h._words.values(), *h._contexts.values(),
