@@ -91,3 +91,25 @@ def test_choosing_needs_a_history_and_sane_weights(predictor):
     after = s.history.to_dict()
     after.pop("weight")
     assert after == before  # choosing learns nothing into the user's history
+
+
+def test_after_a_word_the_user_never_typed_the_graph_top_serves_the_strip():
+    """The history's share is 0 there, so no full step is needed: the same answers, at the graph's cost."""
+    from tests.test_prefix_cache import CountingModelFile
+
+    model = CountingModelFile.load(MODEL)
+    p = Predictor(model)
+    history = UserHistory()
+    for _ in range(3):
+        history.learn(["see", "you", "at", "the", "zorblaxen"])
+    s, plain = p.session(history=history, learn=False), Predictor.load(MODEL).session()
+    s.commit("what a lovely")
+    plain.commit("what a lovely")
+    before = dict(model.steps)
+    s.commit_word("day")  # never typed: the graph's top K
+    plain.commit_word("day")
+    assert model.steps == {"step": before["step"] + 1, "step_full": before["step_full"]}
+    assert s.suggestions(3) == plain.suggestions(3)
+    s.commit_word("the")  # typed after "at" before: the mixture reads the full distribution
+    assert model.steps["step_full"] == before["step_full"] + 1
+    assert "zorblaxen" in [w for w, _ in s.suggestions(3)]

@@ -77,6 +77,7 @@ HISTORY_WEIGHT = 0.3
 #: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
 #: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
 HISTORY_CONTEXT_K = 4.0
+_ANY = object()  # Session._step's context when the word before the position is not known
 #: The weights ``Session.personalize`` chooses the user's history weight from, on their held-out text.
 HISTORY_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
 
@@ -284,10 +285,18 @@ class Session:
                                               or self._reads_outputs)
 
     def _history_active(self) -> bool:
-        """Whether suggestions mix in the user history (which reads the model's full distribution)."""
-        return self.history is not None and self.history.num_words > 0 and self.history_weight > 0
+        """Whether suggestions here mix in the user history (which reads the model's full distribution)."""
+        return self.history is not None and self.history.num_words > 0 and self.effective_history_weight() > 0
 
-    def _step(self, token: int | None, personal_index: int | None, state: np.ndarray) -> None:
+    def _history_may_mix_after(self, context) -> bool:
+        """Whether the history may mix in after ``context`` (the word being committed; None: a sentence
+        start; _ANY: not known): after a word the user never typed its share is 0, and the graph's top K
+        serves the strip."""
+        if self.history is None or self.history_weight <= 0:
+            return False
+        return context is _ANY or self.history.context_count(context) > 0
+
+    def _step(self, token: int | None, personal_index: int | None, state: np.ndarray, context=None) -> None:
         """One model input: a vocabulary id, or a personal word (its adapted embedding)."""
         self._last_input = (token, personal_index, state)  # to redo the step, or compute the full distribution
         typing, self._completed_here = self._completed_here, False
@@ -302,7 +311,7 @@ class Session:
             self._full = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
             self._graph_top = None
             self._output, self._vocab_logits = output, logits
-        elif (self.history is not None and self.history_weight > 0) or typing:
+        elif self._history_may_mix_after(context) or typing:
             # The history's mixture reads the model's probability of its candidates; a user who typed letters
             # at the last position will likely complete here too. One full step then serves the strip and the
             # completions, instead of the graph's top K now and the full step again at the first letter.
@@ -338,7 +347,7 @@ class Session:
         token, personal_index, state = self._last_input
         if personal_index is not None and not self._personal_active():
             personal_index, token = None, SPECIAL_TOKENS.oov_id
-        self._step(token, personal_index, state)
+        self._step(token, personal_index, state, _ANY)
 
     def reset(self) -> None:
         """Start a new sentence/field: the state after ``<bos>``."""
@@ -364,7 +373,8 @@ class Session:
         personal_index = None
         if word not in self.predictor.vocab and self._personal_active():
             personal_index = self.personal.index_of(word)
-        self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state)
+        self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state,
+                   word)
         if self.learning and self.history is not None and self._learnable(word):
             self.history.learn_word(self.previous_word, word)
         self.previous_word = word
