@@ -171,12 +171,17 @@ def test_golden_vectors_shared_with_the_java_core_still_hold():
     fresh = module.vectors()
     golden = json.loads((REPO / "tests" / "golden" / "user_history_vectors.json").read_text(encoding="utf-8"))
     assert _close(json.loads(json.dumps(fresh["state"])), golden["state"])  # as saved: tuples become lists
+    assert golden["state"]["weight"] == module.WEIGHT  # the user's weight is saved with the state
+    assert len(fresh["cases"]) == len(golden["cases"])
     for f, g in zip(fresh["cases"], golden["cases"]):
         assert f["top_words"] == g["top_words"]
+        assert f["context_count"] == pytest.approx(g["context_count"], rel=1e-12)
         assert f["distribution"].keys() == g["distribution"].keys()
         assert all(f["distribution"][w] == pytest.approx(g["distribution"][w], rel=1e-12) for w in g["distribution"])
     back = UserHistory.from_dict(golden["state"])  # the stored state loads and predicts the same
     assert back.distribution("thanks") == pytest.approx(golden["cases"][1]["distribution"], rel=1e-12)
+    assert back.weight == module.WEIGHT and back.context_count("thanks") == pytest.approx(
+        golden["cases"][1]["context_count"], rel=1e-12)
 
 
 def test_personalize_learns_the_users_text_into_the_history_by_default(tmp_path):

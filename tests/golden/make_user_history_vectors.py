@@ -3,11 +3,13 @@
     .venv/bin/python tests/golden/make_user_history_vectors.py
 
 A small history (half-life 8 words, at most 12 words and 16 pairs, so decay and
-both evictions happen) learns SENTENCES in order. The file holds the settings,
-the sentences, the state after them (``to_dict``: what ``save`` writes), and
-for each context in PREVIOUS the full next-word distribution and the 5 most
-counted words. tests/test_user_history.py checks the committed file against
-the current Python code; the Java core's UserHistoryGoldenTest reads it too.
+both evictions happen) learns SENTENCES in order, then has its mixture weight
+set to WEIGHT. The file holds the settings, the sentences, the state after
+them (``to_dict``: what ``save`` writes, the weight included), and for each
+context in PREVIOUS the full next-word distribution, the 5 most counted words
+and the context's decayed count (``context_count``). tests/test_user_history.py
+checks the committed file against the current Python code; the Java core's
+UserHistoryGoldenTest reads it too.
 """
 
 import json
@@ -25,14 +27,18 @@ SENTENCES = [["thanks", "anna"], ["see", "you", "at", "the", "meetup"], ["thanks
              ["see", "you", "soon"], ["the", "build", "is", "broken", "again"], ["thanks", "anna"],
              ["ok"], ["see", "the", "zorblaxen"], ["regards", "anna"]]
 PREVIOUS = [None, "thanks", "the", "see", "is", "never-typed"]
+#: The user's mixture weight (``UserHistory.weight``, as ``Session.personalize`` chooses it), set after learning.
+WEIGHT = 0.2
 
 
 def vectors() -> dict:
     h = UserHistory(**SETTINGS)
     for sentence in SENTENCES:
         h.learn(sentence)
+    h.weight = WEIGHT  # the user's mixture weight, saved with the history
     return {"settings": SETTINGS, "sentences": SENTENCES, "state": h.to_dict(),
-            "cases": [{"previous": prev, "distribution": h.distribution(prev), "top_words": h.top_words(5)}
+            "cases": [{"previous": prev, "distribution": h.distribution(prev), "top_words": h.top_words(5),
+                       "context_count": h.context_count(prev)}
                       for prev in PREVIOUS]}
 
 

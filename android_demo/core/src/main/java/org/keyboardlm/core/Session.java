@@ -27,10 +27,17 @@ import java.util.Map;
  * (shared by the user's sessions). Every committed word is learnt after the previous one
  * ({@code <s>} at a sentence start), unless the session does not learn (a password field):
  * special tokens and blocklisted words never are. Suggestions and completions then rank the
- * mixture {@code (1 - a) p_model + a p_history(. | previous word)}, a = {@link #historyWeight()},
- * over the model's top k and the history's candidates, as Python's {@code _with_history}: a
- * word only the history knows, outside the vocabulary too, gets its share of a. A rewind
- * restores the previous word but does not unlearn.
+ * mixture {@code (1 - a) p_model + a p_history(. | previous word)} over the model's top k and
+ * the history's candidates, as Python's {@code _with_history}: a word only the history knows,
+ * outside the vocabulary too, gets its share of a. The share a is
+ * {@link #effectiveHistoryWeight()} = {@code historyWeight() * n / (n + HISTORY_CONTEXT_K)},
+ * n the history's decayed count of the words typed after the previous word
+ * ({@link UserHistory#contextCount}): after a previous word the user never typed, the model's
+ * top k is returned unchanged; after one typed often, the history gets nearly all of
+ * {@link #historyWeight()}. That weight is the session's own ({@link #setHistoryWeight}), else
+ * the user's, saved in the history ({@link UserHistory#weight()}, chosen by Python's
+ * {@code Session.personalize}), else {@link #HISTORY_WEIGHT}. A rewind restores the previous
+ * word but does not unlearn.
  *
  * <p>Memory: each step's result (log-probs and state) is owned by the session or by one
  * remembered commit. A result neither holds any more (forgotten by a rewind, a reset or the
@@ -41,8 +48,13 @@ import java.util.Map;
  * predictor and copied.
  */
 public final class Session {
-    /** The user history's share of a suggestion's probability (Python's HISTORY_WEIGHT). */
+    /** The user history's share of a suggestion's probability when neither the session nor the history sets one (Python's HISTORY_WEIGHT). */
     public static final double HISTORY_WEIGHT = 0.3;
+    /**
+     * After a previous word the user typed n times (decayed), the history's share is
+     * {@code historyWeight() * n / (n + HISTORY_CONTEXT_K)} (Python's HISTORY_CONTEXT_K).
+     */
+    public static final double HISTORY_CONTEXT_K = 4.0;
 
     private final Predictor predictor;
     private final StepEngine engine;
@@ -62,7 +74,8 @@ public final class Session {
     private int inputsInChunk;
     private final UserHistory userHistory;
     private boolean learning;
-    private double historyWeight = HISTORY_WEIGHT;
+    /** Set by {@link #setHistoryWeight}; null: the history's weight, else {@link #HISTORY_WEIGHT}. */
+    private Double historyWeight;
     /** The history's context: the last committed word of the sentence, null at its start. */
     private String previousWord;
     private final ArrayDeque<Snapshot> rewinds = new ArrayDeque<Snapshot>();
@@ -285,14 +298,16 @@ public final class Session {
     }
 
     /**
-     * The k best of the mixture (Python's {@code _with_history}): the model's top k and every
-     * word the history can rank among them (its candidates after the previous word, the model's
-     * top words, and with a prefix the history's words that start with it). Sorted by score
-     * descending, then by spelling in code point order.
+     * The k best of the mixture (Python's {@code _with_history}) with the share a =
+     * {@link #effectiveHistoryWeight()}: the model's top k and every word the history can rank
+     * among them (its candidates after the previous word, the model's top words, and with a
+     * prefix the history's words that start with it). Sorted by score descending, then by
+     * spelling in code point order. With a <= 0 the model's top k, unchanged.
      */
     private List<Suggestion> withHistory(List<Suggestion> top, int k, String prefix) {
-        if (userHistory == null || historyWeight <= 0 || userHistory.numWords() == 0) return top;
-        double a = historyWeight;
+        if (userHistory == null || userHistory.numWords() == 0) return top;
+        double a = effectiveHistoryWeight();
+        if (a <= 0) return top;
         Map<String, Suggestion> scores = new LinkedHashMap<String, Suggestion>();
         for (Suggestion s : top) scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, (1 - a) * modelProbability(s.logProb)));
         List<String> also = new ArrayList<String>(scores.keySet());
@@ -374,12 +389,33 @@ public final class Session {
         this.learning = learn;
     }
 
-    /** The user history's share a of the mixture (default {@link #HISTORY_WEIGHT}). */
+    /**
+     * The user history's weight in the mixture (Python's {@code Session.history_weight}): the one
+     * set on this session ({@link #setHistoryWeight}), else the user's, saved in the history
+     * ({@link UserHistory#weight()}), else {@link #HISTORY_WEIGHT}. The share used at a position
+     * is {@link #effectiveHistoryWeight()}.
+     */
     public double historyWeight() {
-        return historyWeight;
+        if (historyWeight != null) return historyWeight;
+        if (userHistory != null) {
+            Double user = userHistory.weight();
+            if (user != null) return user;
+        }
+        return HISTORY_WEIGHT;
     }
 
-    /** 0 ranks by the model alone; 1 by the history alone. */
+    /**
+     * The history's share a at this position: {@code historyWeight() * n / (n + HISTORY_CONTEXT_K)},
+     * n = {@link UserHistory#contextCount} of the previous word (the decayed count of words the
+     * user typed after it); 0 without a history.
+     */
+    public double effectiveHistoryWeight() {
+        if (userHistory == null) return 0.0;
+        double n = userHistory.contextCount(previousWord);
+        return historyWeight() * n / (n + HISTORY_CONTEXT_K);
+    }
+
+    /** This session's weight, over the user's: 0 ranks by the model alone; 1 by the history alone (where n is large). */
     public void setHistoryWeight(double weight) {
         if (!(weight >= 0 && weight <= 1)) throw new IllegalArgumentException("history weight must be in [0, 1], got " + weight);
         this.historyWeight = weight;

@@ -12,7 +12,7 @@ public final class Suggestion {
     public final float logProb;
     /**
      * What Python's predictor returns beside the word: exp(logProb), or with a user history
-     * {@code (1 - a) p_model + a p_history} ({@link Session#historyWeight()} = a).
+     * {@code (1 - a) p_model + a p_history} ({@link Session#effectiveHistoryWeight()} = a).
      */
     public final double score;
 

@@ -43,6 +43,11 @@ import java.util.Set;
  * {@value #FORMAT}, version 1), so a file saved by either language loads in the other. The
  * core has no JSON library: a small reader and writer for this format live here.
  *
+ * <p>The history also holds the user's mixture weight (Python's {@code UserHistory.weight}:
+ * the one {@code Session.personalize} chose on the user's own held-out text), saved with the
+ * counts: {@link #weight()} is null while it is unset, and a {@link Session} without a weight
+ * of its own uses it ({@link Session#historyWeight()}).
+ *
  * <p>Thread-safe: every public method holds the object's lock, so the keyboard's sessions
  * and its settings screen can share one history.
  */
@@ -85,6 +90,8 @@ public final class UserHistory {
     private int numPairs;
     /** topWords(TOP_WORDS), kept up to date as words are learnt once it has been asked for; null until then. */
     private List<String> top;
+    /** The user's mixture weight in [0, 1] (Python's {@code weight}); null: unset, the session's default. */
+    private Double weight;
 
     /** A history with the defaults of the Python class. */
     public UserHistory() {
@@ -277,6 +284,12 @@ public final class UserHistory {
         return e != null ? decayed(e) : 0.0;
     }
 
+    /** Decayed count of the words typed after {@code prev} (null: a sentence start, {@link #START}); 0 when none. */
+    public synchronized double contextCount(String prev) {
+        Entry e = contexts.get(prev == null ? START : prev);
+        return e != null ? decayed(e) : 0.0;
+    }
+
     /** p(word | prev) ({@code prev} null: a sentence's first word); 0 for a word the history does not hold. */
     public synchronized double probability(String word, String prev) {
         double all = decayed(total);
@@ -390,9 +403,26 @@ public final class UserHistory {
         return out;
     }
 
-    /** Forget everything (the keyboard's settings action); the settings stay. */
+    /**
+     * The user's mixture weight, in [0, 1], chosen by Python's {@code Session.personalize} and
+     * saved with the history; null while it is unset (sessions then use their default).
+     */
+    public synchronized Double weight() {
+        return weight;
+    }
+
+    /** Set the user's mixture weight (a number in [0, 1]); null unsets it. Saved by {@link #toJson()}. */
+    public synchronized void setWeight(Double weight) {
+        if (weight != null && !(weight >= 0 && weight <= 1)) {
+            throw new IllegalArgumentException("weight must be a number in [0, 1], got " + formatDouble(weight));
+        }
+        this.weight = weight;
+    }
+
+    /** Forget everything (the keyboard's settings action), the user's weight too; the settings stay. */
     public synchronized void clear() {
         clock = 0;
+        weight = null;
         words.clear();
         pairs.clear();
         contexts.clear();
@@ -434,7 +464,9 @@ public final class UserHistory {
         }
         b.append("],\"contexts\":[");
         appendKeyed(b, contexts);
-        b.append("]}");
+        b.append(']');
+        if (weight != null) b.append(",\"weight\":").append(formatDouble(weight));  // the last key, only when set
+        b.append('}');
         return b.toString();
     }
 
@@ -561,7 +593,8 @@ public final class UserHistory {
      * A history from the JSON of Python's {@code to_dict()}; {@code where} (the file) starts
      * every error message. Refused, in one line: anything but this format ("not a keyboard_lm
      * user history"), another version, and a damaged state ("damaged user history": missing or
-     * mistyped fields, negative or non-finite counts, clocks outside [0, clock], bounds passed).
+     * mistyped fields, negative or non-finite counts, clocks outside [0, clock], bounds passed,
+     * a "weight" that is not a number in [0, 1]).
      */
     public static UserHistory fromJson(String text, String where) throws UserHistoryException {
         Object root;
@@ -604,6 +637,13 @@ public final class UserHistory {
             for (Object o : list(field(d, "contexts"), "contexts")) {
                 List<?> r = row(o, 3, "contexts");
                 h.contexts.put(string(r.get(0), "contexts"), new Entry(number(r.get(1), "contexts"), integer(r.get(2), "contexts")));
+            }
+            Object weight = d.get("weight");  // optional; null or absent: unset
+            if (weight != null) {
+                // Python refuses a bool (a JSON true is not a weight), a string, and anything outside [0, 1].
+                double w = weight instanceof Number ? ((Number) weight).doubleValue() : Double.NaN;
+                if (!(w >= 0 && w <= 1)) throw new IllegalArgumentException("weight: " + repr(weight) + " is not a number in [0, 1]");
+                h.weight = w;
             }
         } catch (IllegalArgumentException e) {
             throw new UserHistoryException(where + ": damaged user history (" + e.getMessage() + ")");

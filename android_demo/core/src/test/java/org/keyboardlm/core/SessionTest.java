@@ -16,7 +16,8 @@ import org.junit.Test;
 /**
  * Session and Predictor behaviour: the state machine (commit word, sentence end, reset,
  * rewind, restart every seq_len inputs), ranking, blocklist, special tokens, completion
- * order, and bad input. Real numbers come from a golden model; the rules a model cannot show
+ * order, bad input, and the user history's mixture (its share per previous word and the
+ * weight's precedence). Real numbers come from a golden model; the rules a model cannot show
  * (specials ranked first, ties, code point order) from {@link FakeEngine}.
  */
 public class SessionTest {
@@ -306,7 +307,10 @@ public class SessionTest {
     /** Python's Session._with_history: each suggestion's score and the order of the list. */
     static void isTheMixture(String where, Session s, List<Suggestion> got, String prefix) {
         UserHistory h = s.userHistory();
-        double a = s.historyWeight();
+        double n = h.contextCount(s.previousWord());
+        double a = s.historyWeight() * n / (n + Session.HISTORY_CONTEXT_K);
+        assertEquals(where + " share", a, s.effectiveHistoryWeight(), 0.0);
+        assertTrue(where + " share " + a, a > 0);
         for (int i = 0; i < got.size(); i++) {
             Suggestion x = got.get(i);
             assertTrue(where + " " + x, x.word.startsWith(prefix));
@@ -333,7 +337,9 @@ public class SessionTest {
         Suggestion z = next.get(words(next).indexOf(word));
         assertEquals(-1, z.id);
         assertEquals(Float.NEGATIVE_INFINITY, z.logProb, 0f);
-        assertEquals(0.3 * h.probability(word, "the"), z.score, 1e-15);
+        double n = h.contextCount("the");
+        assertEquals(4.0, n, 0.05);  // four words typed after "the", barely decayed
+        assertEquals(0.3 * n / (n + 4.0) * h.probability(word, "the"), z.score, 1e-15);
         isTheMixture("suggestions", s, next, "");
         List<Suggestion> completing = s.complete("Zo", 3);
         assertEquals(word, completing.get(0).word);
@@ -385,6 +391,80 @@ public class SessionTest {
         } catch (IllegalArgumentException e) {
             assertTrue(e.getMessage().startsWith("history weight must be in [0, 1]"));
         }
+    }
+
+    @Test
+    public void afterAPreviousWordTheUserNeverTypedTheModelAloneSuggests() throws Exception {
+        Predictor p = golden();
+        UserHistory h = new UserHistory();
+        for (int i = 0; i < 6; i++) h.learn(Arrays.asList("see", "you", "at", "the", "zorblaxen"));
+        Session with = p.session(h, false);
+        Session without = p.session();
+        for (Session s : new Session[] {with, without}) s.commit("what a lovely ");
+        assertEquals("lovely", with.previousWord());
+        assertEquals(0.0, h.contextCount("lovely"), 0.0);
+        assertEquals(0.0, with.effectiveHistoryWeight(), 0.0);
+        assertEquals("the weight is still there", Session.HISTORY_WEIGHT, with.historyWeight(), 0.0);
+        List<Suggestion> want = without.suggestions(3);
+        List<Suggestion> got = with.suggestions(3);
+        PredictorGoldenTest.sameSuggestions("never typed after", want, got);
+        for (int i = 0; i < want.size(); i++) assertEquals(want.get(i).score, got.get(i).score, 0.0);
+        PredictorGoldenTest.sameSuggestions("completion never typed after", without.complete("a", 5), with.complete("a", 5));
+        // A history word is not even a candidate there, though the history knows it well.
+        assertFalse(words(with.suggestions(100)).contains("zorblaxen"));
+        assertTrue(with.complete("zorb", 3).isEmpty());
+        // After a previous word typed often, the history takes nearly all of its weight, and its word enters.
+        with.reset();
+        with.commit("see you at the ");
+        double n = h.contextCount("the");
+        assertTrue("n = " + n, n > 5);
+        assertEquals(Session.HISTORY_WEIGHT * n / (n + Session.HISTORY_CONTEXT_K), with.effectiveHistoryWeight(), 0.0);
+        List<Suggestion> next = with.suggestions(3);
+        assertEquals(next.toString(), "zorblaxen", next.get(0).word);
+        isTheMixture("often typed after", with, next, "");
+        // A sentence start is the context <s>: typed after six times.
+        with.reset();
+        assertEquals(h.contextCount(UserHistory.START), h.contextCount(null), 0.0);
+        assertTrue(with.effectiveHistoryWeight() > 0);
+        assertEquals(0.0, p.session().effectiveHistoryWeight(), 0.0);  // no history: no share
+    }
+
+    @Test
+    public void theSessionsWeightWinsOverTheUsersWhichWinsOverTheDefault() throws Exception {
+        Predictor p = golden();
+        UserHistory h = new UserHistory();
+        h.learn(Arrays.asList("hello", "there"));
+        Session s = p.session(h, true);
+        assertEquals(null, h.weight());
+        assertEquals(Session.HISTORY_WEIGHT, s.historyWeight(), 0.0);
+        h.setWeight(0.1);  // as Python's personalize chose it, saved with the history
+        assertEquals("the history's weight when the session has none", 0.1, s.historyWeight(), 0.0);
+        s.commit("hello");
+        double n = h.contextCount("hello");
+        assertEquals(0.1 * n / (n + Session.HISTORY_CONTEXT_K), s.effectiveHistoryWeight(), 0.0);
+        s.setHistoryWeight(0.5);
+        assertEquals("the session's own setting wins", 0.5, s.historyWeight(), 0.0);
+        assertEquals(0.5 * n / (n + Session.HISTORY_CONTEXT_K), s.effectiveHistoryWeight(), 0.0);
+        Session other = p.session(h, true);
+        assertEquals("another session of the user", 0.1, other.historyWeight(), 0.0);
+        UserHistory back = UserHistory.fromJson(h.toJson(), "me.history");
+        assertEquals(Double.valueOf(0.1), back.weight());
+        assertEquals(0.1, p.session(back, true).historyWeight(), 0.0);
+        h.clear();
+        assertEquals("clear() forgets the user's weight", null, h.weight());
+        assertEquals(Session.HISTORY_WEIGHT, other.historyWeight(), 0.0);
+        assertEquals(0.5, s.historyWeight(), 0.0);
+        s.setHistoryWeight(0);
+        assertEquals(0.0, s.historyWeight(), 0.0);
+        for (double bad : new double[] {-0.1, 1.5, Double.NaN}) {
+            try {
+                h.setWeight(bad);
+                fail("weight " + bad + " must be refused");
+            } catch (IllegalArgumentException e) {
+                assertTrue(e.getMessage(), e.getMessage().startsWith("weight must be a number in [0, 1]"));
+            }
+        }
+        assertEquals(null, h.weight());
     }
 
     static List<String> sorted(List<String> l) {

@@ -15,8 +15,9 @@ import org.junit.Test;
  * written by tests/golden/make_user_history_vectors.py, handed over as -Dkblm.userhistory):
  * learning the golden sentences with the golden settings (decay and both evictions happen)
  * gives the golden state, counts to 1e-12 relative and clocks exactly; every case's full
- * next-word distribution (to 1e-12) and top_words(5) (exactly); the golden state, loaded, predicts
- * the same; and a state saved by Java reads back as the same history.
+ * next-word distribution (to 1e-12), context_count (to 1e-12) and top_words(5) (exactly); the
+ * golden state, loaded, predicts the same and carries the user's weight, written back as the
+ * same bytes Python wrote; and a state saved by Java reads back as the same history.
  */
 public class UserHistoryGoldenTest {
     static final double TOLERANCE = 1e-12;
@@ -27,6 +28,7 @@ public class UserHistoryGoldenTest {
         return GoldenJson.object(GoldenJson.read(path));
     }
 
+    /** The golden sentences learnt with the golden settings, then the user's weight set (as the generator does). */
     static UserHistory learnt(Map<String, Object> golden) {
         Map<String, Object> s = GoldenJson.object(golden.get("settings"));
         UserHistory h = new UserHistory((Double) s.get("half_life"), ((Double) s.get("max_words")).intValue(),
@@ -36,7 +38,34 @@ public class UserHistoryGoldenTest {
             for (Object w : GoldenJson.array(sentence)) words.add((String) w);
             h.learn(words);
         }
+        h.setWeight(goldenWeight(golden));
         return h;
+    }
+
+    /** The state's "weight" (the golden file must carry one). */
+    static Double goldenWeight(Map<String, Object> golden) {
+        Object w = GoldenJson.object(golden.get("state")).get("weight");
+        assertTrue("the golden state carries the user's weight", w instanceof Double);
+        return (Double) w;
+    }
+
+    /** The weight's number exactly as Python's json module wrote it in the golden file (Python's repr). */
+    static String goldenWeightText() throws Exception {
+        String text = new String(java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(System.getProperty("kblm.userhistory"))),
+                java.nio.charset.StandardCharsets.UTF_8);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"weight\":\\s*([-+0-9.eE]+)").matcher(text);
+        assertTrue("the golden file holds a weight", m.find());
+        String found = m.group(1);
+        assertTrue("the golden file holds one weight", !m.find());
+        return found;
+    }
+
+    /** Java writes the weight as Python does: the last key, the same number text. */
+    static void writesTheGoldenWeight(String where, UserHistory h) throws Exception {
+        String json = h.toJson();
+        String tail = ",\"weight\":" + goldenWeightText() + "}";
+        assertTrue(where + ": the JSON ends with " + tail + ": ..." + json.substring(Math.max(0, json.length() - 60)), json.endsWith(tail));
+        assertEquals(where + ": weight written once", json.indexOf("\"weight\""), json.lastIndexOf("\"weight\""));
     }
 
     static void close(String where, double want, double got) {
@@ -95,6 +124,8 @@ public class UserHistoryGoldenTest {
             }
             assertEquals(at + " sums to 1", 1.0, sum, 1e-12);
             assertEquals(at + " top_words(5)", c.get("top_words"), h.topWords(5));
+            assertTrue(at + ": the golden case has a context_count", c.get("context_count") instanceof Double);
+            close(at + " context_count", (Double) c.get("context_count"), h.contextCount(prev));
             Map<String, Double> candidates = h.candidates(prev, new ArrayList<String>());
             for (Map.Entry<String, Double> e : candidates.entrySet()) {
                 close(at + " candidate " + e.getKey(), (Double) want.get(e.getKey()), e.getValue());
@@ -113,7 +144,9 @@ public class UserHistoryGoldenTest {
         for (Object sentence : GoldenJson.array(g.get("sentences"))) for (Object w : GoldenJson.array(sentence)) distinct.add((String) w);
         assertTrue("the golden sentences pass the word bound", distinct.size() > h.maxWords && h.numWords() <= h.maxWords);
         sameState("learnt", state, GoldenJson.object(GoldenJson.parse(h.toJson())));
+        writesTheGoldenWeight("learnt", h);
         predictsTheGoldenCases("learnt", g, h);
+        assertEquals(h.contextCount(null), h.contextCount(UserHistory.START), 0.0);
     }
 
     @Test
@@ -121,7 +154,10 @@ public class UserHistoryGoldenTest {
         Map<String, Object> g = golden();
         Map<String, Object> state = GoldenJson.object(g.get("state"));
         UserHistory loaded = UserHistory.fromJson(json(state), "golden state");
+        assertEquals("the weight is read from the state", goldenWeight(g), loaded.weight());
         sameState("loaded", state, GoldenJson.object(GoldenJson.parse(loaded.toJson())));
+        writesTheGoldenWeight("loaded", loaded);
+        assertEquals("written and read again: the same bytes", loaded.toJson(), UserHistory.fromJson(loaded.toJson(), "again").toJson());
         predictsTheGoldenCases("loaded", g, loaded);
         // Learning on continues as in the history that was saved (decay and evictions included).
         UserHistory h = learnt(g);
@@ -141,6 +177,8 @@ public class UserHistoryGoldenTest {
             assertTrue("no temporary file is left", !new File(file.getPath() + ".tmp").exists());
             UserHistory back = UserHistory.load(file.getPath());
             assertEquals(h.toJson(), back.toJson());
+            assertEquals("the weight is saved and loaded", goldenWeight(g), back.weight());
+            writesTheGoldenWeight("saved and loaded", back);
             predictsTheGoldenCases("saved and loaded", g, back);
         } finally {
             file.delete();

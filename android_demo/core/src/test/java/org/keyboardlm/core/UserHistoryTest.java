@@ -20,8 +20,9 @@ import org.junit.Test;
 
 /**
  * UserHistory on its own: decay, bounds under eviction, the top-words list kept up to date,
- * candidates, clear(), bad arguments, the JSON state (Python's number and string format,
- * odd spellings) and every kind of damaged or foreign file refused in one line naming it.
+ * candidates, context counts, the user's weight, clear(), bad arguments, the JSON state
+ * (Python's number and string format, odd spellings) and every kind of damaged or foreign
+ * file refused in one line naming it.
  */
 public class UserHistoryTest {
     static File temp(String name) throws IOException {
@@ -77,6 +78,76 @@ public class UserHistoryTest {
         h.learn(Collections.singletonList("hello"));
         assertEquals(Math.pow(0.5, 102 / 100.0) + 1.0, h.count("hello"), 1e-15);
         assertEquals(103, h.clock());
+    }
+
+    @Test
+    public void contextCountIsTheDecayedCountOfTheWordsTypedAfterThePreviousWord() {
+        UserHistory h = new UserHistory(100, 2000, 10000, 2.0);
+        assertEquals(0.0, h.contextCount(null), 0.0);
+        h.learn(Arrays.asList("hello", "world"));
+        h.learnWord("hello", "there");
+        // hello after <s> at clock 1; world and there after hello at clocks 2 and 3.
+        assertEquals(Math.pow(0.5, 2 / 100.0), h.contextCount(null), 1e-15);
+        assertEquals(h.contextCount(null), h.contextCount(UserHistory.START), 0.0);
+        assertEquals(Math.pow(0.5, 1 / 100.0) + 1.0, h.contextCount("hello"), 1e-15);
+        assertEquals(h.count("world", "hello") + h.count("there", "hello"), h.contextCount("hello"), 1e-15);
+        assertEquals(0.0, h.contextCount("world"), 0.0);  // nothing typed after it
+        assertEquals(0.0, h.contextCount("never-typed"), 0.0);
+        for (int i = 0; i < 50; i++) h.learn(Arrays.asList("w" + i, "x"));
+        assertEquals(0.5 * (Math.pow(0.5, 1 / 100.0) + 1.0), h.contextCount("hello"), 1e-15);
+        h.clear();
+        assertEquals(0.0, h.contextCount("hello"), 0.0);
+    }
+
+    @Test
+    public void theUsersWeightIsWrittenLastAsPythonDoesReadBackAndForgotten() throws Exception {
+        UserHistory h = new UserHistory(10, 5, 5, 2.0);
+        h.learn(Arrays.asList("a", "b"));
+        assertEquals(null, h.weight());
+        String without = h.toJson();
+        assertFalse("no weight key while unset, as Python's to_dict", without.contains("\"weight\""));
+        h.setWeight(0.2);
+        assertEquals(Double.valueOf(0.2), h.weight());
+        String with = h.toJson();
+        assertEquals(without.substring(0, without.length() - 1) + ",\"weight\":0.2}", with);
+        File f = temp("user.history");
+        h.save(f.getPath());
+        UserHistory back = UserHistory.load(f.getPath());
+        assertEquals(Double.valueOf(0.2), back.weight());
+        assertEquals(with, back.toJson());
+        // Numbers as Python writes them (an integer weight is read as a float, as Python's float(weight)).
+        String[][] cases = {{"0", "0.0"}, {"1", "1.0"}, {"0.30000000000000004", "0.30000000000000004"}, {"1e-05", "1e-05"},
+                {"5E-1", "0.5"}, {"0.0", "0.0"}};
+        for (String[] c : cases) {
+            UserHistory x = UserHistory.fromJson(without.substring(0, without.length() - 1) + ",\"weight\":" + c[0] + "}", "w");
+            assertEquals(c[0], Double.parseDouble(c[1]), x.weight(), 0.0);
+            assertTrue(c[0], x.toJson().endsWith(",\"weight\":" + c[1] + "}"));
+        }
+        // A JSON null is no weight, as Python's d.get("weight") is None.
+        assertEquals(null, UserHistory.fromJson(without.substring(0, without.length() - 1) + ",\"weight\":null}", "w").weight());
+        h.setWeight(null);
+        assertEquals(without, h.toJson());
+        h.setWeight(1.0);
+        h.clear();
+        assertEquals(null, h.weight());
+        assertEquals(new UserHistory(10, 5, 5, 2.0).toJson(), h.toJson());
+    }
+
+    @Test
+    public void badWeightsInTheFileAreRefusedInOneLineNamingTheFile() throws Exception {
+        UserHistory h = new UserHistory(10, 5, 5, 2.0);
+        h.learn(Arrays.asList("a", "b", "c"));
+        String good = h.toJson();
+        String[][] cases = {{"true", "weight: True is not a number in [0, 1]"}, {"false", "weight: False is not a number"},
+                {"\"0.2\"", "weight: \"0.2\" is not a number in [0, 1]"}, {"1.5", "weight: 1.5 is not a number in [0, 1]"},
+                {"-0.1", "weight: -0.1 is not a number in [0, 1]"}, {"2", "weight: 2 is not a number"},
+                {"NaN", "weight: NaN is not a number"}, {"Infinity", "weight: Infinity is not a number"},
+                {"[0.2]", "weight: a list is not a number"}, {"{}", "weight: an object is not a number"}};
+        File f = temp("user.history");
+        for (String[] c : cases) {
+            write(f, (good.substring(0, good.length() - 1) + ",\"weight\":" + c[0] + "}").getBytes(StandardCharsets.UTF_8));
+            refused(f, "damaged user history (" + c[1]);
+        }
     }
 
     @Test
@@ -140,7 +211,9 @@ public class UserHistoryTest {
         UserHistory h = new UserHistory(50, 30, 40, 1.5);
         for (int i = 0; i < 100; i++) h.learn(Arrays.asList("a" + i % 40, "b" + i % 7));
         assertEquals(5, h.topWords(5).size());
+        h.setWeight(0.4);
         h.clear();
+        assertEquals("the user's weight is forgotten too", null, h.weight());
         assertEquals(0, h.numWords());
         assertEquals(0, h.numPairs());
         assertEquals(0, h.clock());
