@@ -57,6 +57,18 @@ ROWS = [
     ("cifg_fedavg_eps10_nesterov", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *FIXED, *NESTEROV]),
 ]
 
+#: The same rows warm-started from the shipped base model (pretrained on public text, as Ro et al. start
+#: from C4), with 20 canaries planted 16 times and 20 controls, so each condition has at least 10 trained
+#: canaries; ``--rows base`` runs these instead (``--out`` should then be another directory).
+BASE = ["--init-from", "base", "--canaries", "20", "--canary-repeats", "16", "--controls", "20"]
+BASE_ROWS = [
+    ("base_inf", "cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *ADAPTIVE, *NESTEROV, *BASE]),
+    ("base_fedavg_eps10", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *ADAPTIVE, *NESTEROV, *BASE]),
+    ("base_fedavg_eps1", "cifg", ["--dp", "fedavg", "--dp-epsilon", "1", *ADAPTIVE, *NESTEROV, *BASE]),
+    ("base_ftrl_eps10", "cifg", ["--dp", "ftrl", "--dp-epsilon", "10", "--dp-clip", "0.1", *BASE]),
+    ("base_ftrl_eps1", "cifg", ["--dp", "ftrl", "--dp-epsilon", "1", "--dp-clip", "0.1", *BASE]),
+]
+
 
 def command(data: str, out: str, name: str, model: str, extra: list[str], rounds: int, k: int):
     return [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--data", data, "--format", "shakespeare",
@@ -68,7 +80,8 @@ def command(data: str, out: str, name: str, model: str, extra: list[str], rounds
 def launch(args) -> None:
     os.makedirs(args.out, exist_ok=True)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    rows = [r for r in ROWS if not args.only or r[0] in args.only.split(",")]
+    table = BASE_ROWS if args.rows == "base" else ROWS
+    rows = [r for r in table if not args.only or r[0] in args.only.split(",")]
     if not args.only:
         rows = [r for r in rows if not r[0].endswith(("_sgd", "_nesterov"))]
     running = []
@@ -86,7 +99,7 @@ def launch(args) -> None:
 
 def collect(args) -> None:
     rows = []
-    for name, model, _ in ROWS:
+    for name, model, _ in (BASE_ROWS if args.rows == "base" else ROWS):
         path = os.path.join(args.out, name, "audit.json")
         log = os.path.join(args.out, f"{name}.log")
         if not os.path.exists(path):
@@ -119,23 +132,29 @@ def collect(args) -> None:
             "mean_exposure_trained": (sum(r["exposure"] for r in trained) / len(trained)) if trained else None,
             "canaries_trained": len(trained), "canaries_planted": len(planted),
             "mean_exposure_controls": (sum(r["exposure"] for r in controls) / len(controls)) if controls else None,
+            "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
+            "controls": len(controls),
+            # canaries the model learnt beyond chance: trained, with more bits than every never-planted control
+            "trained_above_controls": (sum(r["exposure"] > max(c["exposure"] for c in controls) for r in trained)
+                                       if controls else None),
             "log2_R": audit["rows"][0]["max_exposure"] if audit["rows"] else None,
             "seconds": run.get("elapsed_seconds"),
         })
     fmt = lambda v, f: "-" if v is None else (v if isinstance(v, str) else format(v, f))  # noqa: E731
     lines = ["| row | model | mechanism | server | clip | eps | z | z*C/K (- : adaptive C) | recall@3 | perplexity | canaries trained | "
-             "max / mean exposure (trained) | mean exposure (controls) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "max / mean exposure (trained) | mean / max exposure (controls) | trained above every control |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "diverged" in r:
-            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 10)
+            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 11)
             continue
         lines.append(f"| {r['row']} | {r['model']} | {r['mechanism']} | {r['server']} | {r['clip']} | "
                      f"{fmt(r['epsilon'], '.3g')} | "
                      f"{r['noise_multiplier']:.3g} | {fmt(r['noise_batch_ratio'], '.3g')} | {fmt(r['recall_at_3'], '.4f')} | "
                      f"{fmt(r['perplexity'], '.1f')} | {r['canaries_trained']}/{r['canaries_planted']} | "
                      f"{fmt(r['max_exposure_trained'], '.2f')} / {fmt(r['mean_exposure_trained'], '.2f')} | "
-                     f"{fmt(r['mean_exposure_controls'], '.2f')} |")
+                     f"{fmt(r['mean_exposure_controls'], '.2f')} / {fmt(r.get('max_exposure_controls'), '.2f')} "
+                     f"({r.get('controls', '-')}) | {fmt(r.get('trained_above_controls'), 'd')} |")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     done = [r for r in rows if "diverged" not in r]
     head = (f"Measured {datetime.date.today()} on {machine}; two rows at a time on the 2 cores.\n"
@@ -143,9 +162,9 @@ def collect(args) -> None:
             f"{done[0]['clients_per_round']} per round, {done[0]['rounds']} rounds, log2|R| = "
             f"{fmt(done[0]['log2_R'], '.2f')} bits.\n\n") if done else "no finished rows\n"
     os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, "privacy_benchmark.md"), "w", encoding="utf-8") as f:
+    with open(os.path.join(RESULTS, f"{args.name}.md"), "w", encoding="utf-8") as f:
         f.write(head + "\n".join(lines) + "\n")
-    with open(os.path.join(RESULTS, "privacy_benchmark.json"), "w", encoding="utf-8") as f:
+    with open(os.path.join(RESULTS, f"{args.name}.json"), "w", encoding="utf-8") as f:
         json.dump({"machine": machine, "date": str(datetime.date.today()), "rows": rows}, f, indent=1)
     print(head + "\n".join(lines))
 
@@ -159,7 +178,12 @@ def main() -> None:
     p.add_argument("--clients-per-round", type=int, default=100)
     p.add_argument("--only", help="comma-separated row names")
     p.add_argument("--collect", action="store_true", help="only write the table of finished rows")
+    p.add_argument("--rows", choices=("scratch", "base"), default="scratch",
+                   help="scratch: the rows from random weights (default); base: the same from the base model")
+    p.add_argument("--name", default=None, help="result file name (privacy_benchmark, or privacy_base for "
+                                                 "--rows base)")
     args = p.parse_args()
+    args.name = args.name or ("privacy_base" if args.rows == "base" else "privacy_benchmark")
     if not args.collect:
         if not args.data:
             p.error("--data is needed to launch runs")

@@ -11,9 +11,82 @@ from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validat
 
 
 def cmd_privacy_plan(args) -> int:
+    from keyboard_lm.errors import ConfigError
     from keyboard_lm.privacy.planner import cmd_privacy_plan as run
 
-    return run(args)
+    budget = args.budget_client_steps is not None or args.budget_hours is not None
+    if args.loss_model is None:
+        if budget:
+            raise ConfigError("--budget-client-steps/--budget-hours plan with a fitted loss model: add "
+                              "--loss-model FILE (keyboard-lm privacy fit)")
+        if args.rounds is None:
+            raise ConfigError("give --rounds T (or a compute budget with --loss-model)")
+        return run(args)
+    return _plan_with_loss_model(args)
+
+
+def _plan_with_loss_model(args) -> int:
+    """The compute-aware plan: every size and cohort the budget buys, ranked by the predicted loss."""
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.privacy import loss_model as lm
+    from keyboard_lm.privacy.planner import cohort_grid, plan
+
+    if args.rounds is not None:
+        raise ConfigError("--rounds is chosen by the compute-aware plan: give --budget-client-steps or "
+                          "--budget-hours instead")
+    model = lm.LossModel.load(args.loss_model)
+    rows = lm.frontier(model, epsilon=args.epsilon, delta=args.delta, population=args.population,
+                       mechanism=args.mechanism, clip=args.clip, client_steps=args.budget_client_steps,
+                       hours=args.budget_hours, cohorts=cohort_grid(args.population, args.max_clients_per_round),
+                       tree_restart=args.tree_restart)
+    best = rows[0]
+    top = plan(args.epsilon, args.delta, args.population, best["rounds"], mechanism=args.mechanism,
+               clients_per_round=[best["clients_per_round"]], clip=args.clip, tree_restart=args.tree_restart)[0]
+    if args.json:
+        print(json.dumps({"rows": rows, "loss_model": model.to_dict(), "profile": top["profile"]}, indent=2))
+        return 0
+    from keyboard_lm.privacy.profile import format_profile
+
+    budget = (f"{args.budget_client_steps:,} client-steps" if args.budget_client_steps is not None
+              else f"{args.budget_hours:g} h on the machine the runs were measured on")
+    print(f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.3g}, population {args.population:,}, "
+          f"clip {args.clip:g}, budget {budget}; the {min(12, len(rows))} best of {len(rows)} (size, cohort) "
+          "plans by predicted loss")
+    print(lm.format_frontier(rows, model))
+    print(f"plan: {best['units']} units, V = {best['vocab_size']:,}, K = {best['clients_per_round']:,}, "
+          f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}")
+    print(format_profile(top["profile"], "privacy profile of the plan"))
+    return 0
+
+
+def cmd_privacy_fit(args) -> int:
+    """``keyboard-lm privacy fit``: fit the loss model to finished DP runs, report the held-out error."""
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.privacy import loss_model as lm
+
+    curves = [lm.read_run(d) for d in args.runs]
+    names = [c.name for c in curves]
+    held = [h for h in (args.heldout.split(",") if args.heldout else []) if h]
+    for h in held:
+        if h not in names:
+            raise ConfigError(f"--heldout {h}: not one of the runs given ({', '.join(names)})")
+    model = lm.fit([c for c in curves if c.name not in held], [c for c in curves if c.name in held])
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(model.to_dict(), f, indent=1)
+    print(f"loss model {lm.FORM}")
+    print("  " + ", ".join(f"{k} = {v:.4g}" for k, v in model.theta.items()))
+    print(f"fitted on {len(model.fitted_on)} runs ({', '.join(model.fitted_on)}): rmse {model.fit_rmse:.4f} "
+          "over every round")
+    for h in model.heldout:
+        print(f"held out {h['run']}: measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
+              f"({100 * h['relative_error']:+.2f}%)")
+    for params, cost in sorted(model.cost.items(), key=lambda kv: int(kv[0])):
+        print(f"cost: {int(params):,} params, {1000 * cost:.2f} ms per client-step")
+    if args.png:
+        lm.plot(model, curves, args.png, args.png_rounds)
+        print(f"plot: {args.png}")
+    print(f"wrote {args.out}")
+    return 0
 
 
 CANARY_FILE = "canaries.json"
@@ -117,7 +190,14 @@ def register(sub) -> None:
     pp.add_argument("--epsilon", type=positive_float, required=True, help="target epsilon")
     pp.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
     pp.add_argument("--population", type=positive_int, required=True, help="N, clients in the population")
-    pp.add_argument("--rounds", type=positive_int, required=True, help="T, training rounds")
+    pp.add_argument("--rounds", type=positive_int, default=None,
+                    help="T, training rounds (without --loss-model)")
+    pp.add_argument("--loss-model", metavar="FILE", help="plan the compute too: the loss model of "
+                    "`keyboard-lm privacy fit` chooses model size, cohort and rounds under a budget")
+    pp.add_argument("--budget-client-steps", type=positive_int, default=None, metavar="S",
+                    help="with --loss-model: K * T at most")
+    pp.add_argument("--budget-hours", type=positive_float, default=None, metavar="H",
+                    help="with --loss-model: hours at the seconds per client-step measured in its runs")
     pp.add_argument("--max-clients-per-round", type=positive_int, default=None,
                     help="top of the cohort grid (min(N, 10000))")
     pp.add_argument("--mechanism", choices=("fedavg", "ftrl"), default="fedavg", help="(fedavg)")
@@ -128,6 +208,14 @@ def register(sub) -> None:
     pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=cmd_privacy_plan)
+    pf = priv.add_parser("fit", help="fit the planner's loss model (McKenna et al.: loss from model size, "
+                                     "rounds and noise-batch ratio) to finished DP runs with a fixed clip")
+    pf.add_argument("runs", nargs="+", metavar="RUN_DIR")
+    pf.add_argument("--heldout", metavar="NAME,...", help="runs predicted, not fitted on (their error is reported)")
+    pf.add_argument("--out", required=True, metavar="FILE", help="the loss model (JSON)")
+    pf.add_argument("--png", metavar="PATH", help="plot the predicted loss against the noise-batch ratio, runs on it")
+    pf.add_argument("--png-rounds", type=positive_int, default=40, help="rounds of the plotted prediction (40)")
+    pf.set_defaults(func=cmd_privacy_fit)
 
     audit = sub.add_parser("audit", help="memorization audits").add_subparsers(dest="audit_command", required=True)
     ac = audit.add_parser("canaries", help="plant canary sentences, train, report their exposure (Carlini et al.)",

@@ -1,0 +1,279 @@
+"""A loss model for DP federated training, fitted to the project's own runs (McKenna et al. 2025's method).
+
+McKenna et al. ("Scaling Laws for Differentially Private Language Models")
+fit the loss of DP training as a function of model size, training steps and
+the noise-batch ratio, and then choose the model size, batch and steps that
+minimise the predicted loss under a privacy and a compute budget. At this
+project's scale the same idea is a four-term form, fitted by least squares to
+the smoothed training loss of every round of every run:
+
+    L(P, T, r) = E + A (P / 1e6)^-alpha + B T^-beta + G (1000 r)^gamma
+
+P parameters, T rounds (server steps), r = z C / K the noise-batch ratio (the
+noise standard deviation on the averaged update). The seed's own fits are
+richer (its appendix C.3 shows that batch size matters beyond the ratio); with
+three model sizes and four noise settings here, a term per factor is what the
+data can pin down, and the held-out error says how far it can be trusted.
+
+Each run also gives its cost: seconds per client-step (a client's local
+training in a round), measured on the machine that ran it, so a budget in
+hours converts to client-steps per model size.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+
+import numpy as np
+
+from keyboard_lm.errors import ConfigError
+
+FORM = "L = E + A (P/1e6)^-alpha + B T^-beta + G (1000 r)^gamma"
+NAMES = ("E", "A", "alpha", "B", "beta", "G", "gamma")
+SMOOTH_ROUNDS = 5  # the training loss of a round is its clients' mean: averaged over this many rounds
+SKIP_ROUNDS = 5  # the first rounds (loss still near log V) tell little about the trend
+
+
+@dataclasses.dataclass
+class RunCurve:
+    """What one run contributes: its setting, its smoothed loss per round and its cost."""
+
+    name: str
+    params: int
+    units: int
+    vocab_size: int
+    clients_per_round: int
+    noise_multiplier: float
+    clip: float
+    rounds: list[int]
+    loss: list[float]  # smoothed training loss after each round in ``rounds``
+    seconds_per_client_step: float
+
+    @property
+    def ratio(self) -> float:
+        return self.noise_multiplier * self.clip / self.clients_per_round
+
+
+def read_run(run_dir: str) -> RunCurve:
+    """A DP run's setting (run.json) and its smoothed training-loss curve (metrics.csv)."""
+    name = os.path.basename(os.path.normpath(run_dir))
+    try:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            info = json.load(f)
+        with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{run_dir}: not a finished training run ({e})") from None
+    dp = info.get("differential_privacy")
+    if not dp or dp.get("clip") in (None, "adaptive"):
+        raise ConfigError(f"{run_dir}: the loss model needs a DP run with a fixed clip (its noise-batch ratio "
+                          "z*C/K must be known); this run has " + ("no DP" if not dp else "an adaptive clip"))
+    rows = [r for r in rows if r.get("train_loss") not in (None, "")]
+    if len(rows) < SKIP_ROUNDS + SMOOTH_ROUNDS:
+        raise ConfigError(f"{run_dir}: {len(rows)} rounds in metrics.csv, the loss model needs at least "
+                          f"{SKIP_ROUNDS + SMOOTH_ROUNDS}")
+    raw = np.array([float(r["train_loss"]) for r in rows])
+    if not np.all(np.isfinite(raw)):
+        raise ConfigError(f"{run_dir}: non-finite training loss in metrics.csv (a diverged run)")
+    smoothed = np.convolve(raw, np.ones(SMOOTH_ROUNDS) / SMOOTH_ROUNDS, mode="valid")  # ends at the last round
+    rounds = [int(r["round"]) for r in rows][SMOOTH_ROUNDS - 1:]
+    keep = [i for i, t in enumerate(rounds) if t > SKIP_ROUNDS]
+    clients = sum(int(r["clients"]) for r in rows)
+    seconds = float(rows[-1]["elapsed_seconds"])
+    m = info["model"]
+    return RunCurve(name, int(info["parameters"]), int(m["units"]), int(m["vocab_size"]),
+                    int(dp["clients_per_round"]), float(dp["noise_multiplier"]), float(dp["clip"]),
+                    [rounds[i] for i in keep], [float(smoothed[i]) for i in keep], seconds / max(clients, 1))
+
+
+def _predict(theta, p, t, r):
+    e, a, alpha, b, beta, g, gamma = theta
+    return e + a * (p / 1e6) ** -alpha + b * np.power(t, -beta) + g * np.power(1000 * r, gamma)
+
+
+@dataclasses.dataclass
+class LossModel:
+    theta: dict
+    fitted_on: list[str]
+    fit_rmse: float
+    heldout: list[dict] = dataclasses.field(default_factory=list)
+    cost: dict = dataclasses.field(default_factory=dict)  # params -> seconds per client-step
+
+    def predict(self, params, rounds, ratio):
+        return _predict([self.theta[n] for n in NAMES], np.asarray(params, float), np.asarray(rounds, float),
+                        np.asarray(ratio, float))
+
+    def seconds_per_client_step(self, params: int) -> float:
+        """Measured cost, interpolated linearly in the parameter count between the fitted sizes."""
+        if not self.cost:
+            raise ConfigError("the loss model holds no measured cost; plan with --budget-client-steps")
+        sizes = sorted((int(p), c) for p, c in self.cost.items())
+        return float(np.interp(params, [p for p, _ in sizes], [c for _, c in sizes]))
+
+    def to_dict(self) -> dict:
+        return {"form": FORM, "theta": self.theta, "fitted_on": self.fitted_on, "fit_rmse": self.fit_rmse,
+                "heldout": self.heldout, "cost_seconds_per_client_step": self.cost}
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "loss model") -> "LossModel":
+        try:
+            if d["form"] != FORM:
+                raise ValueError(f"form {d['form']!r}")
+            theta = {n: float(d["theta"][n]) for n in NAMES}
+            return cls(theta, list(d["fitted_on"]), float(d["fit_rmse"]), list(d.get("heldout", [])),
+                       {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()})
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"{where}: not a keyboard_lm loss model ({e})") from None
+
+    @classmethod
+    def load(cls, path: str) -> "LossModel":
+        try:
+            with open(path, encoding="utf-8") as f:
+                return cls.from_dict(json.load(f), path)
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{path}: cannot read the loss model ({e})") from None
+
+
+def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
+    """Least squares over every (run, round) point of ``curves``; ``heldout`` runs are only predicted.
+
+    Held-out error: each held-out run's final smoothed loss, predicted at its own size, rounds and ratio.
+    """
+    from scipy.optimize import least_squares
+
+    if len(curves) < 3:
+        raise ConfigError(f"the loss model has {len(NAMES)} parameters: fit it on at least 3 runs, got {len(curves)}")
+    p = np.concatenate([[c.params] * len(c.rounds) for c in curves]).astype(float)
+    t = np.concatenate([c.rounds for c in curves]).astype(float)
+    r = np.concatenate([[c.ratio] * len(c.rounds) for c in curves]).astype(float)
+    y = np.concatenate([c.loss for c in curves])
+    best = None
+    # a few starts: the power-law terms trade off against E
+    for alpha, beta, gamma in ((0.3, 0.5, 1.0), (1.0, 1.0, 0.5), (0.1, 0.2, 2.0)):
+        start = [float(y.min()) - 0.5, 0.5, alpha, 2.0, beta, 0.1, gamma]
+        res = least_squares(lambda th: _predict(th, p, t, r) - y, start,
+                            bounds=([0, 0, 0, 0, 0, 0, 0.1], [20, 50, 3, 50, 3, 50, 4]))
+        if best is None or res.cost < best.cost:
+            best = res
+    theta = dict(zip(NAMES, (float(v) for v in best.x)))
+    model = LossModel(theta, [c.name for c in curves], float(np.sqrt(np.mean(best.fun ** 2))))
+    for c in heldout:
+        predicted = float(model.predict(c.params, c.rounds[-1], c.ratio))
+        model.heldout.append({"run": c.name, "params": c.params, "clients_per_round": c.clients_per_round,
+                              "noise_multiplier": c.noise_multiplier, "rounds": c.rounds[-1],
+                              "measured": c.loss[-1], "predicted": predicted,
+                              "relative_error": (predicted - c.loss[-1]) / c.loss[-1]})
+    by_size: dict[int, list[float]] = {}
+    for c in [*curves, *heldout]:
+        by_size.setdefault(c.params, []).append(c.seconds_per_client_step)
+    model.cost = {str(k): float(np.median(v)) for k, v in by_size.items()}
+    return model
+
+
+def candidate_sizes(embedding_dim: int = 96, budget_bytes: int = 1_468_006) -> list[dict]:
+    """CIFG sizes (units, vocabulary) whose int8 file fits ``budget_bytes``.
+
+    The file is estimated as one byte per parameter plus 5.3 bytes per vocabulary word (the
+    vocabulary text, its tensors and the metadata) plus 1 KB: 1,466,274 bytes for the paper's
+    1,412,250 parameters at V = 10,000, whose file measures 1,465,478.
+    """
+    out = []
+    for units in (96, 192, 256, 384, 512, 670, 800):
+        for vocab in (2000, 5000, 10000):
+            params = cifg_parameters(vocab, embedding_dim, units)
+            size = params + int(5.3 * vocab) + 1024
+            if size <= budget_bytes:
+                out.append({"units": units, "vocab_size": vocab, "params": params, "estimated_bytes": size})
+    return out
+
+
+def cifg_parameters(vocab: int, embedding_dim: int, units: int) -> int:
+    """Hard et al.'s closed form for a CIFG with projection and tied embeddings: V*D + 3(D+P+1)H + H*P, P = D."""
+    d = embedding_dim
+    return vocab * d + 3 * (d + d + 1) * units + units * d
+
+
+def frontier(model: LossModel, *, epsilon: float, delta: float, population: int, mechanism: str, clip: float,
+             client_steps: int | None = None, hours: float | None = None, sizes: list[dict] | None = None,
+             cohorts: list[int] | None = None, tree_restart=None) -> list[dict]:
+    """Every (size, cohort) under the budget: rounds T = budget / K, z for (eps, delta), predicted loss.
+
+    The budget is ``client_steps`` (K * T), or ``hours`` converted per size with the measured seconds
+    per client-step. Rows sorted by predicted loss (best first).
+    """
+    from keyboard_lm.privacy.planner import cohort_grid, noise_for
+
+    if (client_steps is None) == (hours is None):
+        raise ConfigError("give one compute budget: --budget-client-steps or --budget-hours")
+    if client_steps is not None and client_steps < 1:
+        raise ConfigError(f"--budget-client-steps must be >= 1, got {client_steps}")
+    if hours is not None and not hours > 0:
+        raise ConfigError(f"--budget-hours must be > 0, got {hours}")
+    rows = []
+    for size in sizes or candidate_sizes():
+        budget = client_steps if client_steps is not None else int(
+            hours * 3600 / model.seconds_per_client_step(size["params"]))
+        for k in cohorts or cohort_grid(population):
+            rounds = budget // k
+            if rounds < 1:
+                continue
+            z = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
+            ratio = z * clip / k
+            rows.append({**size, "clients_per_round": k, "rounds": rounds, "client_steps": k * rounds,
+                         "noise_multiplier": z, "noise_batch_ratio": ratio,
+                         "hours": k * rounds * model.seconds_per_client_step(size["params"]) / 3600
+                         if model.cost else None,
+                         "predicted_loss": float(model.predict(size["params"], rounds, ratio)),
+                         "extrapolated": not (min(map(int, model.cost)) <= size["params"] <= max(map(int, model.cost)))
+                         if model.cost else None})
+    if not rows:
+        raise ConfigError("the budget buys less than one round at every cohort size")
+    return sorted(rows, key=lambda r: r["predicted_loss"])
+
+
+def format_frontier(rows: list[dict], model: LossModel, top: int = 12) -> str:
+    head = f"{'units':>5} {'V':>6} {'params':>10} {'K':>6} {'T':>6} {'z':>8} {'z*C/K':>9} {'hours':>7} {'pred. loss':>10}"
+    lines = [head]
+    for r in rows[:top]:
+        hours = "-" if r["hours"] is None else f"{r['hours']:.2f}"
+        lines.append(f"{r['units']:>5} {r['vocab_size']:>6} {r['params']:>10,} {r['clients_per_round']:>6,} "
+                     f"{r['rounds']:>6,} {r['noise_multiplier']:>8.4g} {r['noise_batch_ratio']:>9.3g} {hours:>7} "
+                     f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else ""))
+    err = [abs(h["relative_error"]) for h in model.heldout]
+    lines.append(f"loss model: {FORM}; fitted on {len(model.fitted_on)} runs (rmse {model.fit_rmse:.3f})"
+                 + (f"; held-out runs {', '.join(h['run'] for h in model.heldout)}: |error| mean "
+                    f"{100 * float(np.mean(err)):.1f}%, max {100 * max(err):.1f}%" if err else "; no held-out runs"))
+    return "\n".join(lines)
+
+
+def plot(model: LossModel, curves: list[RunCurve], path: str, rounds: int) -> None:
+    """PNG: predicted loss after ``rounds`` against the noise-batch ratio per fitted size, measured runs on it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ratios = np.geomspace(1e-5, 2e-2, 80)
+    sizes = sorted({c.params for c in curves})
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, params in enumerate(sizes):
+        color = colors[i % len(colors)]
+        ax.plot(ratios, model.predict(params, rounds, ratios), "-", color=color, label=f"predicted, {params:,} params")
+        for c in curves:
+            if c.params == params:
+                held = c.name in {h["run"] for h in model.heldout}
+                x = max(c.ratio, 1e-5)  # a noiseless run sits at the left edge
+                ax.plot([x], [c.loss[-1]], "s" if held else "o", color=color, mfc="none" if held else color)
+    ax.set_xscale("log")
+    ax.set_xlabel("noise-batch ratio z*C/K (noiseless runs at the left edge)")
+    ax.set_ylabel(f"smoothed training loss after {rounds} rounds")
+    ax.set_title("DP-FTRL loss model: predicted (lines), fitted runs (dots), held-out runs (squares)", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

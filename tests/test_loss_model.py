@@ -1,0 +1,116 @@
+"""The planner's loss model: reading runs, fitting, held-out error, the compute-aware plan and its CLI.
+
+The fitter is checked on run directories written from a known law (so what it must recover is known);
+the real fit on the project's own runs is benchmarks/loss_model_runs.py's (docs/privacy.md).
+"""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from keyboard_lm.cli.main import main
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.privacy import loss_model as lm
+
+LAW = {"E": 3.0, "A": 0.4, "alpha": 0.5, "B": 6.0, "beta": 0.7, "G": 0.3, "gamma": 0.8}
+
+
+def law(params, rounds, ratio):
+    return (LAW["E"] + LAW["A"] * (params / 1e6) ** -LAW["alpha"] + LAW["B"] * rounds ** -LAW["beta"]
+            + LAW["G"] * (1000 * ratio) ** LAW["gamma"])
+
+
+def write_run(root, name, params, units, vocab, k, z, clip=0.1, rounds=30, noise=0.01, seed=0, dp_clip=None):
+    d = root / name
+    d.mkdir()
+    rng = np.random.default_rng(seed)
+    dp = {"mechanism": "ftrl", "noise_multiplier": z, "clip": clip if dp_clip is None else dp_clip,
+          "clients_per_round": k}
+    (d / "run.json").write_text(json.dumps({"parameters": params, "model": {"units": units, "vocab_size": vocab},
+                                            "differential_privacy": dp}))
+    with open(d / "metrics.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round", "train_loss", "clients", "elapsed_seconds"])
+        for t in range(1, rounds + 1):
+            w.writerow([t, law(params, t, z * clip / k) + noise * rng.standard_normal(), k, t * k * params * 1e-8])
+    return str(d)
+
+
+@pytest.fixture()
+def runs(tmp_path):
+    out = {}
+    for size, (params, units, vocab) in {"s": (300_000, 96, 2000), "m": (700_000, 256, 5000),
+                                         "l": (1_400_000, 670, 10000)}.items():
+        for i, (k, z) in enumerate([(50, 0.0), (100, 1.2), (200, 4.8), (50, 2.4)]):
+            name = f"{size}_k{k}_z{z:g}"
+            out[name] = write_run(tmp_path, name, params, units, vocab, k, z, seed=i)
+    return out
+
+
+def test_fit_recovers_the_law_and_predicts_held_out_runs(runs):
+    curves = {n: lm.read_run(d) for n, d in runs.items()}
+    c = curves["m_k100_z1.2"]
+    assert c.ratio == pytest.approx(1.2 * 0.1 / 100) and c.rounds[0] == lm.SKIP_ROUNDS + 1 and c.rounds[-1] == 30
+    held = ["m_k100_z1.2", "s_k200_z4.8"]
+    model = lm.fit([c for n, c in curves.items() if n not in held], [curves[n] for n in held])
+    assert model.fit_rmse < 0.02  # the noise added is 0.01 per round, averaged over 5
+    assert {h["run"] for h in model.heldout} == set(held)
+    for h in model.heldout:
+        assert abs(h["relative_error"]) < 0.01
+    for params, rounds, ratio in ((500_000, 25, 0.003), (1_400_000, 30, 0.0005)):  # inside the fitted ranges
+        assert float(model.predict(params, rounds, ratio)) == pytest.approx(law(params, rounds, ratio), rel=0.02)
+    assert model.seconds_per_client_step(700_000) == pytest.approx(700_000 * 1e-8, rel=0.05)
+
+
+def test_runs_the_model_cannot_use_are_refused_by_name(tmp_path):
+    adaptive = write_run(tmp_path, "adaptive", 300_000, 96, 2000, 50, 1.0, dp_clip="adaptive")
+    with pytest.raises(ConfigError, match="adaptive: .*fixed clip"):
+        lm.read_run(adaptive)
+    short = write_run(tmp_path, "short", 300_000, 96, 2000, 50, 1.0, rounds=6)
+    with pytest.raises(ConfigError, match="short: 6 rounds"):
+        lm.read_run(short)
+    with pytest.raises(ConfigError, match="nothing: not a finished training run"):
+        lm.read_run(str(tmp_path / "nothing"))
+    with pytest.raises(ConfigError, match="at least 3 runs"):
+        lm.fit([lm.read_run(write_run(tmp_path, "one", 300_000, 96, 2000, 50, 1.0))])
+
+
+def test_candidate_sizes_fit_the_file_budget_and_the_paper_size_is_one():
+    sizes = lm.candidate_sizes()
+    assert all(s["estimated_bytes"] <= 1_468_006 for s in sizes)
+    paper = [s for s in sizes if s["units"] == 670 and s["vocab_size"] == 10000]
+    assert paper and paper[0]["params"] == 1_412_250  # Hard et al.'s 1.4M, the closed form of the project's CIFG
+    assert not any(s["units"] == 800 and s["vocab_size"] == 10000 for s in sizes)
+
+
+def test_the_compute_aware_plan_trades_cohort_rounds_and_size_and_the_cli_prints_it(runs, tmp_path, capsys):
+    held = "m_k100_z1.2"
+    model_file = str(tmp_path / "loss_model.json")
+    png = str(tmp_path / "fit.png")
+    assert main(["privacy", "fit", *runs.values(), "--heldout", held, "--out", model_file, "--png", png]) == 0
+    out = capsys.readouterr().out
+    assert f"held out {held}" in out and "fitted on 11 runs" in out
+    assert open(png, "rb").read(4) == b"\x89PNG"
+    model = lm.LossModel.load(model_file)
+    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+                       client_steps=20_000)
+    assert rows == sorted(rows, key=lambda r: r["predicted_loss"])
+    assert all(r["clients_per_round"] * r["rounds"] <= 20_000 for r in rows)
+    # more noise per update at the same steps cannot predict a lower loss
+    for r in rows:
+        assert r["predicted_loss"] >= float(model.predict(r["params"], r["rounds"], 0.0))
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--mechanism",
+                 "ftrl", "--clip", "0.1", "--loss-model", model_file, "--budget-hours", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "plan:" in out and "predicted loss" in out.replace("pred. loss", "predicted loss") and "eps" in out
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387",
+                 "--budget-hours", "1"]) == 2
+    assert "--loss-model" in capsys.readouterr().err
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--loss-model",
+                 model_file, "--budget-hours", "1", "--budget-client-steps", "100"]) == 2
+    assert "one compute budget" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--loss-model",
+                 str(tmp_path / "bad.json"), "--budget-hours", "1"]) == 2
+    assert "not a keyboard_lm loss model" in capsys.readouterr().err
