@@ -1,11 +1,15 @@
 """The privacy planner: for a target (eps, delta), the noise each cohort size needs.
 
 McKenna et al. 2025 ("Scaling Laws for Differentially Private Language
-Models") find that utility under DP is governed by the noise-batch ratio, the
+Models") model the loss of DP training through the noise-batch ratio, the
 noise standard deviation on the averaged update: here z * clip / K for K
 clients per round (Ponomareva et al. 2023, "How to DP-fy ML", make the same
-point about noise against batch size).  For each cohort size K the planner
-finds the noise multiplier z that meets (eps, delta) over T rounds with
+point about noise against batch size). The ratio is not the whole story:
+their appendix C.3 shows the batch size mattering beyond it, and their method
+plans model size, batch and steps together under a compute budget, which is
+``keyboard_lm.privacy.loss_model`` (``privacy plan --loss-model``) here.
+
+Without a loss model, for each cohort size K the planner finds the noise multiplier z that meets (eps, delta) over T rounds with
 dp_accounting's ``calibrate_dp_mechanism`` and ranks the cohorts by that
 ratio, next to the client-steps K * T each costs:
 
