@@ -5,8 +5,9 @@ JDK on the machine and run with JUnit 4 from Debian's junit4 / libhamcrest-java
 packages (dev.sh installs them when missing and running as root). Skipped, with
 the reason, where javac or the JUnit jars are absent. The golden text-spec
 vectors shared with Python are handed to the Java tests as a line file; the
-predictor fixture (tests/golden/predictor_fixture.json) by its path, which the
-Java step engine's golden test reads itself; and, where a Python TFLite runtime
+predictor fixture (tests/golden/predictor_fixture.json), the user-history vectors
+and the history-weight vectors by their paths, which the Java golden tests read
+themselves; and, where a Python TFLite runtime
 is installed, full-distribution traces of every golden model written here with
 the Python ModelFile, so the Java engine is checked on every log-prob and state
 value, not only the fixture's top 3.
@@ -159,7 +160,8 @@ def _junit_run(tmp_path: Path) -> tuple[list[str], list[str]]:
     bad_models.write_text(_bad_models(bad), encoding="utf-8")
     props = [f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}", f"-Dkblm.badmodels={bad_models}",
              f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}",
-             f"-Dkblm.userhistory={REPO / 'tests' / 'golden' / 'user_history_vectors.json'}"]
+             f"-Dkblm.userhistory={REPO / 'tests' / 'golden' / 'user_history_vectors.json'}",
+             f"-Dkblm.historyweight={REPO / 'tests' / 'golden' / 'history_weight_vectors.json'}"]
     traces = _traces(tmp_path)
     if traces is not None:
         (tmp_path / "traces.txt").write_text(traces, encoding="utf-8")

@@ -657,14 +657,14 @@ class Session:
         The sentences stream as a keyboard sees them: at each word, the 3 suggestions at every weight of
         ``weights``, then the word is committed and learnt (into a copy: the history is not changed).
         The weight with the most hits (EMR3) becomes ``self.history.weight`` and is saved with the
-        history; equal counts go to the one nearest HISTORY_WEIGHT. Returns ``history_weight`` and
+        history; equal counts go to the smaller weight (the model alone needs no evidence). Returns ``history_weight`` and
         ``history_weight_emr3`` (each weight's share of hits).
         """
         if self.history is None:
             raise ConfigError("choose_history_weight needs a user history (learn one first)")
         weights = [float(w) for w in weights]
-        if not weights or any(not 0 <= w <= 1 for w in weights):
-            raise ConfigError(f"history weights must be numbers in [0, 1], got {weights}")
+        if not weights or any(not 0 <= w <= 1 for w in weights) or len(set(weights)) != len(weights):
+            raise ConfigError(f"history weights must be distinct numbers in [0, 1], got {weights}")
         trial = Session(self.predictor, history=UserHistory.from_dict(self.history.to_dict()))
         if self.personal is not None:
             trial.personal = self.personal

@@ -7,6 +7,7 @@ import android.os.Handler;
 import android.os.HandlerThread;
 import android.os.Looper;
 import android.os.Process;
+import android.util.Log;
 import android.view.KeyEvent;
 import android.view.View;
 import android.view.inputmethod.EditorInfo;
@@ -25,6 +26,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.keyboardlm.core.ModelFile;
 import org.keyboardlm.core.ModelFileException;
 import org.keyboardlm.core.Predictor;
+import org.keyboardlm.core.RecentSentences;
+import org.keyboardlm.core.Session;
 import org.keyboardlm.core.TextField;
 import org.keyboardlm.core.UserHistory;
 
@@ -41,6 +44,13 @@ import org.keyboardlm.core.UserHistory;
  * TextField learns what is typed except in password, no-suggestion and incognito fields
  * ({@link TextField#mayLearn}). It never leaves the device.
  *
+ * <p>The history's weight: the sentences a typed terminator finishes in those fields are kept
+ * in memory ({@link RecentSentences}, at most 200, never written); when the input view
+ * finishes and at least 50 arrived since the last choice, the background thread chooses the
+ * user's weight on them ({@link Session#chooseHistoryWeight}, over the history as it was
+ * before they were learnt) and saves the history. Bounded work (at most 4,000 words: one
+ * model step and six rankings each) while the keyboard is hidden.
+ *
  * <p>Password, no-suggestion and raw fields ({@link TextField#mayPredict} false) get no strip,
  * and their text never reaches the background thread: the model does not run there.
  */
@@ -49,12 +59,16 @@ public final class KeyboardService extends InputMethodService implements Keyboar
     private static final int WINDOW = 1000;
     private static final String MODEL = "model.tflite";
     private static final String BLOCKLIST = "blocklist.txt";
+    private static final String TAG = "kblm";
 
     private HandlerThread thread;
     private Handler background;
     private Handler ui;
     /** Owned by the background thread. */
     private TextField field;
+    /** Set with {@link #field} by the background thread: the model, and the newest sentences to choose the weight on. */
+    private Predictor predictor;
+    private RecentSentences recent;
     /** Written by the background thread, read by the UI thread for a new view. */
     private volatile String loadError;
     /** Latest text not yet ranked; the background thread takes it, so bursts of keys coalesce. */
@@ -102,7 +116,9 @@ public final class KeyboardService extends InputMethodService implements Keyboar
                     ? ModelFile.load(pushed.getPath())
                     : ModelFile.fromBytes("assets/" + MODEL, readAsset(MODEL));
             UserHistory history = UserHistoryStore.get(this);  // never throws: a damaged file gives an empty one
-            field = new TextField(new Predictor(model, blocklist()), history);
+            predictor = new Predictor(model, blocklist());
+            recent = UserHistoryStore.recentSentences(this);
+            field = new TextField(predictor, history);
             loadError = null;
         } catch (ModelFileException e) {
             loadError = e.getMessage();
@@ -201,8 +217,25 @@ public final class KeyboardService extends InputMethodService implements Keyboar
             @Override
             public void run() {
                 UserHistoryStore.save(KeyboardService.this);
+                chooseHistoryWeight();
             }
         });
+    }
+
+    /**
+     * Background thread: once enough sentences were finished since the last choice, choose the
+     * user's history weight on them (see {@link RecentSentences}) and save it with the history.
+     */
+    private void chooseHistoryWeight() {
+        if (field == null || !recent.due()) return;
+        try {
+            Session.HistoryWeightChoice choice = recent.chooseIfDue(predictor);
+            if (choice == null) return;
+            Log.i(TAG, choice.toString());  // the weight and hit counts only, no text
+            UserHistoryStore.save(this);
+        } catch (RuntimeException | OutOfMemoryError e) {
+            Log.w(TAG, "cannot choose the history weight: " + e);
+        }
     }
 
     @Override
@@ -241,6 +274,7 @@ public final class KeyboardService extends InputMethodService implements Keyboar
         }
         try {
             final String[] words = field.update(text).slots();
+            for (List<String> sentence : field.takeFinishedSentences()) recent.add(sentence);  // learning fields only
             ui.post(new Runnable() {
                 @Override
                 public void run() {

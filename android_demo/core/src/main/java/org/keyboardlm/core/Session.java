@@ -36,8 +36,8 @@ import java.util.Map;
  * top k is returned unchanged; after one typed often, the history gets nearly all of
  * {@link #historyWeight()}. That weight is the session's own ({@link #setHistoryWeight}), else
  * the user's, saved in the history ({@link UserHistory#weight()}, chosen by Python's
- * {@code Session.personalize}), else {@link #HISTORY_WEIGHT}. A rewind restores the previous
- * word but does not unlearn.
+ * {@code Session.personalize} or on the device by {@link #chooseHistoryWeight}), else
+ * {@link #HISTORY_WEIGHT}. A rewind restores the previous word but does not unlearn.
  *
  * <p>Memory: each step's result (log-probs and state) is owned by the session or by one
  * remembered commit. A result neither holds any more (forgotten by a rewind, a reset or the
@@ -55,6 +55,13 @@ public final class Session {
      * {@code historyWeight() * n / (n + HISTORY_CONTEXT_K)} (Python's HISTORY_CONTEXT_K).
      */
     public static final double HISTORY_CONTEXT_K = 4.0;
+    /**
+     * The weights {@link #chooseHistoryWeight(List)} chooses the user's from (Python's
+     * HISTORY_WEIGHTS). Read it, do not write it: the choice works on a copy.
+     */
+    public static final double[] HISTORY_WEIGHTS = {0.0, 0.1, 0.2, 0.3, 0.4, 0.5};
+    /** Suggestions per position counted by {@link #chooseHistoryWeight(List)} (a hit is the word among them). */
+    public static final int HISTORY_WEIGHT_K = 3;
 
     private final Predictor predictor;
     private final StepEngine engine;
@@ -419,6 +426,129 @@ public final class Session {
     public void setHistoryWeight(double weight) {
         if (!(weight >= 0 && weight <= 1)) throw new IllegalArgumentException("history weight must be in [0, 1], got " + weight);
         this.historyWeight = weight;
+    }
+
+    /**
+     * What {@link #chooseHistoryWeight} found: the chosen weight, and for every weight tried
+     * (in the order given) the number of held-out words that were among its
+     * {@link #HISTORY_WEIGHT_K} suggestions (Python's {@code history_weight_emr3} times
+     * {@code history_weight_words}).
+     */
+    public static final class HistoryWeightChoice {
+        /** The weight with the most hits (equal counts: the smaller weight); now the history's {@link UserHistory#weight()}. */
+        public final double weight;
+        private final double[] weights;
+        private final int[] hits;
+        /** Held-out words: the positions every weight was counted at. */
+        public final int words;
+
+        HistoryWeightChoice(double weight, double[] weights, int[] hits, int words) {
+            this.weight = weight;
+            this.weights = weights;
+            this.hits = hits;
+            this.words = words;
+        }
+
+        /** The weights tried, in the order given (a copy). */
+        public double[] weights() {
+            return weights.clone();
+        }
+
+        /** Hits of each weight, in the order of {@link #weights()} (a copy). */
+        public int[] hits() {
+            return hits.clone();
+        }
+
+        /** Each weight's share of hits (EMR3: hits / words), in the order of {@link #weights()}. */
+        public double[] emr3() {
+            double[] out = new double[hits.length];
+            for (int i = 0; i < hits.length; i++) out[i] = (double) hits[i] / words;
+            return out;
+        }
+
+        @Override
+        public String toString() {
+            StringBuilder b = new StringBuilder("history weight ").append(UserHistory.formatDouble(weight)).append(" (hits of ")
+                    .append(words).append(" words:");
+            for (int i = 0; i < weights.length; i++) {
+                b.append(' ').append(UserHistory.formatDouble(weights[i])).append('=').append(hits[i]);
+            }
+            return b.append(')').toString();
+        }
+    }
+
+    /** As {@link #chooseHistoryWeight(List, double[])} with {@link #HISTORY_WEIGHTS}. */
+    public HistoryWeightChoice chooseHistoryWeight(List<List<String>> sentences) {
+        return chooseHistoryWeight(sentences, HISTORY_WEIGHTS);
+    }
+
+    /**
+     * Choose the user's history weight on their held-out {@code sentences} (already-normalized
+     * tokens, oldest first), as Python's {@code Session.choose_history_weight}: a learning
+     * session on a copy of this session's history ({@link UserHistory#copy()}) streams the
+     * sentences as a keyboard sees them, starting each from {@code <bos>}; at each word it counts,
+     * for every weight, a hit when the word is among the {@link #HISTORY_WEIGHT_K} suggestions
+     * at that weight, then commits the word, which the copy learns. The weight with the most
+     * hits, equal counts going to the smaller weight, is set on this session's
+     * {@link UserHistory} ({@link UserHistory#setWeight}, saved with it), not on the session
+     * (a weight set with {@link #setHistoryWeight} still overrides it in this session). Nothing
+     * else of the history changes, and this session's state neither. Costs one model step per word and {@code weights.length} rankings per word;
+     * call it off the UI thread.
+     *
+     * @throws IllegalStateException without a user history
+     * @throws IllegalArgumentException no weight, a weight outside [0, 1], a weight given twice,
+     *     a null sentence or word, or no word at all
+     */
+    public HistoryWeightChoice chooseHistoryWeight(List<List<String>> sentences, double[] weights) {
+        if (userHistory == null) throw new IllegalStateException("chooseHistoryWeight needs a user history (learn one first)");
+        double[] ws = weights == null ? new double[0] : weights.clone();
+        boolean bad = ws.length == 0;
+        for (double w : ws) bad |= !(w >= 0 && w <= 1);
+        if (bad) throw new IllegalArgumentException("history weights must be numbers in [0, 1], got " + list(ws));
+        for (int i = 0; i < ws.length; i++) {
+            for (int j = 0; j < i; j++) {
+                if (ws[i] == ws[j]) throw new IllegalArgumentException("history weights must differ, got " + list(ws));
+            }
+        }
+        if (sentences == null) throw new IllegalArgumentException("sentences must not be null");
+        for (int i = 0; i < sentences.size(); i++) {
+            List<String> sentence = sentences.get(i);
+            if (sentence == null) throw new IllegalArgumentException("sentence " + i + " is null");
+            for (String word : sentence) if (word == null) throw new IllegalArgumentException("sentence " + i + " holds a null word");
+        }
+        Session trial = new Session(predictor, 0, userHistory.copy(), true);
+        int[] hits = new int[ws.length];
+        int words = 0;
+        for (List<String> sentence : sentences) {
+            trial.reset();
+            for (String word : sentence) {
+                for (int i = 0; i < ws.length; i++) {
+                    trial.setHistoryWeight(ws[i]);
+                    for (Suggestion s : trial.suggestions(HISTORY_WEIGHT_K)) {
+                        if (s.word.equals(word)) {
+                            hits[i]++;
+                            break;
+                        }
+                    }
+                }
+                words++;
+                trial.commitWord(word);
+            }
+        }
+        if (words == 0) throw new IllegalArgumentException("chooseHistoryWeight needs held-out text with at least one word");
+        int best = 0;
+        for (int i = 1; i < ws.length; i++) {
+            if (hits[i] > hits[best] || (hits[i] == hits[best] && ws[i] < ws[best])) best = i;
+        }
+        userHistory.setWeight(ws[best]);
+        return new HistoryWeightChoice(ws[best], ws, hits, words);
+    }
+
+    /** Weights as Python prints a list of floats: [0.0, 0.1]. */
+    private static String list(double[] ws) {
+        StringBuilder b = new StringBuilder("[");
+        for (int i = 0; i < ws.length; i++) b.append(i > 0 ? ", " : "").append(UserHistory.formatDouble(ws[i]));
+        return b.append(']').toString();
     }
 
     /** The history's context: the last committed word of the current sentence, null at its start. */

@@ -1,5 +1,6 @@
 package org.keyboardlm.core;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -34,6 +35,13 @@ import java.util.List;
  * when it is opened (the first update after {@link #reset}), pastes and cursor jumps over
  * more words, and nothing in a field reset with {@code learn} false (see {@link #mayLearn}).
  * A backspace does not unlearn.
+ *
+ * <p>Finished sentences: in a field that learns, a sentence that a typed terminator ends (an
+ * update that could learn its last words, as above) is kept, once per place, for
+ * {@link #takeFinishedSentences()}: the keyboard's newest text, on which
+ * {@link Session#chooseHistoryWeight} chooses the user's history weight (see
+ * {@link RecentSentences}). Never kept: what learning leaves out (a field that does not learn,
+ * the text a field holds when it is opened, pastes), and text with no terminator after it.
  */
 public final class TextField {
     /** Candidates per strip. */
@@ -42,6 +50,8 @@ public final class TextField {
     public static final int MAX_WORDS_LEARNT_AT_ONCE = 2;
     /** How many learnt places (see the class comment) are remembered so as not to learn them twice. */
     public static final int REMEMBERED_PLACES = 256;
+    /** Finished sentences kept until {@link #takeFinishedSentences()} takes them (the oldest go first). */
+    public static final int MAX_FINISHED_SENTENCES = RecentSentences.CAPACITY;
 
     private final Predictor predictor;
     private final Session session;
@@ -49,6 +59,8 @@ public final class TextField {
     private final List<String> committed = new ArrayList<String>();
     /** Hashes of the places learnt lately (previous sentence, sentence up to the word), oldest first. */
     private final LinkedHashSet<Long> learntPlaces = new LinkedHashSet<Long>();
+    /** Sentences a typed terminator finished in this field while it learnt, oldest first, not yet taken. */
+    private final ArrayDeque<List<String>> finished = new ArrayDeque<List<String>>();
     /** True until the first update after a reset: the text the field already holds is not learnt. */
     private boolean opened = true;
     private int stepsRun;
@@ -236,7 +248,8 @@ public final class TextField {
         List<String> before = n >= 2 ? sentences.get(n - 2) : empty;
         List<String> beforeBefore = n >= 3 ? sentences.get(n - 3) : empty;
         if (opened) {
-            // The field's own text counts as learnt: retyping it is not new.
+            // The field's own text counts as learnt: retyping it is not new, nor ending its sentence.
+            if (n >= 2 && !before.isEmpty()) remember(end(beforeBefore, before));
             for (int i = 0; i < before.size(); i++) remember(place(beforeBefore, before, i));
             for (int i = 0; i < sentence.size(); i++) remember(place(before, sentence, i));
             opened = false;
@@ -251,7 +264,22 @@ public final class TextField {
             // A terminator ended the sentence being typed (and maybe a new one began).
             for (int i = committed.size(); i < before.size(); i++) learnAt(beforeBefore, before, i);
             for (int i = 0; i < sentence.size(); i++) learnAt(before, sentence, i);
+            if (!before.isEmpty() && remember(end(beforeBefore, before))) {
+                finished.addLast(new ArrayList<String>(before));
+                if (finished.size() > MAX_FINISHED_SENTENCES) finished.removeFirst();
+            }
         }
+    }
+
+    /**
+     * The sentences a typed terminator finished in this field (and the fields before it) while
+     * it learnt, since the last call: normalized words, oldest first, at most
+     * {@link #MAX_FINISHED_SENTENCES}. They are forgotten here.
+     */
+    public List<List<String>> takeFinishedSentences() {
+        List<List<String>> out = new ArrayList<List<String>>(finished);
+        finished.clear();
+        return out;
     }
 
     private void learnAt(List<String> before, List<String> sentence, int i) {
@@ -277,6 +305,11 @@ public final class TextField {
         h = hash(h, "", 2);
         for (int j = 0; j <= i; j++) h = hash(h, sentence.get(j), 1);
         return h;
+    }
+
+    /** The place of a sentence's end: after all its words (the separator tells it from a word's place). */
+    private static long end(List<String> before, List<String> sentence) {
+        return (place(before, sentence, sentence.size() - 1) ^ 3) * 0x100000001b3L;
     }
 
     private static long hash(long h, String s, int separator) {

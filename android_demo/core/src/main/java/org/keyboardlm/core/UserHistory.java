@@ -419,6 +419,22 @@ public final class UserHistory {
         this.weight = weight;
     }
 
+    /**
+     * A deep copy: the same settings, counts, clocks and weight; learning into either never
+     * changes the other. Made as Python's {@code UserHistory.from_dict(h.to_dict())} (what its
+     * {@code choose_history_weight} copies with): through the saved form, so the copy's entries
+     * are in key order, as a loaded history's, and ties between equal counts evict alike on
+     * both sides.
+     */
+    public UserHistory copy() {
+        String json = toJson();
+        try {
+            return fromJson(json, "user history copy");
+        } catch (UserHistoryException e) {
+            throw new IllegalStateException("a user history does not read back its own state: " + e.getMessage());
+        }
+    }
+
     /** Forget everything (the keyboard's settings action), the user's weight too; the settings stay. */
     public synchronized void clear() {
         clock = 0;
