@@ -49,6 +49,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from benchmarks import _report  # noqa: E402
+from benchmarks.user_history_benchmark import _split, open_run  # noqa: E402  (the same split and model loading)
 
 METHODS = ("global", "history@0.3", "history", "zero_shot", "adapter", "shenoy", "bias", "history+adapter",
            "history+shenoy", "history+bias")
@@ -57,13 +58,6 @@ TITLES = {"global": "global model", "history@0.3": "user history, weight 0.3 for
           "adapter": "OOV adapter, the project's", "shenoy": "OOV adapter, Shenoy & Nguyen's grid",
           "bias": "adapter + vocabulary bias (fine-tuning)", "history+adapter": "history + project's adapter",
           "history+shenoy": "history + Shenoy's adapter", "history+bias": "history + adapter + vocabulary bias"}
-
-
-def _split(records: list) -> tuple[list, list, list]:
-    """8:1:1 in the order given: past, validation, future (at least one record each)."""
-    n_val = n_test = max(1, len(records) // 10)
-    n_train = len(records) - n_val - n_test
-    return records[:n_train], records[n_train:n_train + n_val], records[n_train + n_val:]
 
 
 def _personalize(session, method: str, past, validation) -> dict:
@@ -130,19 +124,10 @@ def main():
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.partition import apply_partition
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.inference.predictor import HISTORY_WEIGHT, Predictor
-    from keyboard_lm.models.checkpoint import load_run
-    from keyboard_lm.text.spec import SPECIAL_TOKENS
+    from keyboard_lm.inference.predictor import HISTORY_WEIGHT
     from keyboard_lm.text.tokenizer import sentences
 
-    run = load_run(args.run)
-    model_path = args.model or os.path.join(args.run, "model.tflite")
-    if not os.path.exists(model_path):
-        from keyboard_lm.export.tflite_export import export_run
-
-        export_run(args.run, model_path)
-    predictor = Predictor.load(model_path, char_encoder=args.char_encoder)
-    known = {w for w in predictor.vocab.tokens if w not in SPECIAL_TOKENS.tokens}
+    run, model_path, predictor, known = open_run(args.run, args.model, args.char_encoder)
     corpus = apply_partition(load_corpus(args.data, args.format), args.partition, args.num_clients)
     _, heldout = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
     users = [c for c in heldout if len(corpus.clients[c]) >= args.min_records]

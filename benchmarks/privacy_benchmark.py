@@ -65,6 +65,7 @@ BASE_ROWS = [
     ("base_inf", "cifg", ["--dp", "fedavg", "--dp-noise-multiplier", "0", *ADAPTIVE, *NESTEROV, *BASE]),
     ("base_fedavg_eps10", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *ADAPTIVE, *NESTEROV, *BASE]),
     ("base_fedavg_eps1", "cifg", ["--dp", "fedavg", "--dp-epsilon", "1", *ADAPTIVE, *NESTEROV, *BASE]),
+    ("base_ftrl_inf", "cifg", ["--dp", "ftrl", "--dp-noise-multiplier", "0", "--dp-clip", "0.1", *BASE]),
     ("base_ftrl_eps10", "cifg", ["--dp", "ftrl", "--dp-epsilon", "10", "--dp-clip", "0.1", *BASE]),
     ("base_ftrl_eps1", "cifg", ["--dp", "ftrl", "--dp-epsilon", "1", "--dp-clip", "0.1", *BASE]),
 ]

@@ -45,6 +45,22 @@ def _split(records: list[str]) -> tuple[list[str], list[str], list[str]]:
     return records[:n_train], records[n_train:n_train + n_val], records[n_train + n_val:]
 
 
+def open_run(run_dir: str, model: str | None = None, char_encoder: str | None = None):
+    """(run, model path, predictor, the vocabulary's words): the run's .tflite, exported next to it if missing."""
+    from keyboard_lm.inference.predictor import Predictor
+    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+    run = load_run(run_dir)
+    model_path = model or os.path.join(run_dir, "model.tflite")
+    if not os.path.exists(model_path):
+        from keyboard_lm.export.tflite_export import export_run
+
+        export_run(run_dir, model_path)
+    predictor = Predictor.load(model_path, char_encoder=char_encoder)
+    return run, model_path, predictor, {w for w in predictor.vocab.tokens if w not in SPECIAL_TOKENS.tokens}
+
+
 def _stream(predictor, history, texts, weight: float, learn: bool, known) -> dict:
     """Suggest before each word, then commit it; counts for EMR3, KEMR3 and the OOV rates."""
     from keyboard_lm.text.tokenizer import sentences
@@ -95,20 +111,10 @@ def main():
 
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.inference.predictor import Predictor
     from keyboard_lm.inference.user_history import UserHistory
-    from keyboard_lm.models.checkpoint import load_run
-    from keyboard_lm.text.spec import SPECIAL_TOKENS
     from keyboard_lm.text.tokenizer import sentences
 
-    run = load_run(args.run)
-    model_path = args.model or os.path.join(args.run, "model.tflite")
-    if not os.path.exists(model_path):
-        from keyboard_lm.export.tflite_export import export_run
-
-        export_run(args.run, model_path)
-    predictor = Predictor.load(model_path)
-    known = {w for w in predictor.vocab.tokens if w not in SPECIAL_TOKENS.tokens}
+    run, model_path, predictor, known = open_run(args.run, args.model)
     corpus = load_corpus(args.data, args.format)
     _, heldout = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
     users = [c for c in heldout if len(corpus.clients[c]) >= args.min_messages]
