@@ -77,8 +77,9 @@ def test_runs_the_model_cannot_use_are_refused_by_name(tmp_path):
 
 
 def test_candidate_sizes_fit_the_file_budget_and_the_paper_size_is_one():
-    sizes = lm.candidate_sizes()
+    sizes = lm.candidate_sizes(vocab_sizes=(2000, 5000, 10000))
     assert all(s["estimated_bytes"] <= 1_468_006 for s in sizes)
+    assert {s["vocab_size"] for s in lm.candidate_sizes()} == {10000}  # the loss model's vocabulary only
     paper = [s for s in sizes if s["units"] == 670 and s["vocab_size"] == 10000]
     assert paper and paper[0]["params"] == 1_412_250  # Hard et al.'s 1.4M, the closed form of the project's CIFG
     assert not any(s["units"] == 800 and s["vocab_size"] == 10000 for s in sizes)

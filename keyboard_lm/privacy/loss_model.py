@@ -174,8 +174,11 @@ def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
     return model
 
 
-def candidate_sizes(embedding_dim: int = 96, budget_bytes: int = 1_468_006) -> list[dict]:
+def candidate_sizes(embedding_dim: int = 96, budget_bytes: int = 1_468_006, vocab_sizes=(10000,)) -> list[dict]:
     """CIFG sizes (units, vocabulary) whose int8 file fits ``budget_bytes``.
+
+    One vocabulary by default, the one the loss model's runs used: a loss over a smaller vocabulary
+    (more words are ``<oov>``, an easy target) is not comparable, so the model cannot rank vocabularies.
 
     The file is estimated as one byte per parameter plus 5.3 bytes per vocabulary word (the
     vocabulary text, its tensors and the metadata) plus 1 KB: 1,466,274 bytes for the paper's
@@ -183,7 +186,7 @@ def candidate_sizes(embedding_dim: int = 96, budget_bytes: int = 1_468_006) -> l
     """
     out = []
     for units in (96, 192, 256, 384, 512, 670, 800):
-        for vocab in (2000, 5000, 10000):
+        for vocab in vocab_sizes:
             params = cifg_parameters(vocab, embedding_dim, units)
             size = params + int(5.3 * vocab) + 1024
             if size <= budget_bytes:
