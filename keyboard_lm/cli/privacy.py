@@ -79,7 +79,8 @@ def cmd_privacy_fit(args) -> int:
           "over every round")
     for h in model.heldout:
         print(f"held out {h['run']}: measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
-              f"({100 * h['relative_error']:+.2f}%)")
+              f"({100 * h['relative_error']:+.2f}%; the fitted runs' mean final loss: "
+              f"{100 * h['constant_relative_error']:+.2f}%)")
     for params, cost in sorted(model.cost.items(), key=lambda kv: int(kv[0])):
         print(f"cost: {int(params):,} params, {1000 * cost:.2f} ms per client-step")
     if args.png:

@@ -161,12 +161,15 @@ def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
             best = res
     theta = dict(zip(NAMES, (float(v) for v in best.x)))
     model = LossModel(theta, [c.name for c in curves], float(np.sqrt(np.mean(best.fun ** 2))))
+    # what knowing nothing would predict: the mean final loss of the fitted runs (a model must beat it)
+    constant = float(np.mean([c.loss[-1] for c in curves]))
     for c in heldout:
         predicted = float(model.predict(c.params, c.rounds[-1], c.ratio))
         model.heldout.append({"run": c.name, "params": c.params, "clients_per_round": c.clients_per_round,
                               "noise_multiplier": c.noise_multiplier, "rounds": c.rounds[-1],
                               "measured": c.loss[-1], "predicted": predicted,
-                              "relative_error": (predicted - c.loss[-1]) / c.loss[-1]})
+                              "relative_error": (predicted - c.loss[-1]) / c.loss[-1],
+                              "constant_relative_error": (constant - c.loss[-1]) / c.loss[-1]})
     by_size: dict[int, list[float]] = {}
     for c in [*curves, *heldout]:
         by_size.setdefault(c.params, []).append(c.seconds_per_client_step)
