@@ -49,7 +49,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from benchmarks import _report  # noqa: E402
-from benchmarks.user_history_benchmark import _split, open_run  # noqa: E402  (the same split and model loading)
+from benchmarks.user_history_benchmark import _split, new_counts, open_run, stream  # noqa: E402
 
 METHODS = ("global", "history@0.3", "history", "zero_shot", "adapter", "shenoy", "bias", "history+adapter",
            "history+shenoy", "history+bias")
@@ -81,28 +81,6 @@ def _personalize(session, method: str, past, validation) -> dict:
             report.update(session.choose_history_weight(validation))
         session.learn_history(validation)
     return report
-
-
-def _stream(session, sentences, known, counts: dict) -> None:
-    """Suggest before each word, then commit it (a history keeps learning; adapters do not)."""
-    for sentence in sentences:
-        session.reset()
-        for word in sentence:
-            t0 = time.perf_counter()
-            top = [w for w, _ in session.suggestions(3)]
-            counts["seconds"] += time.perf_counter() - t0
-            hit = word in top
-            counts["words"] += 1
-            counts["hits"] += hit
-            if word in known:
-                counts["known"] += 1
-                counts["known_hits"] += hit
-            else:
-                counts["oov"] += 1
-                personal = session.personal is not None and session.personal.index_of(word) is not None
-                learnt = session.history is not None and session.history.count(word) > 0
-                counts["oov_after"] += not (personal or learnt)
-            session.commit_word(word)
 
 
 def main():
@@ -138,7 +116,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for method in args.methods:
-            counts = dict.fromkeys(("words", "hits", "known", "known_hits", "oov", "oov_after", "seconds"), 0)
+            counts = new_counts()
             seconds, state_bytes, chosen, kept = [], [], [], []
             started = time.perf_counter()
             for user in users:
@@ -163,7 +141,7 @@ def main():
                     s.history_weight = float(method.split("@")[1])
                 if "kept_epoch" in report:
                     kept.append(report["kept_epoch"])
-                _stream(s, test, known, counts)
+                stream(s, test, known, counts)
             n = max(counts["words"], 1)
             results[method] = {
                 "emr3": counts["hits"] / n, "kemr3": counts["known_hits"] / max(counts["known"], 1),

@@ -61,29 +61,42 @@ def open_run(run_dir: str, model: str | None = None, char_encoder: str | None = 
     return run, model_path, predictor, {w for w in predictor.vocab.tokens if w not in SPECIAL_TOKENS.tokens}
 
 
+def stream(session, sentences, known, counts: dict) -> None:
+    """Suggest before each word, then commit it (a history keeps learning if the session learns; adapters
+    do not); adds to ``counts`` what EMR3, KEMR3 and the OOV rates need. OOV after: a word outside the
+    vocabulary that is neither a personal word nor in the history when it is typed."""
+    for sentence in sentences:
+        session.reset()
+        for word in sentence:
+            t0 = time.perf_counter()
+            top = [w for w, _ in session.suggestions(3)]
+            counts["seconds"] += time.perf_counter() - t0
+            hit = word in top
+            counts["words"] += 1
+            counts["hits"] += hit
+            if word in known:
+                counts["known"] += 1
+                counts["known_hits"] += hit
+            else:
+                counts["oov"] += 1
+                personal = session.personal is not None and session.personal.index_of(word) is not None
+                learnt = session.history is not None and session.history.count(word) > 0
+                counts["oov_after"] += not (personal or learnt)
+            session.commit_word(word)
+
+
+def new_counts() -> dict:
+    return dict.fromkeys(("words", "hits", "known", "known_hits", "oov", "oov_after", "seconds"), 0)
+
+
 def _stream(predictor, history, texts, weight: float, learn: bool, known) -> dict:
-    """Suggest before each word, then commit it; counts for EMR3, KEMR3 and the OOV rates."""
+    """``stream`` over ``texts`` with ``history`` mixed in at ``weight``."""
     from keyboard_lm.text.tokenizer import sentences
 
-    c = {"words": 0, "hits": 0, "known": 0, "known_hits": 0, "oov": 0, "oov_after": 0, "seconds": 0.0}
-    for text in texts:
-        for sentence in sentences(text):
-            s = predictor.session(history=history, learn=learn)
-            s.history_weight = weight
-            for word in sentence:
-                t0 = time.perf_counter()
-                top = [w for w, _ in s.suggestions(3)]
-                c["seconds"] += time.perf_counter() - t0
-                hit = word in top
-                c["words"] += 1
-                c["hits"] += hit
-                if word in known:
-                    c["known"] += 1
-                    c["known_hits"] += hit
-                else:
-                    c["oov"] += 1
-                    c["oov_after"] += history.count(word) == 0
-                s.commit_word(word)
+    session = predictor.session(history=history, learn=learn)
+    session.history_weight = weight
+    c = new_counts()
+    stream(session, [s for text in texts for s in sentences(text)], known, c)
     return c
 
 

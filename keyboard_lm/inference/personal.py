@@ -97,19 +97,17 @@ class PersonalState:
         x = self.base
         if self.layer_norm:
             mu = x.mean(1, keepdims=True)
-            inv = 1.0 / np.sqrt(x.var(1, keepdims=True) + 1e-5)
-            xhat = (x - mu) * inv
+            xhat = (x - mu) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
             u = xhat * self.ln_g + self.ln_b
         else:
-            xhat = inv = None
-            u = x
+            xhat, u = None, x
         acts, pres = [u], []
         for i in range(1, self._layers):
             pres.append(acts[-1] @ getattr(self, f"w{i}") + getattr(self, f"b{i}"))
             acts.append(np.maximum(pres[-1], 0.0))
         last = self._layers
         out = x + acts[-1] @ getattr(self, f"w{last}") + getattr(self, f"b{last}") + self.offset
-        return out, (acts, pres, xhat, inv)
+        return out, (acts, pres, xhat)
 
     def adapted(self) -> np.ndarray:
         """Adapted embeddings [n, d] = base + MLP(LN(base) or base) (+ each word's offset)."""
@@ -192,7 +190,7 @@ class PersonalState:
             rows_in = np.flatnonzero(in_vocab)
             target_logit = target_logit.copy()
             target_logit[rows_in] += self.vocab_bias[targets[rows_in]]
-        emb, (acts, pres, xhat, inv) = self._forward()  # [n, d]
+        emb, (acts, pres, xhat) = self._forward()  # [n, d]
         z = outputs @ emb.T + self.bias  # [N, n] personal logits
         m = np.maximum(z.max(1, initial=-np.inf), lse_vocab)
         lse = m + np.log(np.exp(lse_vocab - m) + np.exp(z - m[:, None]).sum(1))  # joint normalizer

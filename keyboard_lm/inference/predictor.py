@@ -265,6 +265,12 @@ class Session:
             return self.history.weight
         return HISTORY_WEIGHT
 
+    @history_weight.setter
+    def history_weight(self, weight: float) -> None:
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+            raise ConfigError(f"history_weight must be a number in [0, 1], got {weight!r}")
+        self._history_weight = float(weight)
+
     def effective_history_weight(self) -> float:
         """The history's share at this position: ``history_weight * n / (n + HISTORY_CONTEXT_K)``, n the
         (decayed) number of words the user typed after the previous word (0 without a history)."""
@@ -273,20 +279,17 @@ class Session:
         n = self.history.context_count(self.previous_word)
         return self.history_weight * n / (n + HISTORY_CONTEXT_K)
 
-    @history_weight.setter
-    def history_weight(self, weight: float) -> None:
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
-            raise ConfigError(f"history_weight must be a number in [0, 1], got {weight!r}")
-        self._history_weight = float(weight)
-
     # -- model steps ---------------------------------------------------------
     def _personal_active(self) -> bool:
         return self.personal is not None and (len(self.personal.words) > 0 or self.personal.has_vocab_bias
                                               or self._reads_outputs)
 
+    def _history_share(self) -> float:
+        """The history's share in the suggestions here (0: they do not mix it in, nor read the full distribution)."""
+        return self.effective_history_weight() if self.history is not None and self.history.num_words else 0.0
+
     def _history_active(self) -> bool:
-        """Whether suggestions here mix in the user history (which reads the model's full distribution)."""
-        return self.history is not None and self.history.num_words > 0 and self.effective_history_weight() > 0
+        return self._history_share() > 0
 
     def _history_may_mix_after(self, context) -> bool:
         """Whether the history may mix in after ``context`` (the word being committed; None: a sentence
@@ -418,11 +421,10 @@ class Session:
         else:
             joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
             top = self.predictor._top(self._log_probs, joint, k, self.personal.words)
-        if not self._history_active():
-            return top
-        return self._with_history(top, k, prefix)
+        a = self._history_share()
+        return self._with_history(top, k, prefix, a) if a > 0 else top
 
-    def _with_history(self, top, k: int, prefix: str) -> list[tuple[str, float]]:
+    def _with_history(self, top, k: int, prefix: str, a: float) -> list[tuple[str, float]]:
         """The k best of the mixture: the model's top k and every word the history knows can be among them.
 
         A word outside the model's top k has a model probability of at most the k-th's, p_k, so its
@@ -430,9 +432,6 @@ class Session:
         the rest are skipped once that bound falls below the k-th best mixture so far. The answer is
         the one scoring every candidate would give (a skipped word scores strictly less).
         """
-        a = self.effective_history_weight()
-        if a <= 0:
-            return top
         vocab, never = self.predictor.vocab, self.predictor._never
         scores = {w: (1 - a) * p for w, p in top}
         also = [*scores, *(self.history.words_with_prefix(prefix) if prefix else ())]
@@ -796,11 +795,11 @@ class Session:
                 state.add_words(zero_shot.words, zero_shot.base)
                 state_losses = state.train(h, lg, t, **train)
                 score = state.emr3(*validation, self.predictor._never) if validation is not None else 0.0
-                tried.append((score, -len(tried), state, state_losses))
-            best = max(tried, key=lambda x: x[:2])  # the first of equal scores
-            self.personal, losses = best[2], best[3]
+                tried.append((score, state, state_losses))
+            i = max(range(len(tried)), key=lambda j: (tried[j][0], -j))  # the first of equal scores
+            _, self.personal, losses = tried[i]
             report["grid_emr3"] = [round(x[0], 6) for x in tried]
-            report["chosen"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in variants[-best[1]].items()}
+            report["chosen"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in variants[i].items()}
         self._personal_changed()
         report.update(self.personal.last_training)
         report.update({"training_positions": len(t),

@@ -220,22 +220,24 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
     if hours is not None and not hours > 0:
         raise ConfigError(f"--budget-hours must be > 0, got {hours}")
     rows = []
+    fitted = sorted(map(int, model.cost))
+    noise: dict[tuple[int, int], float] = {}  # (rounds, K) -> z: sizes with the same budget share them
     for size in sizes or candidate_sizes():
-        budget = client_steps if client_steps is not None else int(
-            hours * 3600 / model.seconds_per_client_step(size["params"]))
+        cost = model.seconds_per_client_step(size["params"]) if model.cost else None
+        budget = client_steps if client_steps is not None else int(hours * 3600 / cost)
         for k in cohorts or cohort_grid(population):
             rounds = budget // k
             if rounds < 1:
                 continue
-            z = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
+            if (rounds, k) not in noise:
+                noise[rounds, k] = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
+            z = noise[rounds, k]
             ratio = z * clip / k
             rows.append({**size, "clients_per_round": k, "rounds": rounds, "client_steps": k * rounds,
                          "noise_multiplier": z, "noise_batch_ratio": ratio,
-                         "hours": k * rounds * model.seconds_per_client_step(size["params"]) / 3600
-                         if model.cost else None,
+                         "hours": None if cost is None else k * rounds * cost / 3600,
                          "predicted_loss": float(model.predict(size["params"], rounds, ratio)),
-                         "extrapolated": not (min(map(int, model.cost)) <= size["params"] <= max(map(int, model.cost)))
-                         if model.cost else None})
+                         "extrapolated": None if cost is None else not fitted[0] <= size["params"] <= fitted[-1]})
     if not rows:
         raise ConfigError("the budget buys less than one round at every cohort size")
     return sorted(rows, key=lambda r: r["predicted_loss"])
