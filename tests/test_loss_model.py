@@ -21,14 +21,15 @@ def law(params, rounds, ratio):
             + LAW["G"] * (1000 * ratio) ** LAW["gamma"])
 
 
-def write_run(root, name, params, units, vocab, k, z, clip=0.1, rounds=30, noise=0.01, seed=0, dp_clip=None):
+def write_run(root, name, params, units, vocab, k, z, clip=0.1, rounds=30, noise=0.01, seed=0, dp_clip=None,
+              init_from=None):
     d = root / name
     d.mkdir()
     rng = np.random.default_rng(seed)
     dp = {"mechanism": "ftrl", "noise_multiplier": z, "clip": clip if dp_clip is None else dp_clip,
           "clients_per_round": k}
     (d / "run.json").write_text(json.dumps({"parameters": params, "model": {"units": units, "vocab_size": vocab},
-                                            "differential_privacy": dp}))
+                                            "differential_privacy": dp, "init_from": init_from}))
     with open(d / "metrics.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["round", "train_loss", "clients", "elapsed_seconds"])
@@ -115,3 +116,63 @@ def test_the_compute_aware_plan_trades_cohort_rounds_and_size_and_the_cli_prints
     assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--loss-model",
                  str(tmp_path / "bad.json"), "--budget-hours", "1"]) == 2
     assert "not a keyboard_lm loss model" in capsys.readouterr().err
+
+
+BASE = {"name": "base", "weights_sha256": "f2913a3970f87eb2e9e505c400fa923ed4925274110b0bfce3acefe1cafa45fc"}
+
+
+def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_size(tmp_path, capsys):
+    # warm starts from one base: one size, the noise and the rounds vary
+    runs = {f"k{k}_z{z:g}": write_run(tmp_path, f"k{k}_z{z:g}", 1_412_250, 670, 10000, k, z, seed=i, init_from=BASE)
+            for i, (k, z) in enumerate([(50, 0.0), (100, 1.2), (50, 2.4), (100, 8.8), (300, 13.5), (300, 0.0)])}
+    curves = {n: lm.read_run(d) for n, d in runs.items()}
+    assert curves["k50_z0"].start == "base:f2913a3970f8"
+    model = lm.fit([c for n, c in curves.items() if n != "k100_z1.2"], [curves["k100_z1.2"]])
+    assert model.one_size and model.start == "base:f2913a3970f8"
+    assert model.theta["A"] == 0 and model.theta["alpha"] == 0
+    # the law's size term at this size is a constant the other terms absorb: predictions inside the runs hold
+    # (late rounds: the fit sees a 5-round mean, above the law where the curve still bends)
+    for rounds, ratio in ((22, 0.0), (25, 0.003), (30, 0.0045)):
+        assert float(model.predict(1_412_250, rounds, ratio)) == pytest.approx(law(1_412_250, rounds, ratio), rel=0.02)
+    assert abs(model.heldout[0]["relative_error"]) < 0.01
+    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+                       client_steps=20_000)
+    assert {(r["units"], r["params"]) for r in rows} == {(670, 1_412_250)}  # no other size is ranked
+    with pytest.raises(ConfigError, match="fitted on one size .*670 units"):
+        lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+                    client_steps=20_000, sizes=lm.candidate_sizes())
+    model_file = str(tmp_path / "one_size.json")
+    assert main(["privacy", "fit", *runs.values(), "--heldout", "k100_z1.2", "--out", model_file]) == 0
+    assert "no size term" in capsys.readouterr().out
+    assert lm.LossModel.load(model_file).sizes == model.sizes
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--mechanism",
+                 "ftrl", "--clip", "0.1", "--loss-model", model_file, "--budget-client-steps", "20000"]) == 0
+    out = capsys.readouterr().out
+    assert "one model size" in out and "plan: 670 units" in out
+
+
+def test_runs_from_different_starts_are_refused_by_name(tmp_path):
+    warm = lm.read_run(write_run(tmp_path, "warm", 1_412_250, 670, 10000, 100, 1.2, init_from=BASE))
+    cold = [lm.read_run(write_run(tmp_path, f"cold{i}", 1_412_250, 670, 10000, 50, z)) for i, z in enumerate((0, 1, 2))]
+    with pytest.raises(ConfigError, match=r"different weights .*base:f2913a3970f8: warm.*random: cold0"):
+        lm.fit(cold, [warm])
+    other = lm.read_run(write_run(tmp_path, "small", 300_000, 96, 10000, 50, 1.0, init_from=BASE))
+    same = [lm.read_run(write_run(tmp_path, f"b{i}", 1_412_250, 670, 10000, 50, z, init_from=BASE))
+            for i, z in enumerate((0, 1, 2))]
+    with pytest.raises(ConfigError, match="held-out run small: 300,000 parameters"):
+        lm.fit(same, [other])
+
+
+def test_runs_of_one_name_in_two_directories_are_told_apart(tmp_path, capsys):
+    for k, d in ((50, "k50"), (300, "k300")):
+        (tmp_path / d).mkdir()
+        for i, z in enumerate((0.0, 1.0, 2.0)):
+            write_run(tmp_path / d, f"z{z:g}", 1_412_250, 670, 10000, k, z, seed=i, init_from=BASE)
+    runs = [str(tmp_path / d / f"z{z:g}") for d in ("k50", "k300") for z in (0.0, 1.0)]
+    runs.append(str(tmp_path / "k50" / "z2"))  # a name given once is named by its directory too
+    out = str(tmp_path / "m.json")
+    assert main(["privacy", "fit", *runs, "--heldout", "k300/z1", "--out", out]) == 0
+    assert "held out k300/z1" in capsys.readouterr().out
+    assert lm.LossModel.load(out).fitted_on == ["k50/z0", "k50/z1", "k300/z0", "k50/z2"]
+    assert main(["privacy", "fit", *runs, runs[0], "--out", out]) == 2
+    assert "runs given twice: k50/z0" in capsys.readouterr().err

@@ -65,7 +65,12 @@ def cmd_privacy_fit(args) -> int:
     from keyboard_lm.privacy import loss_model as lm
 
     curves = [lm.read_run(d) for d in args.runs]
+    if len({c.name for c in curves}) < len(curves):  # runs of one name in several directories: all parent/run
+        for c, d in zip(curves, args.runs):
+            c.name = "/".join(os.path.normpath(os.path.abspath(d)).split(os.sep)[-2:])
     names = [c.name for c in curves]
+    if len(set(names)) < len(names):
+        raise ConfigError(f"runs given twice: {', '.join(sorted({n for n in names if names.count(n) > 1}))}")
     held = [h for h in (args.heldout.split(",") if args.heldout else []) if h]
     for h in held:
         if h not in names:
@@ -75,8 +80,10 @@ def cmd_privacy_fit(args) -> int:
         json.dump(model.to_dict(), f, indent=1)
     print(f"loss model {lm.FORM}")
     print("  " + ", ".join(f"{k} = {v:.4g}" for k, v in model.theta.items()))
-    print(f"fitted on {len(model.fitted_on)} runs ({', '.join(model.fitted_on)}): rmse {model.fit_rmse:.4f} "
-          "over every round")
+    print(f"fitted on {len(model.fitted_on)} runs ({', '.join(model.fitted_on)}), start {model.start}: rmse "
+          f"{model.fit_rmse:.4f} over every round")
+    if model.one_size:
+        print(f"one model size ({model.sizes[0]['params']:,} parameters): no size term (A = 0); plans keep this size")
     for h in model.heldout:
         print(f"held out {h['run']}: measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
               f"({100 * h['relative_error']:+.2f}%; the fitted runs' mean final loss: "

@@ -52,6 +52,7 @@ class RunCurve:
     rounds: list[int]
     loss: list[float]  # smoothed training loss after each round in ``rounds``
     seconds_per_client_step: float
+    start: str = "random"  # "random", or the warm start's name and the first 12 hex of its weights' sha256
 
     @property
     def ratio(self) -> float:
@@ -85,9 +86,12 @@ def read_run(run_dir: str) -> RunCurve:
     clients = sum(int(r["clients"]) for r in rows)
     seconds = float(rows[-1]["elapsed_seconds"])
     m = info["model"]
+    init = info.get("init_from")
+    start = "random" if not init else f"{init.get('name', '?')}:{str(init.get('weights_sha256', ''))[:12]}"
     return RunCurve(name, int(info["parameters"]), int(m["units"]), int(m["vocab_size"]),
                     int(dp["clients_per_round"]), float(dp["noise_multiplier"]), float(dp["clip"]),
-                    [rounds[i] for i in keep], [float(smoothed[i]) for i in keep], seconds / max(clients, 1))
+                    [rounds[i] for i in keep], [float(smoothed[i]) for i in keep], seconds / max(clients, 1),
+                    start)
 
 
 def _predict(theta, p, t, r):
@@ -102,10 +106,18 @@ class LossModel:
     fit_rmse: float
     heldout: list[dict] = dataclasses.field(default_factory=list)
     cost: dict = dataclasses.field(default_factory=dict)  # params -> seconds per client-step
+    #: the sizes of the fitted runs ({units, vocab_size, params}); with one size the fit has no size term
+    sizes: list[dict] = dataclasses.field(default_factory=list)
+    start: str = "random"  # where every fitted run started (refused when they differ)
 
     def predict(self, params, rounds, ratio):
         return _predict([self.theta[n] for n in NAMES], np.asarray(params, float), np.asarray(rounds, float),
                         np.asarray(ratio, float))
+
+    @property
+    def one_size(self) -> bool:
+        """Fitted on runs of one model size: it predicts that size only (A = 0: no size term)."""
+        return len(self.sizes) == 1
 
     def seconds_per_client_step(self, params: int) -> float:
         """Measured cost, interpolated linearly in the parameter count between the fitted sizes."""
@@ -116,7 +128,8 @@ class LossModel:
 
     def to_dict(self) -> dict:
         return {"form": FORM, "theta": self.theta, "fitted_on": self.fitted_on, "fit_rmse": self.fit_rmse,
-                "heldout": self.heldout, "cost_seconds_per_client_step": self.cost}
+                "heldout": self.heldout, "cost_seconds_per_client_step": self.cost, "sizes": self.sizes,
+                "start": self.start}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "loss model") -> "LossModel":
@@ -124,8 +137,11 @@ class LossModel:
             if d["form"] != FORM:
                 raise ValueError(f"form {d['form']!r}")
             theta = {n: float(d["theta"][n]) for n in NAMES}
+            sizes = [{"units": int(s["units"]), "vocab_size": int(s["vocab_size"]), "params": int(s["params"])}
+                     for s in d.get("sizes", [])]
             return cls(theta, list(d["fitted_on"]), float(d["fit_rmse"]), list(d.get("heldout", [])),
-                       {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()})
+                       {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()},
+                       sizes, str(d.get("start", "random")))
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"{where}: not a keyboard_lm loss model ({e})") from None
 
@@ -141,26 +157,53 @@ class LossModel:
 def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
     """Least squares over every (run, round) point of ``curves``; ``heldout`` runs are only predicted.
 
-    Held-out error: each held-out run's final smoothed loss, predicted at its own size, rounds and ratio.
+    Every run must start from the same weights (random, or one warm start): a warm start moves the whole
+    curve, and the form has no term for it. Runs of one model size (warm starts from one base, typically)
+    fit the form without its size term (A = 0), and the model then predicts that size only.
+
+    Held-out error: each held-out run's final smoothed loss, predicted at its own size, rounds and ratio,
+    beside the error of predicting the fitted runs' mean final loss (what knowing nothing gives).
     """
     from scipy.optimize import least_squares
 
     if len(curves) < 3:
         raise ConfigError(f"the loss model has {len(NAMES)} parameters: fit it on at least 3 runs, got {len(curves)}")
+    starts = {c.start for c in [*curves, *heldout]}
+    if len(starts) > 1:
+        raise ConfigError("the runs start from different weights (" + "; ".join(
+            f"{s}: {', '.join(c.name for c in [*curves, *heldout] if c.start == s)}" for s in sorted(starts))
+            + "): fit one loss model per start")
+    sizes = sorted({(c.params, c.units, c.vocab_size) for c in curves})
+    one_size = len(sizes) == 1
+    for c in heldout:
+        if one_size and c.params != sizes[0][0]:
+            raise ConfigError(f"held-out run {c.name}: {c.params:,} parameters, but the fitted runs have one size "
+                              f"({sizes[0][0]:,}) and the model predicts that size only")
     p = np.concatenate([[c.params] * len(c.rounds) for c in curves]).astype(float)
     t = np.concatenate([c.rounds for c in curves]).astype(float)
     r = np.concatenate([[c.ratio] * len(c.rounds) for c in curves]).astype(float)
     y = np.concatenate([c.loss for c in curves])
+    free = [i for i, n in enumerate(NAMES) if not (one_size and n in ("A", "alpha"))]
+    low = np.array([0, 0, 0, 0, 0, 0, 0.1])
+    high = np.array([20, 50, 3, 50, 3, 50, 4])
+
+    def full(x):
+        theta = np.zeros(len(NAMES))
+        theta[free] = x
+        return theta
+
     best = None
     # a few starts: the power-law terms trade off against E
     for alpha, beta, gamma in ((0.3, 0.5, 1.0), (1.0, 1.0, 0.5), (0.1, 0.2, 2.0)):
-        start = [float(y.min()) - 0.5, 0.5, alpha, 2.0, beta, 0.1, gamma]
-        res = least_squares(lambda th: _predict(th, p, t, r) - y, start,
-                            bounds=([0, 0, 0, 0, 0, 0, 0.1], [20, 50, 3, 50, 3, 50, 4]))
+        start = np.array([float(y.min()) - 0.5, 0.5, alpha, 2.0, beta, 0.1, gamma])[free]
+        res = least_squares(lambda x: _predict(full(x), p, t, r) - y, np.clip(start, low[free], high[free]),
+                            bounds=(low[free], high[free]))
         if best is None or res.cost < best.cost:
             best = res
-    theta = dict(zip(NAMES, (float(v) for v in best.x)))
-    model = LossModel(theta, [c.name for c in curves], float(np.sqrt(np.mean(best.fun ** 2))))
+    theta = dict(zip(NAMES, (float(v) for v in full(best.x))))
+    model = LossModel(theta, [c.name for c in curves], float(np.sqrt(np.mean(best.fun ** 2))),
+                      sizes=[{"units": u, "vocab_size": v, "params": n} for n, u, v in sizes],
+                      start=next(iter(starts)))
     # what knowing nothing would predict: the mean final loss of the fitted runs (a model must beat it)
     constant = float(np.mean([c.loss[-1] for c in curves]))
     for c in heldout:
@@ -191,10 +234,15 @@ def candidate_sizes(embedding_dim: int = 96, budget_bytes: int = 1_468_006, voca
     for units in (96, 192, 256, 384, 512, 670, 800):
         for vocab in vocab_sizes:
             params = cifg_parameters(vocab, embedding_dim, units)
-            size = params + int(5.3 * vocab) + 1024
+            size = estimated_bytes(params, vocab)
             if size <= budget_bytes:
                 out.append({"units": units, "vocab_size": vocab, "params": params, "estimated_bytes": size})
     return out
+
+
+def estimated_bytes(params: int, vocab: int) -> int:
+    """The int8 file's size estimate of ``candidate_sizes``."""
+    return params + int(5.3 * vocab) + 1024
 
 
 def cifg_parameters(vocab: int, embedding_dim: int, units: int) -> int:
@@ -209,7 +257,8 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
     """Every (size, cohort) under the budget: rounds T = budget / K, z for (eps, delta), predicted loss.
 
     The budget is ``client_steps`` (K * T), or ``hours`` converted per size with the measured seconds
-    per client-step. Rows sorted by predicted loss (best first).
+    per client-step. Rows sorted by predicted loss (best first). A model fitted on one size plans that
+    size only (the start's, for warm starts): it has no term that could rank another.
     """
     from keyboard_lm.privacy.planner import cohort_grid, noise_for
 
@@ -222,6 +271,12 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
     rows = []
     fitted = sorted(map(int, model.cost))
     noise: dict[tuple[int, int], float] = {}  # (rounds, K) -> z: sizes with the same budget share them
+    if model.one_size:
+        only = model.sizes[0]
+        if sizes and any(s["params"] != only["params"] for s in sizes):
+            raise ConfigError(f"the loss model was fitted on one size ({only['units']} units, V = "
+                              f"{only['vocab_size']:,}, {only['params']:,} parameters) and predicts no other")
+        sizes = [{**only, "estimated_bytes": estimated_bytes(only["params"], only["vocab_size"])}]
     for size in sizes or candidate_sizes():
         cost = model.seconds_per_client_step(size["params"]) if model.cost else None
         budget = client_steps if client_steps is not None else int(hours * 3600 / cost)
@@ -252,6 +307,9 @@ def format_frontier(rows: list[dict], model: LossModel, top: int = 12) -> str:
                      f"{r['rounds']:>6,} {r['noise_multiplier']:>8.4g} {r['noise_batch_ratio']:>9.3g} {hours:>7} "
                      f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else ""))
     err = [abs(h["relative_error"]) for h in model.heldout]
+    if model.one_size:
+        lines.append(f"one model size: the loss model's runs all had {model.sizes[0]['units']} units "
+                     f"(start: {model.start}), so the plan keeps it and chooses cohort and rounds")
     lines.append(f"loss model: {FORM}; fitted on {len(model.fitted_on)} runs (rmse {model.fit_rmse:.3f})"
                  + (f"; held-out runs {', '.join(h['run'] for h in model.heldout)}: |error| mean "
                     f"{100 * float(np.mean(err)):.1f}%, max {100 * max(err):.1f}%" if err else "; no held-out runs"))
