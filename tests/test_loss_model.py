@@ -13,12 +13,12 @@ from keyboard_lm.cli.main import main
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy import loss_model as lm
 
-LAW = {"E": 3.0, "A": 0.4, "alpha": 0.5, "B": 6.0, "beta": 0.7, "G": 0.3, "gamma": 0.8}
+LAW = {"E": 3.0, "A": 0.4, "alpha": 0.5, "B": 6.0, "beta": 0.7, "G": 0.1, "gamma": 0.8, "eta": 0.4}
 
 
 def law(params, rounds, ratio):
     return (LAW["E"] + LAW["A"] * (params / 1e6) ** -LAW["alpha"] + LAW["B"] * rounds ** -LAW["beta"]
-            + LAW["G"] * (1000 * ratio) ** LAW["gamma"])
+            + LAW["G"] * (1000 * ratio) ** LAW["gamma"] * rounds ** LAW["eta"])
 
 
 def write_run(root, name, params, units, vocab, k, z, clip=0.1, rounds=30, noise=0.01, seed=0, dp_clip=None,
@@ -56,6 +56,9 @@ def test_fit_recovers_the_law_and_predicts_held_out_runs(runs):
     held = ["m_k100_z1.2", "s_k200_z4.8"]
     model = lm.fit([c for n, c in curves.items() if n not in held], [curves[n] for n in held])
     assert model.fit_rmse < 0.02  # the noise added is 0.01 per round, averaged over 5
+    # the size and noise exponents, the noise term's growth with the rounds among them, are recovered
+    for name in ("alpha", "gamma", "eta"):
+        assert model.theta[name] == pytest.approx(LAW[name], abs=0.1), name
     assert {h["run"] for h in model.heldout} == set(held)
     for h in model.heldout:
         assert abs(h["relative_error"]) < 0.01 < abs(h["constant_relative_error"])  # beats knowing nothing
