@@ -148,10 +148,13 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
     assert main(["privacy", "fit", *runs.values(), "--heldout", "k100_z1.2", "--out", model_file]) == 0
     assert "no size term" in capsys.readouterr().out
     assert lm.LossModel.load(model_file).sizes == model.sizes
+    png = tmp_path / "plan.png"
     assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--mechanism",
-                 "ftrl", "--clip", "0.1", "--loss-model", model_file, "--budget-client-steps", "20000"]) == 0
+                 "ftrl", "--clip", "0.1", "--loss-model", model_file, "--budget-client-steps", "20000",
+                 "--png", str(png)]) == 0
     out = capsys.readouterr().out
-    assert "one model size" in out and "plan: 670 units" in out
+    assert "one model size" in out and "plan: 670 units" in out and f"plan plot: {png}" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_runs_from_different_starts_are_refused_by_name(tmp_path):

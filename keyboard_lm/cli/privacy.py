@@ -42,13 +42,16 @@ def _plan_with_loss_model(args) -> int:
     best = rows[0]
     top = plan(args.epsilon, args.delta, args.population, best["rounds"], mechanism=args.mechanism,
                clients_per_round=[best["clients_per_round"]], clip=args.clip, tree_restart=args.tree_restart)[0]
+    budget = (f"{args.budget_client_steps:,} client-steps" if args.budget_client_steps is not None
+              else f"{args.budget_hours:g} h on the machine the runs were measured on")
+    if args.png:
+        lm.plot_plan(rows, args.png, f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.2g}, "
+                                     f"N {args.population:,}, budget {budget}")
     if args.json:
         print(json.dumps({"rows": rows, "loss_model": model.to_dict(), "profile": top["profile"]}, indent=2))
         return 0
     from keyboard_lm.privacy.profile import format_profile
 
-    budget = (f"{args.budget_client_steps:,} client-steps" if args.budget_client_steps is not None
-              else f"{args.budget_hours:g} h on the machine the runs were measured on")
     print(f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.3g}, population {args.population:,}, "
           f"clip {args.clip:g}, budget {budget}; the {min(12, len(rows))} best of {len(rows)} (size, cohort) "
           "plans by predicted loss")
@@ -56,6 +59,8 @@ def _plan_with_loss_model(args) -> int:
     print(f"plan: {best['units']} units, V = {best['vocab_size']:,}, K = {best['clients_per_round']:,}, "
           f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}")
     print(format_profile(top["profile"], "privacy profile of the plan"))
+    if args.png:
+        print(f"plan plot: {args.png}")
     return 0
 
 
@@ -213,7 +218,8 @@ def register(sub) -> None:
     pp.add_argument("--tree-restart", default=None, metavar="none|epoch|ROUNDS",
                     help="--mechanism ftrl: one tree (none, the default), a new tree every N // K rounds (epoch) "
                          "or every ROUNDS rounds, as train --dp-tree-restart")
-    pp.add_argument("--png", metavar="PATH", help="also plot the frontier")
+    pp.add_argument("--png", metavar="PATH", help="also plot the frontier (with --loss-model: the predicted loss "
+                    "of every cohort the budget buys, a line per size)")
     pp.add_argument("--json", action="store_true")
     pp.set_defaults(func=cmd_privacy_plan)
     pf = priv.add_parser("fit", help="fit the planner's loss model (McKenna et al.: loss from model size, "

@@ -347,3 +347,32 @@ def plot(model: LossModel, curves: list[RunCurve], path: str, rounds: int) -> No
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def plot_plan(rows: list[dict], path: str, title: str) -> None:
+    """PNG of a compute-aware plan: predicted loss against the cohort K (T = budget / K), a line per size.
+
+    Each line is the frontier the budget buys at one size: a small K leaves many rounds and a large
+    noise-batch ratio, a large K the reverse; the chosen plan (the lowest point) is starred.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for units in sorted({r["units"] for r in rows}):
+        pts = sorted((r for r in rows if r["units"] == units), key=lambda r: r["clients_per_round"])
+        ax.plot([r["clients_per_round"] for r in pts], [r["predicted_loss"] for r in pts], "o-", ms=3,
+                label=f"{units} units, {pts[0]['params']:,} params")
+    best = min(rows, key=lambda r: r["predicted_loss"])
+    ax.plot([best["clients_per_round"]], [best["predicted_loss"]], "*", ms=14, color="black",
+            label=f"plan: K = {best['clients_per_round']:,}, T = {best['rounds']:,}")
+    ax.set_xscale("log")
+    ax.set_xlabel("clients per round K (rounds T = budget / K)")
+    ax.set_ylabel("predicted smoothed training loss")
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
