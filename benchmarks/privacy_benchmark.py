@@ -17,6 +17,7 @@ The table goes to benchmarks/results/privacy_benchmark.{md,json}.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -98,6 +99,16 @@ def launch(args) -> None:
         p.wait()
 
 
+def _elapsed(metrics_csv: str):
+    """Seconds of training of a finished run: the last round's elapsed time in its metrics.csv."""
+    try:
+        with open(metrics_csv, encoding="utf-8") as f:
+            last = list(csv.DictReader(f))[-1]
+        return float(last["elapsed_seconds"])
+    except (OSError, IndexError, KeyError, ValueError):
+        return None
+
+
 def collect(args) -> None:
     rows = []
     for name, model, _ in (BASE_ROWS if args.rows == "base" else ROWS):
@@ -139,7 +150,7 @@ def collect(args) -> None:
             "trained_above_controls": (sum(r["exposure"] > max(c["exposure"] for c in controls) for r in trained)
                                        if controls else None),
             "log2_R": audit["rows"][0]["max_exposure"] if audit["rows"] else None,
-            "seconds": run.get("elapsed_seconds"),
+            "seconds": _elapsed(os.path.join(args.out, name, "metrics.csv")),
         })
     fmt = lambda v, f: "-" if v is None else (v if isinstance(v, str) else format(v, f))  # noqa: E731
     lines = ["| row | model | mechanism | server | clip | eps | z | z*C/K (- : adaptive C) | recall@3 | perplexity | canaries trained | "
@@ -158,7 +169,7 @@ def collect(args) -> None:
                      f"({r.get('controls', '-')}) | {fmt(r.get('trained_above_controls'), 'd')} |")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     done = [r for r in rows if "diverged" not in r]
-    head = (f"Measured {datetime.date.today()} on {machine}; two rows at a time on the 2 cores.\n"
+    head = (f"Measured {datetime.date.today()} on {machine}; {args.note}.\n"
             f"delta = {done[0]['delta']:.3g}, population {done[0]['population']:,} speeches, "
             f"{done[0]['clients_per_round']} per round, {done[0]['rounds']} rounds, log2|R| = "
             f"{fmt(done[0]['log2_R'], '.2f')} bits.\n\n") if done else "no finished rows\n"
@@ -179,6 +190,8 @@ def main() -> None:
     p.add_argument("--clients-per-round", type=int, default=100)
     p.add_argument("--only", help="comma-separated row names")
     p.add_argument("--collect", action="store_true", help="only write the table of finished rows")
+    p.add_argument("--note", default="two rows at a time on the 2 cores",
+                   help="how the rows shared the machine, for the table's head (two rows at a time on the 2 cores)")
     p.add_argument("--rows", choices=("scratch", "base"), default="scratch",
                    help="scratch: the rows from random weights (default); base: the same from the base model")
     p.add_argument("--name", default=None, help="result file name (privacy_benchmark, or privacy_base for "

@@ -76,6 +76,9 @@ def test_runs_the_model_cannot_use_are_refused_by_name(tmp_path):
         lm.read_run(short)
     with pytest.raises(ConfigError, match="nothing: not a finished training run"):
         lm.read_run(str(tmp_path / "nothing"))
+    three = [lm.read_run(write_run(tmp_path, f"r{i}", 300_000, 96, 2000, 50, z)) for i, z in enumerate((0, 1, 2))]
+    with pytest.raises(ConfigError, match="leave-one-out .* at least 4 runs, got 3"):
+        lm.leave_one_out(lm.fit(three), three)
     with pytest.raises(ConfigError, match="at least 3 runs"):
         lm.fit([lm.read_run(write_run(tmp_path, "one", 300_000, 96, 2000, 50, 1.0))])
 
@@ -93,9 +96,12 @@ def test_the_compute_aware_plan_trades_cohort_rounds_and_size_and_the_cli_prints
     held = "m_k100_z1.2"
     model_file = str(tmp_path / "loss_model.json")
     png = str(tmp_path / "fit.png")
-    assert main(["privacy", "fit", *runs.values(), "--heldout", held, "--out", model_file, "--png", png]) == 0
+    assert main(["privacy", "fit", *runs.values(), "--heldout", held, "--out", model_file, "--png", png,
+                 "--leave-one-out"]) == 0
     out = capsys.readouterr().out
-    assert f"held out {held}" in out and "fitted on 11 runs" in out
+    assert f"held out {held}" in out and "fitted on 11 runs" in out and "closer than the constant on" in out
+    loo = lm.LossModel.load(model_file).leave_one_out
+    assert len(loo) == 11 and all(abs(h["relative_error"]) < 0.01 for h in loo)
     assert open(png, "rb").read(4) == b"\x89PNG"
     model = lm.LossModel.load(model_file)
     rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
@@ -145,8 +151,13 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
         lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                     client_steps=20_000, sizes=lm.candidate_sizes())
     model_file = str(tmp_path / "one_size.json")
-    assert main(["privacy", "fit", *runs.values(), "--heldout", "k100_z1.2", "--out", model_file]) == 0
-    assert "no size term" in capsys.readouterr().out
+    assert main(["privacy", "fit", *runs.values(), "--heldout", "k100_z1.2", "--out", model_file,
+                 "--leave-one-out"]) == 0
+    out = capsys.readouterr().out
+    assert "no size term" in out and "closer than the constant on 5 of 5" in out
+    loo = lm.LossModel.load(model_file).leave_one_out
+    assert [h["run"] for h in loo] == [n for n in runs if n != "k100_z1.2"]  # every fitted run, none held out
+    assert all(abs(h["relative_error"]) < 0.02 for h in loo)
     assert lm.LossModel.load(model_file).sizes == model.sizes
     png = tmp_path / "plan.png"
     assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--mechanism",

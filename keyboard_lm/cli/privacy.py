@@ -66,6 +66,8 @@ def _plan_with_loss_model(args) -> int:
 
 def cmd_privacy_fit(args) -> int:
     """``keyboard-lm privacy fit``: fit the loss model to finished DP runs, report the held-out error."""
+    import numpy as np
+
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.privacy import loss_model as lm
 
@@ -80,7 +82,10 @@ def cmd_privacy_fit(args) -> int:
     for h in held:
         if h not in names:
             raise ConfigError(f"--heldout {h}: not one of the runs given ({', '.join(names)})")
-    model = lm.fit([c for c in curves if c.name not in held], [c for c in curves if c.name in held])
+    fitted = [c for c in curves if c.name not in held]
+    model = lm.fit(fitted, [c for c in curves if c.name in held])
+    if args.leave_one_out:
+        lm.leave_one_out(model, fitted)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(model.to_dict(), f, indent=1)
     print(f"loss model {lm.FORM}")
@@ -93,6 +98,16 @@ def cmd_privacy_fit(args) -> int:
         print(f"held out {h['run']}: measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
               f"({100 * h['relative_error']:+.2f}%; the fitted runs' mean final loss: "
               f"{100 * h['constant_relative_error']:+.2f}%)")
+    if model.leave_one_out:
+        print("leave-one-out (each fitted run predicted by a fit on the others):")
+        for h in model.leave_one_out:
+            print(f"  {h['run']}: ratio {h['ratio']:.3g}, measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
+                  f"({100 * h['relative_error']:+.2f}%; the others' mean final loss: "
+                  f"{100 * h['constant_relative_error']:+.2f}%)")
+        err = [abs(h["relative_error"]) for h in model.leave_one_out]
+        beats = sum(abs(h["relative_error"]) < abs(h["constant_relative_error"]) for h in model.leave_one_out)
+        print(f"  |error| mean {100 * float(np.mean(err)):.2f}%, max {100 * max(err):.2f}%; closer than the "
+              f"constant on {beats} of {len(err)}")
     for params, cost in sorted(model.cost.items(), key=lambda kv: int(kv[0])):
         print(f"cost: {int(params):,} params, {1000 * cost:.2f} ms per client-step")
     if args.png:
@@ -227,6 +242,8 @@ def register(sub) -> None:
     pf.add_argument("runs", nargs="+", metavar="RUN_DIR")
     pf.add_argument("--heldout", metavar="NAME,...", help="runs predicted, not fitted on (their error is reported)")
     pf.add_argument("--out", required=True, metavar="FILE", help="the loss model (JSON)")
+    pf.add_argument("--leave-one-out", action="store_true",
+                    help="also predict each fitted run from a fit on the others, and report the errors")
     pf.add_argument("--png", metavar="PATH", help="plot the predicted loss against the noise-batch ratio, runs on it")
     pf.add_argument("--png-rounds", type=positive_int, default=40, help="rounds of the plotted prediction (40)")
     pf.set_defaults(func=cmd_privacy_fit)

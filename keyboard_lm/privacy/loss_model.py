@@ -113,6 +113,8 @@ class LossModel:
     #: the sizes of the fitted runs ({units, vocab_size, params}); with one size the fit has no size term
     sizes: list[dict] = dataclasses.field(default_factory=list)
     start: str = "random"  # where every fitted run started (refused when they differ)
+    #: each fitted run predicted by a fit on the others (``leave_one_out``), same keys as ``heldout``
+    leave_one_out: list[dict] = dataclasses.field(default_factory=list)
 
     def predict(self, params, rounds, ratio):
         return _predict([self.theta[n] for n in NAMES], np.asarray(params, float), np.asarray(rounds, float),
@@ -133,7 +135,7 @@ class LossModel:
     def to_dict(self) -> dict:
         return {"form": FORM, "theta": self.theta, "fitted_on": self.fitted_on, "fit_rmse": self.fit_rmse,
                 "heldout": self.heldout, "cost_seconds_per_client_step": self.cost, "sizes": self.sizes,
-                "start": self.start}
+                "start": self.start, "leave_one_out": self.leave_one_out}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "loss model") -> "LossModel":
@@ -145,7 +147,7 @@ class LossModel:
                      for s in d.get("sizes", [])]
             return cls(theta, list(d["fitted_on"]), float(d["fit_rmse"]), list(d.get("heldout", [])),
                        {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()},
-                       sizes, str(d.get("start", "random")))
+                       sizes, str(d.get("start", "random")), list(d.get("leave_one_out", [])))
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"{where}: not a keyboard_lm loss model ({e})") from None
 
@@ -211,16 +213,39 @@ def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
     # what knowing nothing would predict: the mean final loss of the fitted runs (a model must beat it)
     constant = float(np.mean([c.loss[-1] for c in curves]))
     for c in heldout:
-        predicted = float(model.predict(c.params, c.rounds[-1], c.ratio))
-        model.heldout.append({"run": c.name, "params": c.params, "clients_per_round": c.clients_per_round,
-                              "noise_multiplier": c.noise_multiplier, "rounds": c.rounds[-1],
-                              "measured": c.loss[-1], "predicted": predicted,
-                              "relative_error": (predicted - c.loss[-1]) / c.loss[-1],
-                              "constant_relative_error": (constant - c.loss[-1]) / c.loss[-1]})
+        model.heldout.append(_heldout_error(model, c, constant))
     by_size: dict[int, list[float]] = {}
     for c in [*curves, *heldout]:
         by_size.setdefault(c.params, []).append(c.seconds_per_client_step)
     model.cost = {str(k): float(np.median(v)) for k, v in by_size.items()}
+    return model
+
+
+def _heldout_error(model: LossModel, c: RunCurve, constant: float) -> dict:
+    """A run the model was not fitted on: its final smoothed loss, predicted and measured."""
+    predicted = float(model.predict(c.params, c.rounds[-1], c.ratio))
+    return {"run": c.name, "params": c.params, "clients_per_round": c.clients_per_round,
+            "noise_multiplier": c.noise_multiplier, "ratio": c.ratio, "rounds": c.rounds[-1],
+            "measured": c.loss[-1], "predicted": predicted,
+            "relative_error": (predicted - c.loss[-1]) / c.loss[-1],
+            "constant_relative_error": (constant - c.loss[-1]) / c.loss[-1]}
+
+
+def leave_one_out(model: LossModel, curves: list[RunCurve]) -> LossModel:
+    """Fill ``model.leave_one_out``: each of ``curves`` (its fitted runs) predicted by a fit on the others.
+
+    With few held-out runs one split can flatter a fit; every run in turn shows where it fails (the
+    constant baseline is then the mean final loss of the other runs).
+    """
+    if len(curves) < 4:
+        raise ConfigError(f"leave-one-out fits on all runs but one: it needs at least 4 runs, got {len(curves)}")
+    model.leave_one_out = []
+    for i, c in enumerate(curves):
+        rest = curves[:i] + curves[i + 1:]
+        if not model.one_size and c.params not in {x.params for x in rest}:
+            continue  # the only run of its size: nothing left to predict it from
+        part = fit(rest)
+        model.leave_one_out.append(_heldout_error(part, c, float(np.mean([x.loss[-1] for x in rest]))))
     return model
 
 
