@@ -147,6 +147,10 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
     rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                        client_steps=20_000)
     assert {(r["units"], r["params"]) for r in rows} == {(670, 1_412_250)}  # no other size is ranked
+    assert model.ranges == {"rounds": 30, "ratio": pytest.approx(8.8 * 0.1 / 100)}
+    for r in rows:  # 20,000 client-steps buy up to 400 rounds: beyond the 30 fitted is flagged, as is more noise
+        assert ("T > 30" in r["outside_fit"]) == (r["rounds"] > 30)
+        assert any(o.startswith("z*C/K >") for o in r["outside_fit"]) == (r["noise_batch_ratio"] > 0.0088 * 1.0001)
     with pytest.raises(ConfigError, match="fitted on one size .*670 units"):
         lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                     client_steps=20_000, sizes=lm.candidate_sizes())
@@ -165,6 +169,7 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
                  "--png", str(png)]) == 0
     out = capsys.readouterr().out
     assert "one model size" in out and "plan: 670 units" in out and f"plan plot: {png}" in out
+    assert "(beyond the fitted runs: T > 30" in out
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 

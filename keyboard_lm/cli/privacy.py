@@ -57,7 +57,9 @@ def _plan_with_loss_model(args) -> int:
           "plans by predicted loss")
     print(lm.format_frontier(rows, model))
     print(f"plan: {best['units']} units, V = {best['vocab_size']:,}, K = {best['clients_per_round']:,}, "
-          f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}")
+          f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}"
+          + (f" (an extrapolation: {', '.join(best['outside_fit'])} lies beyond every fitted run)"
+             if best.get("outside_fit") else ""))
     print(format_profile(top["profile"], "privacy profile of the plan"))
     if args.png:
         print(f"plan plot: {args.png}")

@@ -115,6 +115,17 @@ class LossModel:
     start: str = "random"  # where every fitted run started (refused when they differ)
     #: each fitted run predicted by a fit on the others (``leave_one_out``), same keys as ``heldout``
     leave_one_out: list[dict] = dataclasses.field(default_factory=list)
+    #: the fitted runs' largest rounds and noise-batch ratio: a plan beyond them is an extrapolation
+    ranges: dict = dataclasses.field(default_factory=dict)
+
+    def outside(self, rounds: int, ratio: float) -> list[str]:
+        """What of (rounds, ratio) lies beyond the fitted runs, e.g. ``["T > 40"]`` (empty: inside)."""
+        out = []
+        if self.ranges.get("rounds") and rounds > self.ranges["rounds"]:
+            out.append(f"T > {self.ranges['rounds']}")
+        if self.ranges.get("ratio") is not None and ratio > self.ranges["ratio"] * 1.0001:
+            out.append(f"z*C/K > {self.ranges['ratio']:.3g}")
+        return out
 
     def predict(self, params, rounds, ratio):
         return _predict([self.theta[n] for n in NAMES], np.asarray(params, float), np.asarray(rounds, float),
@@ -135,7 +146,7 @@ class LossModel:
     def to_dict(self) -> dict:
         return {"form": FORM, "theta": self.theta, "fitted_on": self.fitted_on, "fit_rmse": self.fit_rmse,
                 "heldout": self.heldout, "cost_seconds_per_client_step": self.cost, "sizes": self.sizes,
-                "start": self.start, "leave_one_out": self.leave_one_out}
+                "start": self.start, "leave_one_out": self.leave_one_out, "ranges": self.ranges}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "loss model") -> "LossModel":
@@ -147,7 +158,8 @@ class LossModel:
                      for s in d.get("sizes", [])]
             return cls(theta, list(d["fitted_on"]), float(d["fit_rmse"]), list(d.get("heldout", [])),
                        {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()},
-                       sizes, str(d.get("start", "random")), list(d.get("leave_one_out", [])))
+                       sizes, str(d.get("start", "random")), list(d.get("leave_one_out", [])),
+                       dict(d.get("ranges", {})))
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"{where}: not a keyboard_lm loss model ({e})") from None
 
@@ -209,7 +221,8 @@ def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
     theta = dict(zip(NAMES, (float(v) for v in full(best.x))))
     model = LossModel(theta, [c.name for c in curves], float(np.sqrt(np.mean(best.fun ** 2))),
                       sizes=[{"units": u, "vocab_size": v, "params": n} for n, u, v in sizes],
-                      start=next(iter(starts)))
+                      start=next(iter(starts)),
+                      ranges={"rounds": max(c.rounds[-1] for c in curves), "ratio": max(c.ratio for c in curves)})
     # what knowing nothing would predict: the mean final loss of the fitted runs (a model must beat it)
     constant = float(np.mean([c.loss[-1] for c in curves]))
     for c in heldout:
@@ -321,7 +334,8 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
                          "noise_multiplier": z, "noise_batch_ratio": ratio,
                          "hours": None if cost is None else k * rounds * cost / 3600,
                          "predicted_loss": float(model.predict(size["params"], rounds, ratio)),
-                         "extrapolated": None if cost is None else not fitted[0] <= size["params"] <= fitted[-1]})
+                         "extrapolated": None if cost is None else not fitted[0] <= size["params"] <= fitted[-1],
+                         "outside_fit": model.outside(rounds, ratio)})
     if not rows:
         raise ConfigError("the budget buys less than one round at every cohort size")
     return sorted(rows, key=lambda r: r["predicted_loss"])
@@ -334,7 +348,8 @@ def format_frontier(rows: list[dict], model: LossModel, top: int = 12) -> str:
         hours = "-" if r["hours"] is None else f"{r['hours']:.2f}"
         lines.append(f"{r['units']:>5} {r['vocab_size']:>6} {r['params']:>10,} {r['clients_per_round']:>6,} "
                      f"{r['rounds']:>6,} {r['noise_multiplier']:>8.4g} {r['noise_batch_ratio']:>9.3g} {hours:>7} "
-                     f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else ""))
+                     f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else "")
+                     + (f"  (beyond the fitted runs: {', '.join(r['outside_fit'])})" if r.get("outside_fit") else ""))
     err = [abs(h["relative_error"]) for h in model.heldout]
     if model.one_size:
         lines.append(f"one model size: the loss model's runs all had {model.sizes[0]['units']} units "
