@@ -374,6 +374,10 @@ def plot(model: LossModel, curves: list[RunCurve], path: str, rounds: int) -> No
     for i, params in enumerate(sizes):
         color = colors[i % len(colors)]
         ax.plot(ratios, model.predict(params, rounds, ratios), "-", color=color, label=f"predicted, {params:,} params")
+        # runs of other lengths sit on their own line (dashed), not on the one at ``rounds``
+        for other in sorted({c.rounds[-1] for c in curves if c.params == params} - {rounds}):
+            ax.plot(ratios, model.predict(params, other, ratios), "--", color=color, lw=0.8,
+                    label=f"predicted, {params:,} params, {other} rounds")
         for c in curves:
             if c.params == params:
                 held = c.name in {h["run"] for h in model.heldout}
@@ -381,7 +385,9 @@ def plot(model: LossModel, curves: list[RunCurve], path: str, rounds: int) -> No
                 ax.plot([x], [c.loss[-1]], "s" if held else "o", color=color, mfc="none" if held else color)
     ax.set_xscale("log")
     ax.set_xlabel("noise-batch ratio z*C/K (noiseless runs at the left edge)")
-    ax.set_ylabel(f"smoothed training loss after {rounds} rounds")
+    ax.set_ylabel(f"final smoothed training loss (line: {rounds} rounds)")
+    measured = [c.loss[-1] for c in curves]
+    ax.set_ylim(min(measured) - 0.1, max(measured) + 0.5)  # the lines may run far off past the runs
     ax.set_title("DP-FTRL loss model: predicted (lines), fitted runs (dots), held-out runs (squares)", fontsize=8)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -401,13 +407,21 @@ def plot_plan(rows: list[dict], path: str, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
-    for units in sorted({r["units"] for r in rows}):
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, units in enumerate(sorted({r["units"] for r in rows})):
         pts = sorted((r for r in rows if r["units"] == units), key=lambda r: r["clients_per_round"])
-        ax.plot([r["clients_per_round"] for r in pts], [r["predicted_loss"] for r in pts], "o-", ms=3,
+        color = colors[i % len(colors)]
+        ax.plot([r["clients_per_round"] for r in pts], [r["predicted_loss"] for r in pts], "-", color=color,
                 label=f"{units} units, {pts[0]['params']:,} params")
+        for r in pts:  # hollow: beyond the fitted runs' rounds or ratio
+            ax.plot([r["clients_per_round"]], [r["predicted_loss"]], "o", ms=4, color=color,
+                    mfc="none" if r.get("outside_fit") or r.get("extrapolated") else color)
     best = min(rows, key=lambda r: r["predicted_loss"])
     ax.plot([best["clients_per_round"]], [best["predicted_loss"]], "*", ms=14, color="black",
             label=f"plan: K = {best['clients_per_round']:,}, T = {best['rounds']:,}")
+    # far-off predictions (a noise term extrapolated to tiny cohorts) would flatten the rest: keep 1.5 above the best
+    ax.set_ylim(best["predicted_loss"] - 0.1, best["predicted_loss"] + 1.5)
+    ax.plot([], [], "o", ms=4, color="gray", mfc="none", label="beyond the fitted runs")
     ax.set_xscale("log")
     ax.set_xlabel("clients per round K (rounds T = budget / K)")
     ax.set_ylabel("predicted smoothed training loss")
