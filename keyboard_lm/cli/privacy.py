@@ -68,8 +68,6 @@ def _plan_with_loss_model(args) -> int:
 
 def cmd_privacy_fit(args) -> int:
     """``keyboard-lm privacy fit``: fit the loss model to finished DP runs, report the held-out error."""
-    import numpy as np
-
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.privacy import loss_model as lm
 
@@ -106,10 +104,9 @@ def cmd_privacy_fit(args) -> int:
             print(f"  {h['run']}: ratio {h['ratio']:.3g}, measured {h['measured']:.4f}, predicted {h['predicted']:.4f} "
                   f"({100 * h['relative_error']:+.2f}%; the others' mean final loss: "
                   f"{100 * h['constant_relative_error']:+.2f}%)")
-        err = [abs(h["relative_error"]) for h in model.leave_one_out]
-        beats = sum(abs(h["relative_error"]) < abs(h["constant_relative_error"]) for h in model.leave_one_out)
-        print(f"  |error| mean {100 * float(np.mean(err)):.2f}%, max {100 * max(err):.2f}%; closer than the "
-              f"constant on {beats} of {len(err)}")
+        e = lm.error_summary(model.leave_one_out)
+        print(f"  |error| mean {100 * e['mean']:.2f}%, max {100 * e['max']:.2f}%; closer than the "
+              f"constant on {e['beats_constant']} of {e['count']}")
     for params, cost in sorted(model.cost.items(), key=lambda kv: int(kv[0])):
         print(f"cost: {int(params):,} params, {1000 * cost:.2f} ms per client-step")
     if args.png:

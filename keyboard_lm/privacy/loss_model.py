@@ -244,6 +244,13 @@ def _heldout_error(model: LossModel, c: RunCurve, constant: float) -> dict:
             "constant_relative_error": (constant - c.loss[-1]) / c.loss[-1]}
 
 
+def error_summary(predictions: list[dict]) -> dict:
+    """Mean and largest |error| of ``heldout`` or ``leave_one_out`` entries, and how often the model beat the constant."""
+    err = [abs(h["relative_error"]) for h in predictions]
+    return {"mean": float(np.mean(err)), "max": max(err), "count": len(err),
+            "beats_constant": sum(abs(h["relative_error"]) < abs(h["constant_relative_error"]) for h in predictions)}
+
+
 def leave_one_out(model: LossModel, curves: list[RunCurve]) -> LossModel:
     """Fill ``model.leave_one_out``: each of ``curves`` (its fitted runs) predicted by a fit on the others.
 
@@ -350,13 +357,13 @@ def format_frontier(rows: list[dict], model: LossModel, top: int = 12) -> str:
                      f"{r['rounds']:>6,} {r['noise_multiplier']:>8.4g} {r['noise_batch_ratio']:>9.3g} {hours:>7} "
                      f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else "")
                      + (f"  (beyond the fitted runs: {', '.join(r['outside_fit'])})" if r.get("outside_fit") else ""))
-    err = [abs(h["relative_error"]) for h in model.heldout]
     if model.one_size:
         lines.append(f"one model size: the loss model's runs all had {model.sizes[0]['units']} units "
                      f"(start: {model.start}), so the plan keeps it and chooses cohort and rounds")
     lines.append(f"loss model: {FORM}; fitted on {len(model.fitted_on)} runs (rmse {model.fit_rmse:.3f})"
                  + (f"; held-out runs {', '.join(h['run'] for h in model.heldout)}: |error| mean "
-                    f"{100 * float(np.mean(err)):.1f}%, max {100 * max(err):.1f}%" if err else "; no held-out runs"))
+                    f"{100 * error_summary(model.heldout)['mean']:.1f}%, max "
+                    f"{100 * error_summary(model.heldout)['max']:.1f}%" if model.heldout else "; no held-out runs"))
     return "\n".join(lines)
 
 
