@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Build the English public-text corpus of the base model from scratch on a Debian machine:
-#   1. `apt-get download` the seven Debian packages it is made of (apt's own sources; no archive is named
-#      here) into OUT_DIR/debs, skipping those already there;
-#   2. `python -m keyboard_lm.data.public_text`, which extracts them with dpkg-deb into a temporary
+#   1. `apt-get download` the nineteen Debian packages it is made of (apt's own sources; no archive is
+#      named here) into OUT_DIR/debs, skipping those already there;
+#   2. `python -m benchmarks.base_corpus.builder`, which extracts them with dpkg-deb into a temporary
 #      directory and writes OUT_DIR/corpus.jsonl and OUT_DIR/report.json (versions and sha256 of the .deb
 #      files, words kept and dropped by reason, sha256 of the corpus).
-# chatterbot-corpus comes from the project's environment and Tiny Shakespeare from ../shared (only the
-# training clients of the default split of both are used: their held-out clients stay unseen).
+# Public text only: none of the project's evaluation corpora (Tiny Shakespeare, the embedded conversations,
+# the SpamAssassin mail) is a source.
 #
 # Usage: benchmarks/base_corpus.sh [OUT_DIR] [-- EXTRA_BUILDER_ARGS...]   (OUT_DIR: build/base_corpus)
-#   e.g. benchmarks/base_corpus.sh build/base_corpus -- --max-words-per-source 2000000
-# Environment: PYTHON (default .venv/bin/python of the repository), KEYBOARD_LM_SHAKESPEARE (default
-# ../shared/data/tinyshakespeare/input.txt), BASE_CORPUS_PIN=1 to download the exact versions of the
-# reference build below instead of apt's candidates (an archive may have dropped an old version).
+#   e.g. benchmarks/base_corpus.sh build/base_corpus -- --max-words-per-source 1000000
+# Environment: PYTHON (default .venv/bin/python of the repository), BASE_CORPUS_PIN=1 to download the
+# exact versions of the reference build below instead of apt's candidates (an archive may have dropped
+# an old version).
 # Needs apt-get and dpkg-deb; runs `apt-get update` (as root) only when apt knows none of the packages.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -27,20 +27,23 @@ if [ "${1:-}" = "--" ]; then
   shift
 fi
 
-packages=(python3.11-doc debian-handbook debian-reference-en gnome-user-docs wordnet-base dict-gcide dict-jargon)
+# linux-doc is a metapackage: its text is in linux-doc-6.1, which is what is downloaded and read.
+packages=(python3.11-doc debian-handbook debian-reference-en gnome-user-docs wordnet-base dict-gcide dict-jargon
+          bible-kjv-text linux-doc-6.1 perl-doc git-doc gnu-standards debian-policy doc-debian debian-history
+          manpages dict-foldoc dict-devil gnome-devel-docs)
 # The versions of the reference build (Debian 12 "bookworm"), used with BASE_CORPUS_PIN=1.
 pinned=("python3.11-doc=3.11.2-6+deb12u9" "debian-handbook=11.20220922" "debian-reference-en=2.100"
-        "gnome-user-docs=43.0-2" "wordnet-base=1:3.0-37" "dict-gcide=0.48.5+nmu2" "dict-jargon=4.4.7-3.1")
+        "gnome-user-docs=43.0-2" "wordnet-base=1:3.0-37" "dict-gcide=0.48.5+nmu2" "dict-jargon=4.4.7-3.1"
+        "bible-kjv-text=4.38" "linux-doc-6.1=6.1.192-2" "perl-doc=5.36.0-7+deb12u4" "git-doc=1:2.39.5-0+deb12u3"
+        "gnu-standards=2022.03.23-0.1" "debian-policy=4.6.2.0" "doc-debian=11.3+nmu1" "debian-history=2.28"
+        "manpages=6.03-2" "dict-foldoc=20230119-1" "dict-devil=1.0-13.1" "gnome-devel-docs=40.3-1")
 
 python="${PYTHON:-$repo/.venv/bin/python}"
-shakespeare="${KEYBOARD_LM_SHAKESPEARE:-$repo/../shared/data/tinyshakespeare/input.txt}"
 for tool in apt-get apt-cache dpkg-deb; do
   command -v "$tool" >/dev/null || { echo "base_corpus.sh: $tool not found (a Debian machine is needed)" >&2; exit 1; }
 done
 [ -x "$python" ] || command -v "$python" >/dev/null ||
   { echo "base_corpus.sh: $python not found (run 'bash dev.sh env', or set PYTHON)" >&2; exit 1; }
-[ -f "$shakespeare" ] ||
-  { echo "base_corpus.sh: $shakespeare not found (set KEYBOARD_LM_SHAKESPEARE)" >&2; exit 1; }
 
 debs="$out/debs"
 mkdir -p "$debs"
@@ -71,5 +74,5 @@ fi
 
 cd "$repo"
 start=$(date +%s)
-"$python" -m keyboard_lm.data.public_text --debs "$debs" --shakespeare "$shakespeare" --out "$out" "$@"
+"$python" -m benchmarks.base_corpus.builder --debs "$debs" --out "$out" "$@"
 echo "base_corpus.sh: built $out/corpus.jsonl in $(( $(date +%s) - start )) s" >&2

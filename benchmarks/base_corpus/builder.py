@@ -1,6 +1,7 @@
 """The English "public text" corpus a base language model is pretrained on (no TensorFlow).
 
-The corpus is built from these sources only, each read from its own files:
+The corpus is built from these Debian packages only, each read from its own
+files (the readers of this module, of ``markup`` and of ``texts``):
 
 =====================  ===========================================================  ==============================
 source (user prefix)   what is read                                                 one document (one client)
@@ -12,15 +13,19 @@ gnome-user-docs        Mallard ``.page`` files of the ``C`` (English) locale    
 wordnet-base           ``usr/share/wordnet/data.*``: glosses and their examples     one synset
 dict-gcide             dictd ``gcide.dict.dz`` + ``.index`` (Webster's 1913 + ...)  one headword
 dict-jargon            dictd ``jargon.dict.dz`` + ``.index`` (the Jargon File)      one headword
-chatterbot-corpus      ``keyboard_lm.data.corpora.load_default()``                  one conversation
-tinyshakespeare        ``keyboard_lm.data.corpora.load_shakespeare(path)``          one speaking role
+bible-kjv-text         ``texts``: the King James Bible                              one chapter
+linux-doc              ``markup``: the kernel's reST (package ``linux-doc-6.1``)    one file
+perl-doc, manpages     ``markup``: POD, roff                                        one page
+git-doc, gnu-standards, debian-policy    ``markup``: HTML                           one page
+doc-debian, debian-history, dict-foldoc, dict-devil, gnome-devel-docs    ``texts``  one file / chapter / headword / page
 =====================  ===========================================================  ==============================
 
-For chatterbot-corpus and Tiny Shakespeare only the *training* clients of the
-project's default split (``split_clients(ids, SplitConfig())``) are written,
-so their held-out clients, which are evaluation sets, stay unseen by a model
-pretrained on this corpus.  Their records are taken verbatim (they are the
-project's own corpora); only empty ones are left out, as their readers do.
+No evaluation corpus of the project is a source: Tiny Shakespeare, the
+embedded conversations (chatterbot-corpus) and the SpamAssassin mail stay out
+whole, so a model pretrained here has seen none of their text, held-out or
+not, under any partition.  The packaged base ships a fingerprint of this
+corpus's sentences (``keyboard_lm.data.overlap``) that every warm-started run
+checks its own text against.
 
 What the extractors drop, and why (each dropped piece of text is counted by
 source and reason, in pieces and whitespace words: nothing is dropped
@@ -47,8 +52,7 @@ silently):
   quotation attributions, usage tags (see ``gcide_records``,
   ``jargon_records``, ``wordnet_records``).
 
-Run ``python -m keyboard_lm.data.public_text --debs DIR --shakespeare PATH
---out DIR`` (``benchmarks/base_corpus.sh`` downloads the packages).  It writes
+Run ``python -m benchmarks.base_corpus.builder --debs DIR --out DIR`` (``benchmarks/base_corpus.sh`` downloads the packages).  It writes
 ``corpus.jsonl`` (``{"user": "<source>/<document>", "text": ...}`` per line,
 read by ``--format jsonl``) and ``report.json`` (package versions, sha256 of
 the ``.deb`` files and of the corpus, files read, documents, records and words
@@ -994,88 +998,70 @@ def extract_jargon(root: str, tally: Tally | None = None) -> Iterator[Record]:
 
 @dataclasses.dataclass(frozen=True)
 class DebSource:
-    """A Debian package of the corpus and its extractor."""
+    """A source of the corpus: its name (the document prefix), its extractor and the .deb it reads.
 
-    package: str
+    ``deb`` differs from ``name`` only for a metapackage: ``linux-doc`` depends on
+    ``linux-doc-6.1``, which holds the text.
+    """
+
+    name: str
     extractor: Callable[[str, Tally], Iterator[Record]]
+    deb: str = ""
+
+    @property
+    def package(self) -> str:
+        return self.deb or self.name
 
 
-DEB_SOURCES = (
-    DebSource("python3.11-doc", extract_python_doc),
-    DebSource("debian-handbook", extract_debian_handbook),
-    DebSource("debian-reference-en", extract_debian_reference),
-    DebSource("gnome-user-docs", extract_gnome_user_docs),
-    DebSource("wordnet-base", extract_wordnet),
-    DebSource("dict-gcide", extract_gcide),
-    DebSource("dict-jargon", extract_jargon),
-)
-PACKAGES = tuple(s.package for s in DEB_SOURCES)
+def deb_sources() -> tuple[DebSource, ...]:
+    """Every source of the corpus, in the order it is written (the readers of other formats live in
+    ``markup`` and ``texts``).
+
+    Only public text: the project's evaluation corpora (Tiny Shakespeare, the
+    embedded conversations, the SpamAssassin mail) are not sources, so no
+    held-out text of theirs can be in a model pretrained on this corpus.
+    """
+    from benchmarks.base_corpus import markup, texts
+
+    extra = {name: fn for name, fn in markup.SOURCES + texts.SOURCES}
+    return (
+        DebSource("python3.11-doc", extract_python_doc),
+        DebSource("debian-handbook", extract_debian_handbook),
+        DebSource("debian-reference-en", extract_debian_reference),
+        DebSource("gnome-user-docs", extract_gnome_user_docs),
+        DebSource("wordnet-base", extract_wordnet),
+        DebSource("dict-gcide", extract_gcide),
+        DebSource("dict-jargon", extract_jargon),
+        DebSource("bible-kjv-text", extra["bible-kjv-text"]),
+        DebSource("linux-doc", extra["linux-doc"], deb="linux-doc-6.1"),
+        DebSource("perl-doc", extra["perl-doc"]),
+        DebSource("git-doc", extra["git-doc"]),
+        DebSource("gnu-standards", extra["gnu-standards"]),
+        DebSource("debian-policy", extra["debian-policy"]),
+        DebSource("doc-debian", extra["doc-debian"]),
+        DebSource("debian-history", extra["debian-history"]),
+        DebSource("manpages", extra["manpages"]),
+        DebSource("dict-foldoc", extra["dict-foldoc"]),
+        DebSource("dict-devil", extra["dict-devil"]),
+        DebSource("gnome-devel-docs", extra["gnome-devel-docs"]),
+    )
 
 
-# --------------------------------------------------------------------------------------------------------------
-# The project's own corpora: training clients only
-
-
-def _train_only(corpus, source: str, split, tally: Tally) -> tuple[list[Record], dict]:
-    from keyboard_lm.data.split import split_clients
-
-    train_ids, heldout_ids = split_clients(corpus.client_ids, split)
-    if corpus.skipped:  # empty speeches or turns, skipped by the reader: no words
-        tally.dropped.setdefault("empty", [0, 0])[0] += len(corpus.skipped)
-    for cid in heldout_ids:
-        for text in corpus.clients[cid]:
-            tally.drop("heldout_client", text)
-    records = [(f"{source}/{cid}", text) for cid in train_ids for text in corpus.clients[cid]]
-    split_info = {"split": f"keyboard_lm.data.split.split_clients(client_ids, {split!r})",
-                  "train_clients": len(train_ids), "heldout_clients": len(heldout_ids),
-                  "heldout_client_ids": heldout_ids}
-    return records, split_info
-
-
-def chatterbot_records(split, tally: Tally) -> tuple[list[Record], dict]:
-    """The training conversations of the embedded chatterbot-corpus (``load_default``), verbatim."""
-    from importlib import metadata, resources
-
-    from keyboard_lm.data.corpora import _DEFAULT_EXCLUDED, load_default
-
-    corpus = load_default()
-    records, info = _train_only(corpus, "chatterbot-corpus", split, tally)
-    english = resources.files("chatterbot_corpus") / "data" / "english"
-    h = hashlib.sha256()
-    for entry in sorted(english.iterdir(), key=lambda p: p.name):
-        if entry.name in _DEFAULT_EXCLUDED:
-            tally.skip_file("left_out_by_load_default")
-        elif entry.name.endswith(".yml"):
-            h.update(entry.name.encode() + b"\0" + entry.read_bytes() + b"\0")
-            tally.files_read += 1
-    info.update(package="chatterbot-corpus", version=metadata.version("chatterbot-corpus"),
-                data_sha256=h.hexdigest(), note="coding.yml is left out by load_default (program listings)")
-    return records, info
-
-
-def shakespeare_records(path: str, split, tally: Tally) -> tuple[list[Record], dict]:
-    """The training roles of Tiny Shakespeare (``load_shakespeare``), one record per speech, verbatim."""
-    from keyboard_lm.data.corpora import load_shakespeare
-
-    if not os.path.isfile(path):
-        raise DataError(f"{path}: Tiny Shakespeare input.txt not found")
-    corpus = load_shakespeare(path)
-    tally.files_read += 1
-    records, info = _train_only(corpus, "tinyshakespeare", split, tally)
-    info.update(package="tinyshakespeare", version=None, data_sha256=sha256_file(path))
-    return records, info
+def packages() -> tuple[str, ...]:
+    """The .deb packages the corpus is read from."""
+    return tuple(s.package for s in deb_sources())
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Packages: finding, extracting, versions
 
 
-def find_debs(debs_dir: str, packages: Iterable[str] = PACKAGES) -> dict[str, str]:
-    """package -> its ``<package>_*.deb`` in ``debs_dir`` (exactly one each)."""
+def find_debs(debs_dir: str, wanted: Iterable[str] | None = None) -> dict[str, str]:
+    """package -> its ``<package>_*.deb`` in ``debs_dir`` (exactly one each; default: every ``packages()``)."""
     if not os.path.isdir(debs_dir):
         raise DataError(f"{debs_dir}: not a directory (--debs)")
     found = {}
-    for package in packages:
+    for package in (packages() if wanted is None else wanted):
         matches = sorted(glob.glob(os.path.join(glob.escape(debs_dir), f"{glob.escape(package)}_*.deb")))
         if not matches:
             raise DataError(f"{debs_dir}: no {package}_*.deb (download it with `apt-get download {package}`)")
@@ -1189,28 +1175,24 @@ def _finish_source(name: str, info: dict, tally: Tally, records: list[Record], m
     return SourceResult(name, info, tally, records, available_words, available_records, available_documents)
 
 
-def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: dict[str, str] | None = None,
-          max_words_per_source: int | None = None, split=None,
-          log: Callable[[str], None] = lambda message: None) -> dict:
+def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = None,
+          max_words_per_source: int | None = None, log: Callable[[str], None] = lambda message: None,
+          sources: tuple[DebSource, ...] | None = None) -> dict:
     """Write ``out_dir/corpus.jsonl`` and ``out_dir/report.json``; return the report.
 
     Args:
       out_dir: created if missing; its two files are replaced.
-      shakespeare_path: Tiny Shakespeare ``input.txt``.
-      roots: package name -> its extracted tree (``dpkg-deb -x``), for every package of ``PACKAGES``.
+      roots: package name -> its extracted tree (``dpkg-deb -x``), for every package of ``packages()``.
       debs: package name -> its ``.deb``; versions and sha256 come from it.  Without it the
         version comes from the tree's Debian changelog and no sha256 is reported.
       max_words_per_source: cap each source at this many words (``cap_records``); None = no cap.
-      split: the ``SplitConfig`` whose held-out clients of chatterbot-corpus and Tiny Shakespeare are
-        left out (default ``SplitConfig()``, the project's default split).
       log: called with a line of progress per source.
+      sources: the sources to read (default: ``deb_sources()``, the corpus).
     """
-    from keyboard_lm.data.split import SplitConfig
-
-    split = split or SplitConfig()
+    sources = deb_sources() if sources is None else sources
     if max_words_per_source is not None and max_words_per_source < 1:
         raise DataError(f"max_words_per_source must be >= 1, got {max_words_per_source}")
-    missing = [p for p in PACKAGES if p not in roots]
+    missing = [s.package for s in sources if s.package not in roots]
     if missing:
         raise DataError(f"no extracted tree for package(s) {', '.join(missing)}")
     for package, root in roots.items():
@@ -1219,11 +1201,9 @@ def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: d
     for package, deb in debs.items():
         if not os.path.isfile(deb):
             raise DataError(f"{deb}: not found ({package} .deb)")
-    if not os.path.isfile(shakespeare_path):
-        raise DataError(f"{shakespeare_path}: Tiny Shakespeare input.txt not found")
 
     results = []
-    for source in DEB_SOURCES:
+    for source in sources:
         tally = Tally()
         root = roots[source.package]
         records = list(source.extractor(root, tally))
@@ -1234,14 +1214,9 @@ def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: d
         else:
             info = {"package": source.package, "version": changelog_version(root, source.package),
                     "version_from": "changelog in the extracted tree", "deb": None, "deb_sha256": None}
-        results.append(_finish_source(source.package, info, tally, records, max_words_per_source, log))
-    tally = Tally()
-    records, info = chatterbot_records(split, tally)
-    results.append(_finish_source("chatterbot-corpus", info, tally, records, max_words_per_source, log))
-    tally = Tally()
-    records, info = shakespeare_records(shakespeare_path, split, tally)
-    info["file"] = os.path.basename(shakespeare_path)
-    results.append(_finish_source("tinyshakespeare", info, tally, records, max_words_per_source, log))
+        if deb and source.package != source.name:
+            info["metapackage"] = source.name
+        results.append(_finish_source(source.name, info, tally, records, max_words_per_source, log))
 
     os.makedirs(out_dir, exist_ok=True)
     corpus_path = os.path.join(out_dir, "corpus.jsonl")
@@ -1269,7 +1244,7 @@ def build(out_dir: str, *, shakespeare_path: str, roots: dict[str, str], debs: d
             "dropped_words": sum(v["words"] for v in dropped.values()),
         }
     report = {
-        "builder": "keyboard_lm.data.public_text",
+        "builder": "benchmarks.base_corpus.builder",
         "format": "jsonl: {\"user\": \"<source>/<document>\", \"text\": \"<paragraph>\"} (--format jsonl)",
         "rules": {"min_words": MIN_WORDS, "min_plain_token_share": MIN_PLAIN_SHARE,
                   "min_plain_char_share": MIN_PROSE_SHARE,
@@ -1318,15 +1293,14 @@ def _positive_int(value: str) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m keyboard_lm.data.public_text",
+        prog="python -m benchmarks.base_corpus.builder",
         description="Build the English public-text corpus (corpus.jsonl + report.json) from seven Debian "
-                    "packages, chatterbot-corpus and Tiny Shakespeare (training clients only).")
-    parser.add_argument("--debs", help="directory with the seven <package>_*.deb files (" + ", ".join(PACKAGES)
+                    "documentation and text packages (public text only: no evaluation corpus of the project).")
+    parser.add_argument("--debs", help="directory with one <package>_*.deb per package (" + ", ".join(packages())
                         + "); extracted into a temporary directory with dpkg-deb unless --extracted is given")
     parser.add_argument("--extracted", help="directory with one extracted tree per package, named like the "
                         "package (dpkg-deb -x FILE DIR/<package>); with --debs the versions and sha256 still "
                         "come from the .deb files")
-    parser.add_argument("--shakespeare", required=True, help="Tiny Shakespeare input.txt")
     parser.add_argument("--out", required=True, help="output directory (corpus.jsonl, report.json)")
     parser.add_argument("--max-words-per-source", type=_positive_int, default=None,
                         help="cap every source at N whitespace words (whole documents in a fixed pseudo-random "
@@ -1343,7 +1317,7 @@ def main(argv=None) -> int:
             if args.extracted:
                 _require_dir(args.extracted, "--extracted")
                 roots = {}
-                for p in PACKAGES:
+                for p in packages():
                     roots[p] = os.path.join(args.extracted, p)
                     if not os.path.isdir(roots[p]):
                         raise DataError(f"{roots[p]}: not found (extracted tree of package {p})")
@@ -1352,7 +1326,7 @@ def main(argv=None) -> int:
                 for p, deb in debs.items():
                     log(f"extracting {os.path.basename(deb)}")
                     roots[p] = extract_deb(deb, os.path.join(tmp, p))
-            report = build(args.out, shakespeare_path=args.shakespeare, roots=roots, debs=debs,
+            report = build(args.out, roots=roots, debs=debs,
                            max_words_per_source=args.max_words_per_source, log=log)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)

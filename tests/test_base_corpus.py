@@ -1,4 +1,4 @@
-"""The public-text corpus builder (keyboard_lm.data.public_text) on tiny package trees built here."""
+"""The public-text corpus builder (benchmarks/base_corpus) on tiny package trees built here."""
 
 import gzip
 import hashlib
@@ -7,9 +7,8 @@ import os
 
 import pytest
 
-from keyboard_lm.data import public_text as pt
-from keyboard_lm.data.corpora import load_jsonl, load_shakespeare
-from keyboard_lm.data.split import SplitConfig, split_clients
+from benchmarks.base_corpus import builder as pt
+from keyboard_lm.data.corpora import load_jsonl
 from keyboard_lm.errors import DataError
 
 PROSE = "The package manager keeps a list of every package that is installed on the system."
@@ -168,9 +167,15 @@ def _changelog(root, package, version):
            gzip.compress(f"{package} ({version}) unstable; urgency=medium\n".encode(), mtime=0), "wb")
 
 
+#: The sources whose readers live in builder.py; the others have tests of their own
+#: (test_base_corpus_markup.py, test_base_corpus_texts.py).
+BUILDER_SOURCES = tuple(s for s in pt.deb_sources() if s.extractor.__module__ == pt.__name__)
+PACKAGES = tuple(s.package for s in BUILDER_SOURCES)
+
+
 def make_trees(base):
-    """Tiny extracted trees of the seven packages; returns package -> root."""
-    roots = {p: base / p for p in pt.PACKAGES}
+    """Tiny extracted trees of the packages read by builder.py's own readers; returns package -> root."""
+    roots = {p: base / p for p in PACKAGES}
     html = roots["python3.11-doc"] / "usr/share/doc/python3.11/html"
     _write(html / "library/os.html", SPHINX_PAGE)
     _write(html / "genindex-A.html", f'<div class="body" role="main"><p>{PROSE}</p></div>')
@@ -191,18 +196,9 @@ def make_trees(base):
     _write(wn / "data.verb", WORDNET_DATA)
     _dictd(roots["dict-gcide"] / "usr/share/dictd", "gcide", GCIDE_ENTRIES)
     _dictd(roots["dict-jargon"] / "usr/share/dictd", "jargon", JARGON_ENTRIES)
-    for package in pt.PACKAGES:
+    for package in PACKAGES:
         _changelog(roots[package], package, "1.0-1")
     return {p: str(r) for p, r in roots.items()}
-
-
-def make_shakespeare(path, roles=12):
-    speeches = []
-    for i in range(roles):
-        speeches.append(f"ROLE {chr(65 + i)}:\nSpeak, speak, my good lord number {i}, and tell me all.\n")
-    speeches.append("EMPTY ROLE:\n")
-    _write(path, "\n".join(speeches) + "\n")
-    return str(path)
 
 
 @pytest.fixture
@@ -341,39 +337,38 @@ def test_cap_keeps_whole_documents_in_a_fixed_order_and_counts_the_rest():
     assert pt.cap_records(records, None, pt.Tally()) == records
 
 
+def test_the_corpus_reads_the_nineteen_public_packages_and_no_evaluation_corpus():
+    names = [s.name for s in pt.deb_sources()]
+    assert names == ["python3.11-doc", "debian-handbook", "debian-reference-en", "gnome-user-docs", "wordnet-base",
+                     "dict-gcide", "dict-jargon", "bible-kjv-text", "linux-doc", "perl-doc", "git-doc",
+                     "gnu-standards", "debian-policy", "doc-debian", "debian-history", "manpages", "dict-foldoc",
+                     "dict-devil", "gnome-devel-docs"]
+    assert "linux-doc-6.1" in pt.packages() and "linux-doc" not in pt.packages()  # the metapackage's text
+    assert not {"tinyshakespeare", "chatterbot-corpus", "spamassassin"} & set(names)
+
+
 def test_build_writes_a_jsonl_corpus_the_project_reads_and_a_report(trees, tmp_path):
-    shakespeare = make_shakespeare(tmp_path / "input.txt")
     out = tmp_path / "out"
-    report = pt.build(str(out), shakespeare_path=shakespeare, roots=trees)
+    report = pt.build(str(out), roots=trees, sources=BUILDER_SOURCES)
     corpus = load_jsonl(str(out / "corpus.jsonl"))
     assert corpus.num_records == report["totals"]["records"]
     sources = report["sources"]
-    assert list(sources) == [*pt.PACKAGES, "chatterbot-corpus", "tinyshakespeare"]
+    assert list(sources) == list(PACKAGES)
     for name, s in sources.items():
         assert s["records"] > 0 and s["words"] == s["words_available"], name
         assert sum(len(t.split()) for c in corpus.client_ids if c.startswith(name + "/")
                    for t in corpus.clients[c]) == s["words"]
     assert sources["python3.11-doc"]["version"] == "1.0-1" and sources["python3.11-doc"]["deb_sha256"] is None
     assert sources["python3.11-doc"]["dropped"]["code_block"]["records"] == 1
-    # The held-out clients of the default split never reach the corpus.
-    _, heldout = split_clients([f"ROLE {chr(65 + i)}" for i in range(12)], SplitConfig())
-    assert sources["tinyshakespeare"]["heldout_client_ids"] == heldout
-    assert not {f"tinyshakespeare/{r}" for r in heldout} & set(corpus.clients)
-    assert sources["tinyshakespeare"]["dropped"]["heldout_client"]["records"] == len(heldout)
-    assert sources["tinyshakespeare"]["dropped"]["empty"] == {"records": 1, "words": 0}
-    chat = sources["chatterbot-corpus"]
-    assert chat["heldout_clients"] > 0 and not any(
-        f"chatterbot-corpus/{c}" in corpus.clients for c in chat["heldout_client_ids"])
     digest = hashlib.sha256((out / "corpus.jsonl").read_bytes()).hexdigest()
     assert report["corpus_sha256"] == digest
     assert json.loads((out / "report.json").read_text())["corpus_sha256"] == digest
-    again = pt.build(str(tmp_path / "again"), shakespeare_path=shakespeare, roots=trees)
+    again = pt.build(str(tmp_path / "again"), roots=trees, sources=BUILDER_SOURCES)
     assert again["corpus_sha256"] == digest  # reproducible
 
 
 def test_build_cap_reports_available_and_kept_words(trees, tmp_path):
-    report = pt.build(str(tmp_path / "out"), shakespeare_path=make_shakespeare(tmp_path / "input.txt"),
-                      roots=trees, max_words_per_source=40)
+    report = pt.build(str(tmp_path / "out"), roots=trees, max_words_per_source=40, sources=BUILDER_SOURCES)
     for name, s in report["sources"].items():
         assert s["words"] <= 40, name
         assert s["words"] + s["dropped"].get("cap", {"words": 0})["words"] == s["words_available"], name
@@ -381,29 +376,12 @@ def test_build_cap_reports_available_and_kept_words(trees, tmp_path):
 
 
 def test_main_names_the_missing_tree_or_package(trees, tmp_path, capsys):
-    shakespeare = make_shakespeare(tmp_path / "input.txt")
     extracted = os.path.dirname(trees["dict-jargon"])
-    os.rename(trees["dict-jargon"], trees["dict-jargon"] + ".gone")
-    assert pt.main(["--extracted", extracted, "--shakespeare", shakespeare, "--out", str(tmp_path / "o")]) == 2
-    assert f"{trees['dict-jargon']}: not found" in capsys.readouterr().err
+    assert pt.main(["--extracted", extracted, "--out", str(tmp_path / "o")]) == 2
+    assert f"{os.path.join(extracted, 'bible-kjv-text')}: not found" in capsys.readouterr().err
     (tmp_path / "debs").mkdir()
-    assert pt.main(["--debs", str(tmp_path / "debs"), "--shakespeare", shakespeare, "--out", str(tmp_path / "o")]) == 2
+    assert pt.main(["--debs", str(tmp_path / "debs"), "--out", str(tmp_path / "o")]) == 2
     assert "no python3.11-doc_*.deb" in capsys.readouterr().err
-    os.rename(trees["dict-jargon"] + ".gone", trees["dict-jargon"])
-    missing = str(tmp_path / "nope.txt")
-    assert pt.main(["--extracted", extracted, "--shakespeare", missing, "--out", str(tmp_path / "o")]) == 2
-    assert f"{missing}: Tiny Shakespeare input.txt not found" in capsys.readouterr().err
-    assert pt.main(["--extracted", extracted, "--shakespeare", shakespeare, "--out", str(tmp_path / "o"),
-                    "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "dict-gcide" in out and "corpus sha256" in out
-
-
-@pytest.mark.shakespeare
-def test_tiny_shakespeare_contributes_only_its_training_roles(shakespeare_path):
-    tally = pt.Tally()
-    records, info = pt.shakespeare_records(shakespeare_path, SplitConfig(), tally)
-    train, heldout = split_clients(load_shakespeare(shakespeare_path).client_ids, SplitConfig())
-    roles = {doc.split("/", 1)[1] for doc, _ in records}
-    assert roles == set(train) and not roles & set(heldout)
-    assert info["heldout_client_ids"] == heldout and tally.dropped["heldout_client"][0] > 0
+    with pytest.raises(DataError, match="no extracted tree for package.s. dict-jargon"):
+        pt.build(str(tmp_path / "o"), roots={p: r for p, r in trees.items() if p != "dict-jargon"},
+                 sources=BUILDER_SOURCES)
