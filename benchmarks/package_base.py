@@ -9,7 +9,14 @@ measured here and recorded beside the float32 ones), vocab.txt, and run.json
 carrying the model card: what the corpus is made of (package, version, sha256
 of each .deb, words kept per source), the corpus sha256, the training command,
 its wall time and the held-out metrics, plus the sha256 of weights.npz that
-``load_warm_start`` checks.
+``load_warm_start`` checks, and fingerprint.npz: the sampled hashed set of the
+corpus's sentences (``keyboard_lm.data.overlap``) against which warm-started
+runs measure how much of their text the base saw.
+
+    python -m benchmarks.package_base --fingerprint-only --data build/base_corpus/corpus.jsonl \
+        [--out keyboard_lm/models/base]
+
+writes (or replaces) only the fingerprint of a packaged base and records it in its run.json.
 """
 
 from __future__ import annotations
@@ -33,6 +40,37 @@ def _card_sources(report: dict) -> list[dict]:
             "split", "heldout_clients")
     return [{k: s.get(k) for k in keep if k in s} | {"source": name}
             for name, s in sorted(report.get("sources", {}).items())]
+
+
+def write_fingerprint(data_path: str, out: str) -> dict:
+    """fingerprint.npz of every record of ``data_path`` (a corpus.jsonl) in ``out``; returns its card entry.
+
+    The whole corpus is fingerprinted, its held-out documents included: over-reporting overlap
+    with text the base only evaluated on is the safe side of the check.
+    """
+    from keyboard_lm.data.corpora import load_jsonl
+    from keyboard_lm.data.overlap import FINGERPRINT_FILE, MIN_WORDS, SentenceFingerprint
+
+    corpus = load_jsonl(data_path)
+    fp = SentenceFingerprint.build(t for cid in corpus.client_ids for t in corpus.clients[cid])
+    path = os.path.join(out, FINGERPRINT_FILE)
+    fp.save(path + ".tmp")
+    os.replace(path + ".tmp", path)
+    with open(path, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    return {"file": FINGERPRINT_FILE, "sha256": sha, "bytes": os.path.getsize(path), "sentences": fp.sentences,
+            "stored": int(len(fp.hashes)), "sample": fp.sample, "min_words": MIN_WORDS,
+            "of": "every record of the corpus (training, validation and held-out documents)"}
+
+
+def add_fingerprint(out: str, data_path: str) -> dict:
+    """Write the fingerprint of ``data_path`` into the packaged base ``out`` and record it in its run.json."""
+    entry = write_fingerprint(data_path, out)
+    with open(os.path.join(out, RUN_FILE), encoding="utf-8") as f:
+        info = json.load(f)
+    info.setdefault("card", {})["fingerprint"] = entry
+    atomic_write(os.path.join(out, RUN_FILE), (json.dumps(info, indent=2) + "\n").encode("utf-8"), mode=0o644)
+    return entry
 
 
 def package(run_dir: str, out: str, corpus_report: str, command: str, data_path: str | None = None) -> dict:
@@ -81,6 +119,8 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
                                       "val_recall_at_3", "seconds") if k in r} for r in rows],
         "heldout_metrics": metrics,
     }
+    if data_path:
+        info["card"]["fingerprint"] = write_fingerprint(data_path, out)
     atomic_write(os.path.join(out, RUN_FILE), (json.dumps(info, indent=2) + "\n").encode("utf-8"), mode=0o644)
     load_run(out)  # it loads as a run directory
     return info
@@ -88,13 +128,24 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("run_dir")
-    p.add_argument("--corpus-report", required=True, help="report.json of keyboard_lm.data.public_text")
+    p.add_argument("run_dir", nargs="?")
+    p.add_argument("--corpus-report", help="report.json of benchmarks.base_corpus.builder")
+    p.add_argument("--fingerprint-only", action="store_true",
+                   help="only (re)write the packaged base's sentence fingerprint from --data")
     p.add_argument("--data", help="the corpus.jsonl the run trained on: score the float16 weights on its held-out "
                                   "documents")
-    p.add_argument("--command", required=True, help="the training command, for the card")
+    p.add_argument("--command", help="the training command, for the card")
     p.add_argument("--out", default=os.path.join("keyboard_lm", "models", "base"))
     args = p.parse_args(argv)
+    if args.fingerprint_only:
+        if not args.data:
+            p.error("--fingerprint-only needs --data CORPUS.jsonl")
+        entry = add_fingerprint(args.out, args.data)
+        print(f"{args.out}: {entry['file']} {entry['bytes']:,} bytes, {entry['stored']:,} of {entry['sentences']:,} "
+              f"sentences stored (1 in {entry['sample']})")
+        return 0
+    if not (args.run_dir and args.corpus_report and args.command):
+        p.error("RUN_DIR, --corpus-report and --command are needed to package a run")
     info = package(args.run_dir, args.out, args.corpus_report, args.command, args.data)
     size = os.path.getsize(os.path.join(args.out, WEIGHTS_FILE))
     m = info["card"]["heldout_metrics"]

@@ -40,14 +40,53 @@ def cmd_eval(args) -> int:
         result = evaluate_predict_fn(predict, corpus, client_ids, vocab, seq_len, batch_size=32)
     result["model"] = args.run_dir
     result["clients_evaluated"] = args.clients
+    overlap_lines = []
+    init = info.get("init_from") or (info.get("training") or {}).get("init_from")
+    if init:
+        result["base_overlap"], overlap_lines = _base_overlap(init, corpus, client_ids)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"{kind} from {args.run_dir} on {len(client_ids)} {args.clients} clients of {corpus.name}")
         print(summarize(result))
+        for line in overlap_lines:
+            print(line)
         if args.per_client:
             print(per_client_table(result))
     return 0
+
+
+def _base_overlap(init: dict, corpus, client_ids) -> tuple[dict, list[str]]:
+    """The share of the evaluated clients' sentences the run's base saw, and lines to print.
+
+    Checked against the fingerprint of the base the run started from: the shipped base when the
+    run's ``init_from`` names it and its weights are the ones recorded, else the run directory it
+    names, if it still exists and ships a fingerprint.
+    """
+    from keyboard_lm.data.overlap import describe_overlap, load_fingerprint
+    from keyboard_lm.models.warm_start import BASE_NAME, base_model_dir
+
+    path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")
+    name = f"base {init.get('name')!r}"
+    if not path or not os.path.isdir(path):
+        return {"checked": False, "reason": f"{path}: not found"}, [f"{name} overlap not checked: {path} not found"]
+    from keyboard_lm.models.checkpoint import WEIGHTS_FILE, sha256_file
+
+    weights = os.path.join(path, WEIGHTS_FILE)
+    if not os.path.isfile(weights) or sha256_file(weights) != init.get("weights_sha256"):
+        why = f"{weights} is not the base this run started from (weights sha256 differs)"
+        return {"checked": False, "reason": why}, [f"{name} overlap not checked: {why}"]
+    fingerprint = load_fingerprint(path)
+    if fingerprint is None:
+        why = f"{path} ships no sentence fingerprint"
+        return {"checked": False, "reason": why}, [f"{name} overlap not checked: {why}"]
+    counts = fingerprint.count(t for cid in client_ids for t in corpus.clients[cid])
+    from keyboard_lm.data.overlap import MIN_WORDS, WARN_SHARE
+
+    report = {"checked": True, "min_words": MIN_WORDS, "sample": fingerprint.sample, "warn_above": WARN_SHARE,
+              "evaluated": counts, "warning": counts["share"] is not None and counts["share"] > WARN_SHARE}
+    lines = describe_overlap(report, name)
+    return report, lines
 
 
 def cmd_baseline_ngram(args) -> int:

@@ -124,6 +124,8 @@ def _train_centralized(args, init=None) -> int:
     config = dataclasses.replace(default_config(warm_start=init is not None), seq_len=args.seq_len, seed=args.seed,
                                  **{k: v for k, v in given.items() if v is not None})
     corpus = load_corpus_from_args(args)
+    if init is not None:
+        init = init.check_overlap(corpus, split_from_args(args))
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
                       config, split_from_args(args), quantization=_quantization(args),
                       data_source=data_source(args), overwrite=args.overwrite, init=init)
@@ -182,6 +184,8 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     dp = None if args.resume else dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
+    if init is not None:
+        init = init.check_overlap(corpus, split, log)
     on_round = watchdog = worker_record = None
     if getattr(args, "workers", None):
         from keyboard_lm.federated import remote

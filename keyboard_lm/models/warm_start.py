@@ -19,8 +19,11 @@ The vocabulary decides how the weights carry over (``--init-vocab``):
   it are OOV.
 
 The run records what it started from in run.json's ``init_from`` (the base's
-name and path, the sha256 of its weights file, the vocabulary mode and how
-many words carried over), and the model card repeats it.
+name and path, the sha256 of its weights file, the vocabulary mode, how
+many words carried over, and ``base_overlap``: the share of the run's
+training and held-out sentences the base saw in pretraining, from the
+sentence fingerprint the base ships, ``data.overlap``), and the model card
+repeats it.
 """
 
 from __future__ import annotations
@@ -60,12 +63,14 @@ class WarmStart:
       weights_sha256: sha256 of the base's weights file (checked against the
         card for the shipped base).
       vocab: ``target`` or ``base`` (see the module docstring).
+      overlap: the share of the run's sentences the base saw (``check_overlap``), None until checked.
     """
 
     base: Run
     name: str
     weights_sha256: str
     vocab: str = INIT_VOCAB[0]
+    overlap: dict | None = None
 
     def __post_init__(self):
         if self.vocab not in INIT_VOCAB:
@@ -112,6 +117,25 @@ class WarmStart:
         weights[EMBEDDING] = new
         return weights
 
+    def check_overlap(self, corpus, split, log=print) -> "WarmStart":
+        """This start with the share of ``corpus``'s training and held-out sentences the base saw.
+
+        Measured against the sentence fingerprint the base ships (``data.overlap``); a base without
+        one (a run directory that is not a pretrained base) is recorded as unchecked.  Prints the
+        figures, and a one-line warning above ``data.overlap.WARN_SHARE``.
+        """
+        from keyboard_lm.data.overlap import FINGERPRINT_FILE, describe_overlap, load_fingerprint, overlap_report
+
+        fingerprint = load_fingerprint(self.base.path)
+        if fingerprint is None:
+            log(f"base overlap not checked: {self.name} ships no {FINGERPRINT_FILE}")
+            return dataclasses.replace(self, overlap={"checked": False,
+                                                      "reason": f"the base has no {FINGERPRINT_FILE}"})
+        report = {"checked": True, **overlap_report(fingerprint, corpus, split)}
+        for line in describe_overlap(report, f"base {self.name!r}"):
+            log(line)
+        return dataclasses.replace(self, overlap=report)
+
     def record(self, vocab: Vocabulary) -> dict:
         """run.json's ``init_from``."""
         shared = sum(1 for t in vocab.tokens if t in self.base.vocab)
@@ -120,7 +144,8 @@ class WarmStart:
                 "model": self.base.model_config.to_dict(), "base_vocab_size": len(self.base.vocab),
                 "shared_words": shared, "new_words": len(vocab) - shared,
                 "base_metrics": self.base.info.get("final_metrics"),
-                "base_corpus": (self.base.info.get("data") or {}).get("corpus")}
+                "base_corpus": (self.base.info.get("data") or {}).get("corpus"),
+                "base_overlap": self.overlap}
 
 
 def load_warm_start(spec: str, vocab: str = INIT_VOCAB[0]) -> WarmStart:
