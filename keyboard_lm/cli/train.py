@@ -26,7 +26,7 @@ FT = default_config(warm_start=True)  # the centralized recipe of a run with --i
 
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
 _CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
-                     "ngram_teacher")
+                     "ngram_teacher", "sampled_softmax")
 
 
 def _quantization(args) -> str:
@@ -118,7 +118,8 @@ def _train_centralized(args, init=None) -> int:
              "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
              "weight_drop": args.weight_drop, "weight_average": args.weight_average,
              "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
-             "patience": args.patience, "ngram_teacher": args.ngram_teacher}
+             "patience": args.patience, "ngram_teacher": args.ngram_teacher,
+             "sampled_softmax": args.sampled_softmax}
     if args.clipnorm is not None:
         given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
     config = dataclasses.replace(default_config(warm_start=init is not None), seq_len=args.seq_len, seed=args.seed,
@@ -292,6 +293,10 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     cen.add_argument("--ngram-teacher", type=non_negative_float, default=None, metavar="WEIGHT",
                      help="mix a cross-fitted Kneser-Ney 5-gram's next-word distribution into each training "
                           f"target with this weight (distillation); 0 = off ({CEN.ngram_teacher})")
+    cen.add_argument("--sampled-softmax", type=non_negative_int, default=None, metavar="N",
+                     help="train with a softmax over the target and N sampled words instead of the whole "
+                          "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full "
+                          f"({CEN.sampled_softmax})")
     fed = train.add_argument_group("federated training (TFF)")
     fed.add_argument("--algorithm", default=FED.algorithm, help="fedavg | fedsgd | fedatt (%(default)s)")
     fed.add_argument("--server-optimizer", default=FED.server_optimizer,

@@ -68,7 +68,7 @@ def build_cell(config: ModelConfig, weight_drop: float = 0.0) -> tf.keras.layers
 
 
 def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float = 0.0,
-                weight_drop: float = 0.0) -> tf.keras.Model:
+                weight_drop: float = 0.0, unroll: bool = False) -> tf.keras.Model:
     """Keras model: token ids [batch, time] -> logits [batch, time, V] (uncompiled).
 
     Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
@@ -88,7 +88,11 @@ def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float 
     x = embedding(tokens)  # [batch, time, D]
     if dropout:
         x = tf.keras.layers.Dropout(dropout, name="embedding_dropout")(x)
-    rnn = SequenceRNN(build_cell(config, weight_drop), return_sequences=True, name="rnn")
+    if unroll and seq_len is None:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError("unroll needs a fixed seq_len")
+    rnn = SequenceRNN(build_cell(config, weight_drop), return_sequences=True, unroll=unroll, name="rnn")
     h = rnn(x)  # [batch, time, D]
     if dropout:
         h = tf.keras.layers.Dropout(dropout, name="output_dropout")(h)

@@ -41,6 +41,11 @@ class CentralizedConfig:
       ngram_teacher: weight of a cross-fitted Kneser-Ney 5-gram teacher in
         each training target (``training.ngram_teacher``; 0: plain one-hot).
       seed: seed of initialization, shuffling and the teacher's folds.
+      sampled_softmax: training computes the softmax over the target and this
+        many sampled words (log-uniform over the frequency-sorted vocabulary,
+        Jean et al. 2015) instead of all V: for pretraining on large corpora,
+        where the V-wide output is most of a step's cost.  Evaluation always
+        uses the full softmax. 0: full softmax (the default).
     """
 
     optimizer: str = "adam"
@@ -58,6 +63,7 @@ class CentralizedConfig:
     patience: int = 3
     ngram_teacher: float = 0.25
     seed: int = 0
+    sampled_softmax: int = 0
 
     def __post_init__(self):
         if self.optimizer not in ("sgd", "adam", "adamw"):
@@ -83,6 +89,11 @@ class CentralizedConfig:
             raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
         if self.clipnorm is not None and not self.clipnorm > 0:
             raise ConfigError(f"clipnorm must be > 0 or None, got {self.clipnorm}")
+        if self.sampled_softmax < 0:
+            raise ConfigError(f"sampled_softmax must be >= 0, got {self.sampled_softmax}")
+        if self.sampled_softmax and self.ngram_teacher:
+            raise ConfigError("sampled_softmax trains on one-hot targets; it cannot mix in an n-gram teacher "
+                              "(set ngram_teacher to 0)")
         self.teacher()  # validates ngram_teacher
 
     def teacher(self) -> TeacherConfig:
