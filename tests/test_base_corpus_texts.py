@@ -9,6 +9,7 @@ import pytest
 from benchmarks.base_corpus import texts
 from benchmarks.base_corpus.builder import Tally
 from keyboard_lm.errors import DataError
+from tests.test_base_corpus import _b64
 
 
 def _write(path, text, mode="w"):
@@ -136,16 +137,6 @@ def test_bible_data_of_another_layout_is_an_error(tmp_path):
 
 
 # ---- dictd databases
-
-
-def _b64(n):
-    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-    out = ""
-    while True:
-        out = alphabet[n % 64] + out
-        n //= 64
-        if not n:
-            return out
 
 
 def _dictd(directory, name, entries):

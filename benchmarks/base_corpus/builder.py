@@ -578,18 +578,21 @@ def mallard_paragraphs(path: str, page_id: str, titles: dict) -> list[tuple[str 
     return out
 
 
-def extract_gnome_user_docs(root: str, tally: Tally | None = None) -> Iterator[Record]:
-    """GNOME help (``usr/share/help/C/*/*.page``): the English Mallard source pages.
+def extract_mallard_help(root: str, package: str, tally: Tally,
+                         other_file: Callable[[str, str], str] = lambda guide, name: "not_a_page"
+                         ) -> Iterator[Record]:
+    """The English Mallard pages of every guide under ``usr/share/help/C`` of a GNOME help package.
 
     An empty ``<link xref=.../>`` is replaced by the title of the page or
     section it points to (as Yelp shows it); ``<keyseq>`` becomes ``Ctrl+Alt+T``.
     Of an ``<if:choose>``, the fallback (``<if:else>`` or unconditional) text is
     kept and the ``<if:when>`` variants are dropped, so the same paragraph is
-    not repeated per platform.
+    not repeated per platform.  Other languages are counted as
+    ``other_language``; a file of a guide that is not a ``.page`` is counted
+    under ``other_file(guide, name)``.
     """
-    tally = tally if tally is not None else Tally()
-    help_dir = _require_dir(os.path.join(root, "usr/share/help"), "gnome-user-docs help")
-    english = _require_dir(os.path.join(help_dir, "C"), "gnome-user-docs C locale")
+    help_dir = _require_dir(os.path.join(root, "usr/share/help"), f"{package} help")
+    english = _require_dir(os.path.join(help_dir, "C"), f"{package} C locale")
     for lang in sorted(os.listdir(help_dir)):
         if lang != "C":
             tally.skip_file("other_language", sum(len(f) for _, _, f in os.walk(os.path.join(help_dir, lang))))
@@ -597,16 +600,16 @@ def extract_gnome_user_docs(root: str, tally: Tally | None = None) -> Iterator[R
     for guide in sorted(os.listdir(english)):
         guide_dir = os.path.join(english, guide)
         if not os.path.isdir(guide_dir):
+            tally.skip_file(other_file(guide, guide))
             continue
         for dirpath, dirnames, filenames in os.walk(guide_dir):
             dirnames.sort()
             for name in sorted(filenames):
                 if name.endswith(".page"):
                     page = os.path.relpath(os.path.join(dirpath, name), guide_dir)[:-5]
-                    files.append((f"gnome-user-docs/{guide}/{page}", f"{guide}/{page}",
-                                  os.path.join(dirpath, name)))
+                    files.append((f"{package}/{guide}/{page}", f"{guide}/{page}", os.path.join(dirpath, name)))
                 else:
-                    tally.skip_file("not_a_page")
+                    tally.skip_file(other_file(guide, name))
     files.sort()
     titles_by_guide: dict[str, dict] = {}
     for guide in sorted({f[1].split("/")[0] for f in files}):
@@ -624,6 +627,11 @@ def extract_gnome_user_docs(root: str, tally: Tally | None = None) -> Iterator[R
             kept = keeper.keep(text)
             if kept:
                 yield doc, kept
+
+
+def extract_gnome_user_docs(root: str, tally: Tally | None = None) -> Iterator[Record]:
+    """GNOME help (``usr/share/help/C/*/*.page``): the English Mallard source pages (``extract_mallard_help``)."""
+    return extract_mallard_help(root, "gnome-user-docs", tally if tally is not None else Tally())
 
 
 # ---- WordNet

@@ -56,8 +56,8 @@ import struct
 from typing import Iterator
 
 from benchmarks.base_corpus.builder import (
-    Record, Tally, _html_documents, _Keeper, _mallard_titles, _read_text, _require_dir, clean_whitespace,
-    dictd_entries, docbook_rule, mallard_paragraphs, prose_verdict)
+    Record, Tally, _html_documents, _Keeper, _read_text, _require_dir, clean_whitespace, dictd_entries, docbook_rule,
+    extract_mallard_help, prose_verdict)
 from keyboard_lm.errors import DataError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -727,46 +727,13 @@ def extract_gnome_devel_docs(root: str, tally: Tally | None = None) -> Iterator[
     other languages, figures and example sources, and the DocBook (not
     Mallard) ``accessibility-devel-guide``.
     """
-    tally = tally if tally is not None else Tally()
-    help_dir = _require_dir(os.path.join(root, "usr/share/help"), "gnome-devel-docs help")
-    english = _require_dir(os.path.join(help_dir, "C"), "gnome-devel-docs C locale")
-    for lang in sorted(os.listdir(help_dir)):
-        if lang != "C":
-            tally.skip_file("other_language", _count_files(os.path.join(help_dir, lang)))
-    files = []
-    for guide in sorted(os.listdir(english)):
-        guide_dir = os.path.join(english, guide)
-        if not os.path.isdir(guide_dir):
-            tally.skip_file("not_a_page")
-            continue
-        for dirpath, dirnames, filenames in os.walk(guide_dir):
-            dirnames.sort()
-            for name in sorted(filenames):
-                if name.endswith(".page"):
-                    page = os.path.relpath(os.path.join(dirpath, name), guide_dir)[:-5]
-                    files.append((f"gnome-devel-docs/{guide}/{page}", f"{guide}/{page}",
-                                  os.path.join(dirpath, name)))
-                elif name.endswith((".docbook", ".xml")) and not name.startswith(("legal", "cc-by")):
-                    tally.skip_file("docbook_not_mallard" if guide == "accessibility-devel-guide" else "not_a_page")
-                else:
-                    tally.skip_file("not_a_page")
-    files.sort()
-    titles_by_guide: dict[str, dict] = {}
-    for guide in sorted({f[1].split("/")[0] for f in files}):
-        in_guide = [(d, p.split("/", 1)[1], path) for d, p, path in files if p.split("/")[0] == guide]
-        titles_by_guide[guide] = _mallard_titles(in_guide)
-    keeper = _Keeper(tally)
-    for doc, page, path in files:
-        guide, page_id = page.split("/", 1)
-        pieces = mallard_paragraphs(path, page_id, titles_by_guide[guide])
-        tally.files_read += 1
-        for reason, text in pieces:
-            if reason:
-                tally.drop(reason, text)
-                continue
-            kept = keeper.keep(text)
-            if kept:
-                yield doc, kept
+
+    def other_file(guide: str, name: str) -> str:
+        if name.endswith((".docbook", ".xml")) and not name.startswith(("legal", "cc-by")):
+            return "docbook_not_mallard" if guide == "accessibility-devel-guide" else "not_a_page"
+        return "not_a_page"
+
+    return extract_mallard_help(root, "gnome-devel-docs", tally if tally is not None else Tally(), other_file)
 
 
 SOURCES = (
