@@ -76,6 +76,19 @@ def test_fingerprint_file_round_trips_and_a_bad_one_is_named(tmp_path):
         SentenceFingerprint.load(str(tmp_path / "bad.npz"))
 
 
+def test_the_shipped_base_flags_its_own_text_and_not_the_embedded_corpus():
+    fp = load_fingerprint(base_model_dir())
+    assert fp is not None, "the shipped base has no sentence fingerprint"
+    with open(os.path.join(base_model_dir(), "run.json"), encoding="utf-8") as f:
+        card = json.load(f)["card"]
+    assert card["fingerprint"]["stored"] == len(fp.hashes) and card["fingerprint"]["sample"] == fp.sample
+    assert os.path.getsize(os.path.join(base_model_dir(), FINGERPRINT_FILE)) < 600_000
+    own = fp.count(GENESIS)
+    assert own["checked"] >= 2 and own["share"] == 1.0
+    report = overlap_report(fp, load_default(), SplitConfig())
+    assert report["heldout"]["share"] <= 0.01 and report["train"]["share"] <= 0.01 and not report["warning"]
+
+
 def _base_with_fingerprint(small_run, tmp_path, texts):
     base = tmp_path / "base"
     shutil.copytree(small_run, base)

@@ -65,6 +65,8 @@ def cmd_demo(args) -> int:
     start = "the shipped base model" if init is not None else "random weights"
     print(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, "
           f"run directory {args.out}")
+    if init is not None:
+        init = init.check_overlap(corpus, split)
     # The demo re-runs into a directory holding its own earlier run; anything else is refused
     # unless --overwrite (see prepare_run_dir).
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop,
