@@ -14,13 +14,14 @@ from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, dat
                                   load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
                                   positive_int, split_from_args)
 from keyboard_lm.data.config import ClientDataConfig
-from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.federated.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.training.config import CentralizedConfig, default_config
 
 CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
+FED_FT = default_federated(warm_start=True)  # the federated recipe of a run with --init-from
 FT = default_config(warm_start=True)  # the centralized recipe of a run with --init-from
 
 
@@ -148,6 +149,11 @@ def federated_validation(args) -> dict:
     return {"validation_fraction": 0.0, "lr_decay": 1.0}
 
 
+def client_lr_from_args(args, init) -> float:
+    """--client-lr, or the default of a federated run from random weights or from a base (``WARM_START``)."""
+    return default_federated(init is not None).client_lr if args.client_lr is None else args.client_lr
+
+
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
     from keyboard_lm.federated.trainer import train_federated
@@ -175,7 +181,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
                  "weight_average": 0.0 if args.dp and args.weight_average is None else args.weight_average}
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
-                              client_lr=args.client_lr, clients_per_round=args.clients_per_round,
+                              client_lr=client_lr_from_args(args, init), clients_per_round=args.clients_per_round,
                               fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps, compression=args.compression,
                               clip=args.clip, seed=args.seed, **federated_validation(args),
                               **{k: v for k, v in given.items() if v is not None})
@@ -304,7 +310,8 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     fed.add_argument("--server-lr", type=float, default=FED.server_lr, help="server learning rate (%(default)s)")
     fed.add_argument("--server-momentum", type=float, default=FED.server_momentum,
                      help="Nesterov momentum (%(default)s)")
-    fed.add_argument("--client-lr", type=float, default=FED.client_lr, help="client SGD learning rate (%(default)s)")
+    fed.add_argument("--client-lr", type=float, default=None,
+                     help=f"client SGD learning rate ({FED.client_lr}; {FED_FT.client_lr} from a base)")
     fed.add_argument("--clients-per-round", type=positive_int, default=FED.clients_per_round,
                      help="K, sampled uniformly; at most the number of training clients (%(default)s)")
     fed.add_argument("--rounds", type=positive_int, default=None,
