@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 
-from keyboard_lm.models.checkpoint import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run
+from keyboard_lm.models.checkpoint import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run, sha256_file
 
 
 def _card_sources(report: dict) -> list[dict]:
@@ -56,9 +56,7 @@ def write_fingerprint(data_path: str, out: str) -> dict:
     path = os.path.join(out, FINGERPRINT_FILE)
     fp.save(path + ".tmp")
     os.replace(path + ".tmp", path)
-    with open(path, "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    return {"file": FINGERPRINT_FILE, "sha256": sha, "bytes": os.path.getsize(path), "sentences": fp.sentences,
+    return {"file": FINGERPRINT_FILE, "sha256": sha256_file(path), "bytes": os.path.getsize(path), "sentences": fp.sentences,
             "stored": int(len(fp.hashes)), "sample": fp.sample, "min_words": MIN_WORDS,
             "of": "every record of the corpus (training, validation and held-out documents)"}
 

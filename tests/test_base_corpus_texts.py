@@ -9,16 +9,7 @@ import pytest
 from benchmarks.base_corpus import texts
 from benchmarks.base_corpus.builder import Tally
 from keyboard_lm.errors import DataError
-from tests.test_base_corpus import _b64
-
-
-def _write(path, text, mode="w"):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode == "wb":
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+from tests.test_base_corpus import _b64, _write
 
 
 def _dropped(tally):

@@ -187,6 +187,23 @@ class _Keeper:
         return text
 
 
+def emit_pieces(doc: str, pieces: Iterable[tuple[str | None, str]], keeper: _Keeper, tally: Tally,
+                whole: str | None = None) -> Iterator[Record]:
+    """``(doc, text)`` of each kept piece of ``pieces`` ((drop reason or None, text) pairs).
+
+    A piece with a reason (or every piece, when ``whole`` gives one) is counted
+    as dropped; the others pass through ``keeper`` (prose rule and dedupe).
+    """
+    for reason, text in pieces:
+        reason = whole or reason
+        if reason:
+            tally.drop(reason, text)
+            continue
+        kept = keeper.keep(text)
+        if kept:
+            yield doc, kept
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Block collection shared by the HTML and Mallard readers
 
@@ -620,13 +637,7 @@ def extract_mallard_help(root: str, package: str, tally: Tally,
         guide, page_id = page.split("/", 1)
         pieces = mallard_paragraphs(path, page_id, titles_by_guide[guide])
         tally.files_read += 1
-        for reason, text in pieces:
-            if reason:
-                tally.drop(reason, text)
-                continue
-            kept = keeper.keep(text)
-            if kept:
-                yield doc, kept
+        yield from emit_pieces(doc, pieces, keeper, tally)
 
 
 def extract_gnome_user_docs(root: str, tally: Tally | None = None) -> Iterator[Record]:

@@ -40,7 +40,7 @@ from typing import Callable, Iterator
 
 from benchmarks.base_corpus.builder import (
     Record, Tally, _Keeper, _html_documents, _read_text, _require_dir, clean_whitespace, docbook_rule,
-    html_paragraphs, sphinx_root, sphinx_rule)
+    emit_pieces, html_paragraphs, sphinx_root, sphinx_rule)
 from keyboard_lm.errors import DataError
 
 Piece = tuple["str | None", str]  # (drop reason or None to keep, text)
@@ -56,19 +56,6 @@ def _open_text(path: str) -> str:
     except (OSError, EOFError) as e:
         raise DataError(f"{path}: cannot read: {e}") from None
     return data.decode("utf-8", errors="replace")
-
-
-def _emit(doc: str, pieces: list[Piece], keeper: _Keeper, tally: Tally,
-          whole: str | None = None) -> Iterator[Record]:
-    """Count the dropped pieces, pass the others through the keeper (prose rule + dedupe)."""
-    for reason, text in pieces:
-        reason = whole or reason
-        if reason:
-            tally.drop(reason, text)
-            continue
-        kept = keeper.keep(text)
-        if kept:
-            yield doc, kept
 
 
 def _strip_gz(name: str) -> str:
@@ -426,7 +413,7 @@ def extract_linux_doc(root: str, tally: Tally | None = None) -> Iterator[Record]
         text = _open_text(path)
         tally.files_read += 1
         doc = "linux-doc/" + rel_name.rsplit(".", 1)[0]
-        yield from _emit(doc, rst_paragraphs(text), keeper, tally)
+        yield from emit_pieces(doc, rst_paragraphs(text), keeper, tally)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -606,7 +593,7 @@ def extract_perl_doc(root: str, tally: Tally | None = None) -> Iterator[Record]:
         page = name[:-4]
         text = _open_text(os.path.join(pod_dir, name))
         tally.files_read += 1
-        yield from _emit(f"perl-doc/{page}", pod_paragraphs(text), keeper, tally, _PERL_PAGES.get(page))
+        yield from emit_pieces(f"perl-doc/{page}", pod_paragraphs(text), keeper, tally, _PERL_PAGES.get(page))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -843,7 +830,7 @@ def extract_manpages(root: str, tally: Tally | None = None) -> Iterator[Record]:
                 tally.skip_file("so_link")
                 continue
             tally.files_read += 1
-            yield from _emit(f"manpages/{_strip_gz(name)}", man_paragraphs(text), keeper, tally)
+            yield from emit_pieces(f"manpages/{_strip_gz(name)}", man_paragraphs(text), keeper, tally)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -917,7 +904,7 @@ def extract_gnu_standards(root: str, tally: Tally | None = None) -> Iterator[Rec
                 if reason is None and _TEXINFO_LICENSE.match(text):
                     reason = "license"
                 pieces.append((reason, text))
-            yield from _emit(f"gnu-standards/{book}/{node}", pieces, keeper, tally, whole)
+            yield from emit_pieces(f"gnu-standards/{book}/{node}", pieces, keeper, tally, whole)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -1068,7 +1055,7 @@ def extract_debian_policy(root: str, tally: Tally | None = None) -> Iterator[Rec
             doc = f"debian-policy/{book}/{page}" if page else f"debian-policy/{book}"
             pieces = html_paragraphs(_read_text(path), rule, is_root)
             tally.files_read += 1
-            yield from _emit(doc, pieces, keeper, tally, page_reason(page) if page else None)
+            yield from emit_pieces(doc, pieces, keeper, tally, page_reason(page) if page else None)
 
 
 SOURCES = (

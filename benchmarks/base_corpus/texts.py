@@ -57,7 +57,7 @@ from typing import Iterator
 
 from benchmarks.base_corpus.builder import (
     Record, Tally, _html_documents, _Keeper, _read_text, _require_dir, clean_whitespace, dictd_entries, docbook_rule,
-    extract_mallard_help, prose_verdict)
+    emit_pieces, extract_mallard_help, prose_verdict)
 from keyboard_lm.errors import DataError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -582,16 +582,6 @@ def plaintext_paragraphs(text: str) -> list[tuple[str | None, str]]:
     return pieces
 
 
-def _plaintext_records(doc: str, text: str, keeper: _Keeper, tally: Tally) -> Iterator[Record]:
-    for reason, para in plaintext_paragraphs(text):
-        if reason:
-            tally.drop(reason, para)
-            continue
-        kept = keeper.keep(para)
-        if kept:
-            yield doc, kept
-
-
 def _read_maybe_gzip(path: str) -> str:
     if path.endswith(".gz"):
         try:
@@ -643,7 +633,7 @@ def extract_doc_debian(root: str, tally: Tally | None = None) -> Iterator[Record
         text = _read_maybe_gzip(path)
         tally.files_read += 1
         doc = "doc-debian/" + re.sub(r"\.txt(?:\.gz)?$", "", name)
-        yield from _plaintext_records(doc, text, keeper, tally)
+        yield from emit_pieces(doc, plaintext_paragraphs(text), keeper, tally)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -711,7 +701,7 @@ def extract_debian_history(root: str, tally: Tally | None = None) -> Iterator[Re
     for doc, path in dedications:
         text = _read_text(path)
         tally.files_read += 1
-        yield from _plaintext_records(doc, text, keeper, tally)
+        yield from emit_pieces(doc, plaintext_paragraphs(text), keeper, tally)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -63,15 +63,14 @@ def _base_overlap(init: dict, corpus, client_ids) -> tuple[dict, list[str]]:
     run's ``init_from`` names it and its weights are the ones recorded, else the run directory it
     names, if it still exists and ships a fingerprint.
     """
-    from keyboard_lm.data.overlap import describe_overlap, load_fingerprint
+    from keyboard_lm.data.overlap import count_parts, describe_overlap, load_fingerprint
+    from keyboard_lm.models.checkpoint import WEIGHTS_FILE, sha256_file
     from keyboard_lm.models.warm_start import BASE_NAME, base_model_dir
 
     path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")
     name = f"base {init.get('name')!r}"
     if not path or not os.path.isdir(path):
         return {"checked": False, "reason": f"{path}: not found"}, [f"{name} overlap not checked: {path} not found"]
-    from keyboard_lm.models.checkpoint import WEIGHTS_FILE, sha256_file
-
     weights = os.path.join(path, WEIGHTS_FILE)
     if not os.path.isfile(weights) or sha256_file(weights) != init.get("weights_sha256"):
         why = f"{weights} is not the base this run started from (weights sha256 differs)"
@@ -80,13 +79,8 @@ def _base_overlap(init: dict, corpus, client_ids) -> tuple[dict, list[str]]:
     if fingerprint is None:
         why = f"{path} ships no sentence fingerprint"
         return {"checked": False, "reason": why}, [f"{name} overlap not checked: {why}"]
-    counts = fingerprint.count(t for cid in client_ids for t in corpus.clients[cid])
-    from keyboard_lm.data.overlap import MIN_WORDS, WARN_SHARE
-
-    report = {"checked": True, "min_words": MIN_WORDS, "sample": fingerprint.sample, "warn_above": WARN_SHARE,
-              "evaluated": counts, "warning": counts["share"] is not None and counts["share"] > WARN_SHARE}
-    lines = describe_overlap(report, name)
-    return report, lines
+    report = {"checked": True, **count_parts(fingerprint, corpus, {"evaluated": client_ids})}
+    return report, describe_overlap(report, name)
 
 
 def cmd_baseline_ngram(args) -> int:

@@ -125,11 +125,11 @@ def _train_centralized(args, init=None) -> int:
         given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
     config = dataclasses.replace(default_config(warm_start=init is not None), seq_len=args.seq_len, seed=args.seed,
                                  **{k: v for k, v in given.items() if v is not None})
-    corpus = load_corpus_from_args(args)
+    corpus, split = load_corpus_from_args(args), split_from_args(args)
     if init is not None:
-        init = init.check_overlap(corpus, split_from_args(args))
+        init = init.check_overlap(corpus, split)
     train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
-                      config, split_from_args(args), quantization=_quantization(args),
+                      config, split, quantization=_quantization(args),
                       data_source=data_source(args), overwrite=args.overwrite, init=init)
     print(f"run saved to {args.out}")
     return 0

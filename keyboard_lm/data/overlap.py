@@ -57,6 +57,17 @@ def sentence_keys(text: str) -> list[int]:
     return keys
 
 
+def _sampled_keys(texts: Iterable[str], sample: int) -> tuple[np.ndarray, int]:
+    """The upper 32 bits of the keys divisible by ``sample`` (uint32), and how many sentences there were."""
+    kept, total = [], 0
+    for text in texts:
+        for key in sentence_keys(text):
+            total += 1
+            if key % sample == 0:
+                kept.append(key >> 32)
+    return np.asarray(kept, np.uint32), total
+
+
 @dataclasses.dataclass(frozen=True)
 class SentenceFingerprint:
     """The sampled, hashed set of a corpus's sentences (see the module docstring).
@@ -75,13 +86,8 @@ class SentenceFingerprint:
     def build(cls, texts: Iterable[str], sample: int = DEFAULT_SAMPLE) -> "SentenceFingerprint":
         if sample < 1:
             raise ConfigError(f"fingerprint sample must be >= 1, got {sample}")
-        kept, total = [], 0
-        for text in texts:
-            for key in sentence_keys(text):
-                total += 1
-                if key % sample == 0:
-                    kept.append(key >> 32)
-        return cls(np.unique(np.asarray(kept, np.uint32)), sample, total)
+        kept, total = _sampled_keys(texts, sample)
+        return cls(np.unique(kept), sample, total)
 
     def save(self, path: str) -> None:
         deltas = np.diff(self.hashes.astype(np.int64), prepend=0).astype(np.uint32)
@@ -108,13 +114,7 @@ class SentenceFingerprint:
 
         ``checked`` is the sampled sentences looked up; ``share`` = seen / checked (None when none checked).
         """
-        total, queries = 0, []
-        for text in texts:
-            for key in sentence_keys(text):
-                total += 1
-                if key % self.sample == 0:
-                    queries.append(key >> 32)
-        q = np.asarray(queries, np.uint32)
+        q, total = _sampled_keys(texts, self.sample)
         if len(q) and len(self.hashes):
             pos = np.minimum(np.searchsorted(self.hashes, q), len(self.hashes) - 1)
             seen = int(np.count_nonzero(self.hashes[pos] == q))
@@ -133,11 +133,14 @@ def overlap_report(fingerprint: SentenceFingerprint, corpus, split) -> dict:
     from keyboard_lm.data.split import split_clients
 
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
-    parts = {}
-    for name, ids in (("train", train_ids), ("heldout", heldout_ids)):
-        parts[name] = fingerprint.count(t for cid in ids for t in corpus.clients[cid])
-    shares = [p["share"] for p in parts.values() if p["share"] is not None]
-    return {"min_words": MIN_WORDS, "sample": fingerprint.sample, "warn_above": WARN_SHARE, **parts,
+    return count_parts(fingerprint, corpus, {"train": train_ids, "heldout": heldout_ids})
+
+
+def count_parts(fingerprint: SentenceFingerprint, corpus, parts: dict) -> dict:
+    """The report of ``overlap_report`` for any named groups of ``corpus``'s clients (name -> client ids)."""
+    counts = {name: fingerprint.count(t for cid in ids for t in corpus.clients[cid]) for name, ids in parts.items()}
+    shares = [c["share"] for c in counts.values() if c["share"] is not None]
+    return {"min_words": MIN_WORDS, "sample": fingerprint.sample, "warn_above": WARN_SHARE, **counts,
             "warning": bool(shares) and max(shares) > WARN_SHARE}
 
 
