@@ -81,3 +81,35 @@ def test_nesterov_matches_keras_sgd_nesterov():
         keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
     for ours, theirs in zip(weights, keras_vars):
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_clipped_sgd_matches_keras_sgd_with_global_clipnorm():
+    import tensorflow as tf
+
+    from keyboard_lm.federated.client_optimizer import ClippedSGD
+
+    rng = np.random.RandomState(2)
+    w0 = [rng.randn(3, 2).astype(np.float32), rng.randn(4).astype(np.float32)]
+    # steps with gradients far above and below the norm: only the large ones are scaled
+    grads = [[(scale * rng.randn(*w.shape)).astype(np.float32) for w in w0] for scale in (10.0, 0.1, 50.0)]
+    opt = ClippedSGD(0.2, 1.5)
+    state = opt.initialize([tf.TensorSpec(w.shape, tf.float32) for w in w0])
+    weights = [tf.constant(w) for w in w0]
+    keras_vars = [tf.Variable(w) for w in w0]
+    keras_opt = tf.keras.optimizers.SGD(0.2, global_clipnorm=1.5)
+    for g in grads:
+        state, weights = opt.next(state, weights, [tf.constant(x) for x in g])
+        keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
+    for ours, theirs in zip(weights, keras_vars):
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+    # the small step is not touched: one step of 0.1-scale gradients moves w by exactly lr * g
+    state, after = opt.next(state, weights, [tf.constant(x) for x in grads[1]])
+    np.testing.assert_allclose(after[0], weights[0] - 0.2 * grads[1][0], rtol=1e-6)
+    assert opt.get_hparams(state)["clipnorm"] == 1.5
+
+
+def test_clipped_sgd_rejects_a_norm_that_is_not_positive():
+    from keyboard_lm.federated.client_optimizer import ClippedSGD
+
+    with pytest.raises(ValueError, match="clipnorm > 0"):
+        ClippedSGD(0.1, 0.0)

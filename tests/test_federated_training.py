@@ -107,12 +107,14 @@ def test_divergence_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, c
     ("fedatt", ["--fedatt-eps", "1.0", "--fedatt-p", "2"]),
     ("fedavg", ["--server-optimizer", "nesterov"]),
     ("fedavg", ["--compression", "--embedding-dim", "48"]),  # a 600 x 48 embedding is large enough to quantize
+    ("fedavg", ["--client-clipnorm", "1.0"]),
 ])
 def test_each_algorithm_runs_a_round(tmp_path, algorithm, extra):
     out = str(tmp_path / algorithm)
     assert main(["train", "--out", out, "--rounds", "1", "--algorithm", algorithm, *SMALL, *extra]) == 0
     run = load_run(out)
     assert run.info["federated"]["algorithm"] == algorithm
+    assert run.info["federated"]["client_clipnorm"] == (1.0 if "--client-clipnorm" in extra else None)
     if "--compression" in extra:
         assert run.info["upload_bytes_per_client"] < 0.6 * run.info["upload_bytes_float32"]
 
@@ -137,6 +139,7 @@ def test_upload_bytes_of_the_paper_cifg():
     ({"algorithm": "fedprox"}, "unknown algorithm"),
     ({"server_optimizer": "rmsprop"}, "unknown server optimizer"),
     ({"client_lr": 0}, "client_lr"),
+    ({"client_clipnorm": 0.0}, "client_clipnorm"),
     ({"clients_per_round": 0}, "clients_per_round"),
     ({"algorithm": "fedatt", "compression": True}, "not combined with FedAtt"),
 ])

@@ -154,6 +154,13 @@ def client_lr_from_args(args, init) -> float:
     return default_federated(init is not None).client_lr if args.client_lr is None else args.client_lr
 
 
+def client_clipnorm_from_args(args, init) -> float | None:
+    """--client-clipnorm (0 = off), or the default of a run from random weights or from a base."""
+    if args.client_clipnorm is None:
+        return default_federated(init is not None).client_clipnorm
+    return args.client_clipnorm or None
+
+
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
     from keyboard_lm.federated.trainer import train_federated
@@ -181,7 +188,8 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
                  "weight_average": 0.0 if args.dp and args.weight_average is None else args.weight_average}
         fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
                               server_lr=args.server_lr, server_momentum=args.server_momentum,
-                              client_lr=client_lr_from_args(args, init), clients_per_round=args.clients_per_round,
+                              client_lr=client_lr_from_args(args, init),
+                              client_clipnorm=client_clipnorm_from_args(args, init), clients_per_round=args.clients_per_round,
                               fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps, compression=args.compression,
                               clip=args.clip, seed=args.seed, **federated_validation(args),
                               **{k: v for k, v in given.items() if v is not None})
@@ -312,6 +320,9 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                      help="Nesterov momentum (%(default)s)")
     fed.add_argument("--client-lr", type=float, default=None,
                      help=f"client SGD learning rate ({FED.client_lr}; {FED_FT.client_lr} from a base)")
+    fed.add_argument("--client-clipnorm", type=non_negative_float, default=None, metavar="NORM",
+                     help="clip each client step's gradient to this global L2 norm; 0 = off "
+                          f"({FED.client_clipnorm or 0:g}; {FED_FT.client_clipnorm or 0:g} from a base)")
     fed.add_argument("--clients-per-round", type=positive_int, default=FED.clients_per_round,
                      help="K, sampled uniformly; at most the number of training clients (%(default)s)")
     fed.add_argument("--rounds", type=positive_int, default=None,

@@ -83,6 +83,8 @@ class FederatedConfig:
         SGD with learning rate ``fedatt_eps``.
       server_lr, server_momentum: server step size and momentum.
       client_lr: client SGD learning rate.
+      client_clipnorm: clip each local step's gradient to this global L2
+        norm (``federated/client_optimizer.py``); None: plain SGD.
       clients_per_round: K clients sampled uniformly per round (10).
       rounds: number of rounds (350: about 40 minutes of the default recipe
         on Tiny Shakespeare on a 2-core machine; validation kept round 325).
@@ -119,6 +121,7 @@ class FederatedConfig:
     server_lr: float = 1.0
     server_momentum: float = 0.9
     client_lr: float = 0.5
+    client_clipnorm: float | None = None
     clients_per_round: int = 10
     rounds: int = 350
     fedatt_p: float = 2.0
@@ -140,6 +143,8 @@ class FederatedConfig:
         for name in ("server_lr", "client_lr", "fedatt_p", "fedatt_eps"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.client_clipnorm is not None and not self.client_clipnorm > 0:
+            raise ConfigError(f"client_clipnorm must be > 0 or None, got {self.client_clipnorm}")
         if not 0 <= self.server_momentum < 1:
             raise ConfigError(f"server_momentum must be in [0, 1), got {self.server_momentum}")
         for name in ("clients_per_round", "rounds"):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated.process import compose_fed_avg, model_fn_for, server_optimizer_for
+from keyboard_lm.federated.process import client_optimizer_for, compose_fed_avg, model_fn_for, server_optimizer_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
@@ -172,7 +172,7 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
 
 
 def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_optimizer=None,
-                     client_model_fn=None):
+                     client_model_fn=None, client_clipnorm: float | None = None):
     """DP-FedAvg (McMahan et al. 2018): unweighted FedAvg around a DP mean.
 
     Clients must be sampled as the accountant assumes (Poisson with
@@ -186,20 +186,21 @@ def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_o
       server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0,
         McMahan et al.'s plain model averaging).
       client_model_fn: client work's constructor (``process.compose_fed_avg``).
+      client_clipnorm: clip each client step's gradient (``process.client_optimizer_for``).
     Returns:
       A ``tff.learning.templates.LearningProcess``.
     """
     if dp.mechanism != "fedavg":
         raise ConfigError(f"build_dp_fed_avg needs --dp fedavg, got {dp.mechanism!r}")
     return compose_fed_avg(
-        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        model_fn, client_optimizer_for(client_lr, client_clipnorm),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
         build_dp_aggregator(dp), weighting="uniform", client_model_fn=client_model_fn)
 
 
 def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: float = 1.0,
                   server_momentum: float = 0.9, record_specs=None, noise_seed: int | None = None,
-                  client_model_fn=None):
+                  client_model_fn=None, client_clipnorm: float | None = None):
     """DP-FTRLM (Kairouz et al. 2021): tree-aggregated noise, server SGD with momentum.
 
     The tree emits the residual of the noisy prefix sums each round; heavy-ball
@@ -215,7 +216,7 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
       server_momentum: heavy-ball momentum (0.9, as in Kairouz et al.); 0 for none.
       record_specs: trainable weight specs (default ``trainable_specs(model_fn)``).
       noise_seed: seed of the tree's noise (None: from the clock).
-      client_model_fn: client work's constructor (``process.compose_fed_avg``).
+      client_model_fn, client_clipnorm: as ``build_dp_fed_avg``.
     """
     if dp.mechanism != "ftrl":
         raise ConfigError(f"build_dp_ftrl needs --dp ftrl, got {dp.mechanism!r}")
@@ -224,14 +225,14 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
     specs = record_specs if record_specs is not None else trainable_specs(model_fn)
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_lr, momentum=server_momentum or None)
     return compose_fed_avg(
-        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr), server,
+        model_fn, client_optimizer_for(client_lr, client_clipnorm), server,
         build_dp_aggregator(dp, specs, noise_seed=noise_seed), weighting="uniform",
         client_model_fn=client_model_fn)
 
 
 def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float = 0.5, server_optimizer=None,
                      server_lr: float = 1.0, server_momentum: float = 0.9, metrics: bool = True,
-                     dropout: float = 0.0, noise_seed: int | None = None):
+                     dropout: float = 0.0, noise_seed: int | None = None, client_clipnorm: float | None = None):
     """The DP learning process of ``dp.mechanism`` for a keyboard model (``process.build_process``'s DP twin).
 
     ``server_optimizer`` applies to DP-FedAvg; DP-FTRL takes ``server_lr``
@@ -241,9 +242,10 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
     client_model_fn = model_fn_for(model_config, input_spec, metrics, dropout, zero_init=True)
     if dp.mechanism == "fedavg":
         return build_dp_fed_avg(model_fn, dp, client_lr=client_lr, server_optimizer=server_optimizer,
-                                client_model_fn=client_model_fn)
+                                client_model_fn=client_model_fn, client_clipnorm=client_clipnorm)
     return build_dp_ftrl(model_fn, dp, client_lr=client_lr, server_lr=server_lr,
-                         server_momentum=server_momentum, noise_seed=noise_seed, client_model_fn=client_model_fn)
+                         server_momentum=server_momentum, noise_seed=noise_seed, client_model_fn=client_model_fn,
+                         client_clipnorm=client_clipnorm)
 
 
 class DPRun:
@@ -393,4 +395,5 @@ class DPRun:
         """The TFF learning process of this run (``build_dp_process``)."""
         return build_dp_process(model_config, self.config, input_spec, client_lr=config.client_lr,
                                 server_optimizer=server_optimizer_for(config), server_lr=config.server_lr,
-                                server_momentum=config.server_momentum, metrics=metrics, dropout=config.dropout)
+                                server_momentum=config.server_momentum, metrics=metrics, dropout=config.dropout,
+                                client_clipnorm=config.client_clipnorm)

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.aggregation import build_aggregator
+from keyboard_lm.federated.client_optimizer import ClippedSGD
 # FederatedConfig is re-exported: callers import it from here as from federated.config.
 from keyboard_lm.federated.config import AggregationConfig, FederatedConfig  # noqa: F401
 from keyboard_lm.federated.nesterov import NesterovSGD
@@ -77,6 +78,13 @@ def server_optimizer_for(config: FederatedConfig):
     if config.server_optimizer == "nesterov":
         return NesterovSGD(config.server_lr, config.server_momentum)
     return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
+
+
+def client_optimizer_for(client_lr: float, clipnorm: float | None = None):
+    """Client SGD: TFF's ``build_sgdm``, or ``ClippedSGD`` when ``clipnorm`` is given."""
+    if clipnorm is None:
+        return tff.learning.optimizers.build_sgdm(learning_rate=client_lr)
+    return ClippedSGD(client_lr, clipnorm)
 
 
 def model_fn_for(model_config: ModelConfig, input_spec, metrics: bool = True, dropout: float = 0.0,
@@ -161,20 +169,21 @@ def compose_fed_avg(model_fn, client_optimizer, server_optimizer, aggregator, *,
 
 
 def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, aggregator=None,
-                  loop: str = DEFAULT_LOOP, client_model_fn=None):
+                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None):
     """FedAvg (McMahan et al. 2017) with updates weighted by n_k (Hard et al. 2018, eq. 3).
 
     Args:
       model_fn: no-argument constructor of a ``tff.learning.models.VariableModel``.
       client_lr: client SGD learning rate (0.5).
       server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0, plain FedAvg).
+      client_clipnorm: clip each client step's gradient to this global norm (None: off).
       aggregator: a weighted aggregation factory (``build_aggregator()``: the default stack).
       loop, client_model_fn: see ``compose_fed_avg``.
     Returns:
       A ``tff.learning.templates.LearningProcess``.
     """
     return compose_fed_avg(
-        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        model_fn, client_optimizer_for(client_lr, client_clipnorm),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
         aggregator or build_aggregator(AggregationConfig(mean="weighted")), loop=loop,
         client_model_fn=client_model_fn)
@@ -188,16 +197,16 @@ def build_fed_sgd(model_fn, *, server_optimizer=None, aggregator=None):
 
 
 def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: float = 2.0, clip="adaptive",
-                  loop: str = DEFAULT_LOOP, client_model_fn=None):
+                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None):
     """FedAtt (Ji et al. 2019): the server steps by eps towards attention-weighted client models.
 
     Args:
       eps: server step size (Ji et al.: 1.0); p: norm order of the attention (2).
       clip: update clipping before the attention, as for every algorithm.
-      loop, client_model_fn: see ``compose_fed_avg``.
+      loop, client_model_fn: see ``compose_fed_avg``; client_clipnorm: see ``build_fed_avg``.
     """
     return compose_fed_avg(
-        model_fn, tff.learning.optimizers.build_sgdm(learning_rate=client_lr),
+        model_fn, client_optimizer_for(client_lr, client_clipnorm),
         tff.learning.optimizers.build_sgdm(learning_rate=eps),
         build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p)), weighting="uniform",
         loop=loop, client_model_fn=client_model_fn)
@@ -250,9 +259,11 @@ def _build_process(model_config, config, input_spec, metrics, loop, zero_init_cl
                        if zero_init_clients else None)
     if config.algorithm == "fedatt":
         return build_fed_att(model_fn, client_lr=config.client_lr, eps=config.fedatt_eps, p=config.fedatt_p,
-                             clip=config.clip, loop=loop, client_model_fn=client_model_fn)
+                             clip=config.clip, loop=loop, client_model_fn=client_model_fn,
+                             client_clipnorm=config.client_clipnorm)
     aggregator = build_aggregator(config.aggregation)
     if config.algorithm == "fedsgd":
         return build_fed_sgd(model_fn, server_optimizer=server_optimizer_for(config), aggregator=aggregator)
     return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=server_optimizer_for(config),
-                         aggregator=aggregator, loop=loop, client_model_fn=client_model_fn)
+                         aggregator=aggregator, loop=loop, client_model_fn=client_model_fn,
+                         client_clipnorm=config.client_clipnorm)
