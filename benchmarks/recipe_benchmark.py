@@ -88,15 +88,20 @@ def kept_within(curve: list[dict], budget: float) -> dict | None:
     return within[-1]
 
 
-def _ngram(data: str, fmt: str) -> dict:
-    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients."""
+def _ngram(data: str, fmt: str, partition: str = "natural", num_clients: int | None = None) -> dict:
+    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients.
+
+    ``partition``/``num_clients`` re-partition the corpus as `train --partition` does (seeded by the
+    default split seed).
+    """
     from keyboard_lm.baselines.ngram import KneserNey
     from keyboard_lm.data.corpora import load_corpus
+    from keyboard_lm.data.partition import apply_partition
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_predict_fn
     from keyboard_lm.text.vocabulary import Vocabulary
 
-    corpus = load_corpus(data, fmt)
+    corpus = apply_partition(load_corpus(data, fmt), partition, num_clients, SplitConfig().seed)
     train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig())
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), 10_000)
     kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))

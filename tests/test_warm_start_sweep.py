@@ -1,0 +1,53 @@
+"""The warm-start sweep ranks recipes by validation only, relative to the first recipe on each corpus."""
+
+import csv
+import json
+import os
+
+import pytest
+
+from benchmarks import warm_start_sweep as sweep
+
+
+def _run(tmp_path, name, rows, finished=True):
+    """A run directory as `train` writes it: metrics.csv with evaluation rows and run.json."""
+    run_dir = tmp_path / name
+    run_dir.mkdir(parents=True)
+    with open(run_dir / "metrics.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, ["round", "elapsed_seconds", "examples_seen", "recall_at_3", "perplexity",
+                               "val_recall_at_3", "val_loss"])
+        w.writeheader()
+        for rnd, val, heldout in rows:
+            w.writerow({"round": rnd, "elapsed_seconds": 10.0 * rnd, "examples_seen": 100 * rnd,
+                        "recall_at_3": heldout, "perplexity": 200.0, "val_recall_at_3": val, "val_loss": 5.0})
+    (run_dir / "run.json").write_text(json.dumps({"command": "train", "final_metrics": {"recall_at_3": 0.2}
+                                                  if finished else None}))
+    return str(run_dir)
+
+
+def test_kept_round_is_chosen_by_validation_not_heldout(tmp_path):
+    r = sweep._collect(_run(tmp_path, "a", [(25, 0.20, 0.30), (50, 0.22, 0.10), (75, 0.21, 0.40)]))
+    assert r["kept"]["step"] == 50
+    assert r["kept"]["recall_at_3"] == pytest.approx(0.10)
+
+
+def test_rank_needs_every_corpus_and_averages_ratios(tmp_path):
+    results = {
+        "mail": {"ref": sweep._collect(_run(tmp_path, "m0", [(25, 0.20, 0.2)])),
+                 "new": sweep._collect(_run(tmp_path, "m1", [(25, 0.22, 0.2)])),
+                 "half": sweep._collect(_run(tmp_path, "m2", [(25, 0.30, 0.2)]))},
+        "shakespeare": {"ref": sweep._collect(_run(tmp_path, "s0", [(25, 0.10, 0.2)])),
+                        "new": sweep._collect(_run(tmp_path, "s1", [(25, 0.095, 0.2)]))},
+    }
+    ranked = sweep.rank(results, ["ref", "new", "half"], ["mail", "shakespeare"])
+    assert [r["recipe"] for r in ranked] == ["new", "ref", "half"]
+    assert ranked[0]["mean"] == pytest.approx((1.10 + 0.95) / 2)
+    # a recipe not run on every corpus is not ranked, however good it looked on one
+    assert ranked[-1]["mean"] is None and ranked[-1]["ratios"] == {"mail": pytest.approx(1.5)}
+
+
+def test_unfinished_run_is_marked_and_resumed(tmp_path):
+    run_dir = _run(tmp_path, "u", [(25, 0.2, 0.2)], finished=False)
+    assert not sweep._finished(run_dir)
+    assert sweep._collect(run_dir)["finished"] is False
+    assert not sweep._finished(os.path.join(str(tmp_path), "missing"))
