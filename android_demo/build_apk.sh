@@ -134,7 +134,10 @@ VERSION_CODE="$(gradle_value versionCode)"
 VERSION_NAME="$(gradle_value versionName)"
 [ -n "$PACKAGE" ] && [ -n "$MIN_SDK" ] && [ -n "$VERSION_CODE" ] && [ -n "$VERSION_NAME" ] \
     || die "cannot read namespace/minSdk/versionCode/versionName from app/build.gradle"
-sed "0,/<manifest /s//<manifest package=\"$PACKAGE\" /" "$HERE/app/src/main/AndroidManifest.xml" > "$OUT/AndroidManifest.xml"
+# API 23's aapt does not know android:dataExtractionRules (API 31); at target SDK 23 allowBackup="false" and
+# fullBackupContent already keep the history out of backups and device transfers, so the attribute is dropped.
+sed -e "0,/<manifest /s//<manifest package=\"$PACKAGE\" /" -e 's/ android:dataExtractionRules="[^"]*"//' \
+    "$HERE/app/src/main/AndroidManifest.xml" > "$OUT/AndroidManifest.xml"
 aapt package -f -m -J "$OUT/gen" -M "$OUT/AndroidManifest.xml" -S "$HERE/app/src/main/res" \
     -A "$OUT/assets" -0 tflite -I "$ANDROID_JAR" -F "$OUT/app.unsigned.apk" \
     --min-sdk-version "$MIN_SDK" --target-sdk-version 23 --version-code "$VERSION_CODE" --version-name "$VERSION_NAME"

@@ -26,6 +26,7 @@ builds the environment (that downloads).
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -161,7 +162,8 @@ def _junit_run(tmp_path: Path) -> tuple[list[str], list[str]]:
     props = [f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}", f"-Dkblm.badmodels={bad_models}",
              f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}",
              f"-Dkblm.userhistory={REPO / 'tests' / 'golden' / 'user_history_vectors.json'}",
-             f"-Dkblm.historyweight={REPO / 'tests' / 'golden' / 'history_weight_vectors.json'}"]
+             f"-Dkblm.historyweight={REPO / 'tests' / 'golden' / 'history_weight_vectors.json'}",
+             f"-Dkblm.readme={REPO / 'android_demo' / 'README.md'}"]
     traces = _traces(tmp_path)
     if traces is not None:
         (tmp_path / "traces.txt").write_text(traces, encoding="utf-8")
@@ -229,6 +231,90 @@ def test_java_core_passes_junit_on_an_emulated_aarch64_jvm(host_junit):
     assert "os.arch = aarch64" in arch.stderr, arch.stderr[-2000:]
     count, summary = _junit([qemu, str(root / ARM64_JAVA), *ARM64_JVM_FLAGS], args, tests, env=env, timeout=900)
     assert count == host_count, f"aarch64 JVM: {summary}; host JVM: OK ({host_count} tests)"
+
+
+_PROPERTY = re.compile(r'"(kblm\.[A-Za-z0-9_.]+)"')
+
+
+def _properties_read_by_the_java_tests() -> dict[str, set[str]]:
+    """{property: the test classes that read it unguarded}: every "kblm.*" literal in a JUnit test source.
+
+    A read guarded by ``Assume.assume*`` within the next three lines (the test skips without it, as
+    StepEngineTraceTest does for the traces only pytest writes) is left out.
+    """
+    reads: dict[str, set[str]] = {}
+    for path in sorted((CORE / "src" / "test" / "java").rglob("*.java")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            for name in _PROPERTY.findall(line):
+                if any("Assume.assume" in later for later in lines[i + 1:i + 4]):
+                    continue
+                reads.setdefault(name, set()).add(path.stem)
+    return reads
+
+
+def test_gradle_passes_every_system_property_the_java_tests_read():
+    """`gradle :core:test` (not runnable here: no network to Gradle distributions) gets every kblm.* property.
+
+    core/build.gradle must pass each property a JUnit test class reads unguarded, unless it excludes
+    that class; and each path it passes must exist in the repository.
+    """
+    gradle = (CORE / "build.gradle").read_text(encoding="utf-8")
+    passed = dict(re.findall(r"systemProperty\s+'(kblm\.[A-Za-z0-9_.]+)',\s*rootProject\.file\('([^']+)'\)\.path", gradle))
+    assert passed, "core/build.gradle passes no kblm.* system property in the form systemProperty 'kblm.x', rootProject.file('...').path"
+    excluded = set(re.findall(r"'\*\*/(\w+)\.class'", gradle))
+    reads = _properties_read_by_the_java_tests()
+    assert "kblm.historyweight" in reads and "kblm.fixture" in reads, reads
+    missing = {name: sorted(classes - excluded) for name, classes in reads.items()
+               if name not in passed and classes - excluded}
+    assert not missing, f"core/build.gradle does not pass these system properties to the test classes that read them: {missing}"
+    for name, relative in passed.items():
+        assert (REPO / "android_demo" / relative).resolve().exists(), f"core/build.gradle: {name} names {relative}, which does not exist"
+
+
+def test_pytest_passes_every_system_property_the_java_tests_read():
+    """The JUnit run here gets every kblm.* property any test reads, guarded or not (the guarded ones then run too)."""
+    names = set(_PROPERTY.findall("\n".join(p.read_text(encoding="utf-8")
+                                            for p in (CORE / "src" / "test" / "java").rglob("*.java"))))
+    source = Path(__file__).read_text(encoding="utf-8")
+    given = set(re.findall(r"-D(kblm\.[A-Za-z0-9_.]+)=", source))
+    assert names - given == set(), f"tests/test_android_core.py does not pass {sorted(names - given)} to the JUnit run"
+
+
+APP = REPO / "android_demo" / "app" / "src" / "main"
+ANDROID_NS = "{http://schemas.android.com/apk/res/android}"
+
+
+def _java_string_constant(path: Path, name: str) -> str:
+    m = re.search(rf'static final String {name} = "([^"]+)";', path.read_text(encoding="utf-8"))
+    assert m, f"{path.relative_to(REPO)} has no String constant {name}"
+    return m.group(1)
+
+
+def test_backups_and_device_transfers_exclude_the_user_history():
+    """The manifest points at backup rules for API 23-30 and data-extraction rules for 31+, and both leave out
+    the history file, its temporary file and a damaged copy kept aside, by the names the code uses."""
+    import xml.etree.ElementTree as ET
+
+    history = _java_string_constant(APP / "java" / "org" / "keyboardlm" / "demo" / "UserHistoryStore.java", "FILE")
+    bad = _java_string_constant(CORE / "src" / "main" / "java" / "org" / "keyboardlm" / "core" / "UserHistoryFile.java",
+                                "BAD_SUFFIX")
+    names = {history, history + ".tmp", history + bad}
+    app = ET.parse(APP / "AndroidManifest.xml").getroot().find("application")
+    assert app.get(ANDROID_NS + "allowBackup") == "false"
+
+    def excluded(xml_ref: str, sections: list[str]) -> None:
+        assert xml_ref and xml_ref.startswith("@xml/"), xml_ref
+        root = ET.parse(APP / "res" / "xml" / (xml_ref[len("@xml/"):] + ".xml")).getroot()
+        for section in sections:
+            node = root if section == "." else root.find(section)
+            assert node is not None, f"{xml_ref} has no <{section}>"
+            paths = {e.get("path") for e in node.findall("exclude") if e.get("domain") == "file"}
+            assert names <= paths, f"{xml_ref} <{section}> does not exclude {sorted(names - paths)} (domain file)"
+            assert not node.findall("include"), f"{xml_ref} <{section}> includes files: only exclusions are wanted"
+
+    excluded(app.get(ANDROID_NS + "fullBackupContent"), ["."])
+    excluded(app.get(ANDROID_NS + "dataExtractionRules"), ["cloud-backup", "device-transfer"])
 
 
 ANDROID_TOOLS = REPO / "android_demo" / "build" / "tools"

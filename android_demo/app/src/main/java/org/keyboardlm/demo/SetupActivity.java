@@ -7,11 +7,15 @@ import android.os.Bundle;
 import android.provider.Settings;
 import android.view.View;
 import android.view.inputmethod.InputMethodManager;
+import android.widget.TextView;
 import android.widget.Toast;
+
+import java.io.File;
 
 /**
  * The launcher screen: enable and choose the keyboard, a field to try it in, and an action
- * that clears what the keyboard learnt (the user history and its file).
+ * that clears what the keyboard learnt (the user history and its files). While a damaged
+ * history file is kept aside, a notice names it until the user clears it.
  */
 public final class SetupActivity extends Activity {
     @Override
@@ -36,7 +40,21 @@ public final class SetupActivity extends Activity {
                 boolean cleared = UserHistoryStore.clear(SetupActivity.this);
                 Toast.makeText(SetupActivity.this, cleared ? R.string.history_cleared : R.string.history_not_cleared,
                         Toast.LENGTH_SHORT).show();
+                showDamagedNotice();
             }
         });
+    }
+
+    @Override
+    protected void onResume() {
+        super.onResume();
+        showDamagedNotice();  // the keyboard, when it reads the history, keeps a damaged file aside
+    }
+
+    private void showDamagedNotice() {
+        TextView notice = (TextView) findViewById(R.id.history_notice);
+        File bad = UserHistoryStore.damagedCopy(this);
+        notice.setVisibility(bad == null ? View.GONE : View.VISIBLE);
+        if (bad != null) notice.setText(getString(R.string.history_damaged, bad.getName()));
     }
 }

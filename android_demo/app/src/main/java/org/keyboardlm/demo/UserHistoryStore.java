@@ -8,13 +8,19 @@ import java.io.IOException;
 
 import org.keyboardlm.core.RecentSentences;
 import org.keyboardlm.core.UserHistory;
-import org.keyboardlm.core.UserHistoryException;
+import org.keyboardlm.core.UserHistoryFile;
 
 /**
  * The user's history (org.keyboardlm.core.UserHistory), one per app user, in the app's private
  * storage ({@code getFilesDir()/user.history}). One object per process, shared by the keyboard
  * and the setup screen (both run in the app's process), so clearing it in the setup screen
- * also clears what the running keyboard holds. Nothing here sends it anywhere.
+ * also clears what the running keyboard holds. Nothing here sends it anywhere, and the app's
+ * backup and data-extraction rules (res/xml) keep these files out of backups and device
+ * transfers.
+ *
+ * <p>A damaged file is never silently replaced: {@link UserHistoryFile} keeps it aside as
+ * {@code user.history.bad}, the reason is logged, and while that copy exists
+ * {@link #damagedCopy} names it for the keyboard and the setup screen to tell the user.
  *
  * <p>With it, in memory only, the user's newest finished sentences ({@link RecentSentences}),
  * on which the keyboard chooses the history's weight; clearing the history forgets them too.
@@ -24,12 +30,14 @@ final class UserHistoryStore {
     private static final String TAG = "kblm";
 
     private static UserHistory history;
-    /** The history's clock when it was last read or written (0: no file); -1 forces a write. */
+    /** The history's clock when it was last read or written (0: no file, or a damaged one kept aside). */
     private static long savedClock;
     /** The history's weight when it was last read or written. */
     private static Double savedWeight;
     /** The newest sentences of the history's user, never written (see {@link RecentSentences}). */
     private static RecentSentences recent;
+    /** False when a damaged file could not be moved aside: saving would overwrite it. */
+    private static boolean writable = true;
 
     private UserHistoryStore() {
     }
@@ -38,26 +46,26 @@ final class UserHistoryStore {
         return new File(context.getFilesDir(), FILE);
     }
 
-    /** The user's history, read on first use; a damaged file is logged and replaced by an empty history. */
+    /**
+     * The user's history, read on first use; a damaged file is kept aside as
+     * {@code user.history.bad} and an empty history starts (see {@link UserHistoryFile}), with
+     * the reason in the log.
+     */
     static synchronized UserHistory get(Context context) {
         if (history != null) return history;
-        File f = file(context);
-        savedClock = 0;
-        if (f.isFile()) {
-            try {
-                history = UserHistory.load(f.getPath());
-                savedClock = history.clock();
-                savedWeight = history.weight();
-            } catch (UserHistoryException e) {
-                Log.w(TAG, e.getMessage() + "; starting an empty user history");
-                savedClock = -1;  // the next save replaces the damaged file
-            } catch (RuntimeException | OutOfMemoryError e) {
-                Log.w(TAG, f.getPath() + ": cannot read the user history (" + e + "); starting an empty one");
-                savedClock = -1;
-            }
-        }
-        if (history == null) history = new UserHistory();
+        UserHistoryFile opened = UserHistoryFile.open(file(context).getPath());
+        if (opened.notice != null) Log.w(TAG, opened.notice);
+        history = opened.history;
+        writable = opened.writable;
+        savedClock = opened.loaded ? history.clock() : 0;
+        savedWeight = history.weight();
         return history;
+    }
+
+    /** The damaged history file kept aside, while it exists (the user is told until they clear it); else null. */
+    static File damagedCopy(Context context) {
+        File bad = UserHistoryFile.badCopy(file(context).getPath());
+        return bad.exists() ? bad : null;
     }
 
     /** The user's newest finished sentences, for the history of {@link #get}; in memory only. */
@@ -73,6 +81,10 @@ final class UserHistoryStore {
         Double weight = history.weight();
         boolean sameWeight = weight == null ? savedWeight == null : weight.equals(savedWeight);
         if (history.clock() == savedClock && sameWeight) return;
+        if (!writable) {
+            Log.w(TAG, file(context).getPath() + ": not saving the user history over the damaged file that could not be moved aside");
+            return;
+        }
         try {
             long clock = history.clock();
             history.save(file(context).getPath());
@@ -83,14 +95,24 @@ final class UserHistoryStore {
         }
     }
 
-    /** Forget what the keyboard learnt: the history in memory, its file and the sentences kept; false if the file stays. */
+    /**
+     * Forget what the keyboard learnt: the history in memory, its file, a damaged copy kept
+     * aside and the sentences kept; false if a file stays.
+     */
     static synchronized boolean clear(Context context) {
         if (recent != null) recent.clearHistory();  // the history too, and a weight being chosen is dropped
         else if (history != null) history.clear();
         savedClock = 0;
         savedWeight = null;
         File f = file(context);
-        new File(f.getPath() + ".tmp").delete();
-        return (!f.exists() || f.delete()) && !f.exists();
+        boolean gone = true;
+        for (File each : new File[] {f, new File(f.getPath() + ".tmp"), UserHistoryFile.badCopy(f.getPath())}) {
+            if (each.exists() && !each.delete()) {
+                Log.w(TAG, each.getPath() + ": cannot delete");
+                gone = false;
+            }
+        }
+        if (gone) writable = true;  // the damaged file that blocked saving is gone
+        return gone;
     }
 }

@@ -11,7 +11,9 @@ import java.util.List;
  * The keyboard's view of one text field: from the text before the cursor to a
  * {@link Session} and the 3-slot strip. Everything the Android keyboard decides lives here,
  * so the InputMethodService only reads the editor, calls {@link #update} off the UI thread
- * and shows the {@link Strip}. Not thread-safe: one background thread owns it.
+ * and shows the {@link Strip}. Not thread-safe: one background thread owns it (only
+ * {@link #setDeviceLocked} may be called from another). Which fields it is used in, and which
+ * of them learn, is {@link FieldPolicy}'s decision.
  *
  * <p>The text before the cursor is split into committed text and the word being typed
  * ({@link #wordBeingTyped}). The session follows the committed text's last sentence (its
@@ -33,15 +35,27 @@ import java.util.List;
  * before it in its sentence, after the same previous sentence (the last
  * {@link #REMEMBERED_PLACES} places learnt are remembered). Not learnt: the text a field holds
  * when it is opened (the first update after {@link #reset}), pastes and cursor jumps over
- * more words, and nothing in a field reset with {@code learn} false (see {@link #mayLearn}).
- * A backspace does not unlearn.
+ * more words, and nothing in a field reset with {@code learn} false (see
+ * {@link FieldPolicy#mayLearn}). A backspace does not unlearn. Only the keyboard's own typing
+ * is learnt: a word is learnt only when all of its whitespace-delimited chunk lies in the text
+ * the keyboard itself typed ({@link #update(String, boolean)}, {@link TypedTail}), so a paste
+ * or an editor's change is never learnt, not even when a typed space finishes a pasted word.
+ * Nor is any word of a chunk {@link FieldPolicy#mayLearnChunk} refuses (digits, e-mail
+ * addresses, URLs), and a chunk is judged when it is finished (see {@link #scanChunks}): a
+ * word followed by a comma is learnt when the space comes, a terminator finishes it at once.
+ *
+ * <p>Words only the history knows (outside the model's vocabulary) reach the strip only when
+ * {@link FieldPolicy#mayShowHistoryWord} allows it: typed at least twice, and never while the
+ * device is locked ({@link #setDeviceLocked}). The places they leave go to the next best words.
  *
  * <p>Finished sentences: in a field that learns, a sentence that a typed terminator ends (an
  * update that could learn its last words, as above) is kept, once per place, for
  * {@link #takeFinishedSentences()}: the keyboard's newest text, on which
  * {@link Session#chooseHistoryWeight} chooses the user's history weight (see
  * {@link RecentSentences}). Never kept: what learning leaves out (a field that does not learn,
- * the text a field holds when it is opened, pastes), and text with no terminator after it.
+ * the text a field holds when it is opened, pastes, a sentence with a word the keyboard did
+ * not type), and text with no terminator after it. Words the policy refuses are kept in such a
+ * sentence: it stays in memory, for the weight choice only.
  */
 public final class TextField {
     /** Candidates per strip. */
@@ -57,6 +71,11 @@ public final class TextField {
     private final Session session;
     /** The words of the current sentence the session has committed. */
     private final List<String> committed = new ArrayList<String>();
+    /**
+     * The words of the finished text's last sentence at the last update: what learning compares
+     * with ({@link #committed} without a chunk still being typed).
+     */
+    private List<String> lastFinished = new ArrayList<String>();
     /** Hashes of the places learnt lately (previous sentence, sentence up to the word), oldest first. */
     private final LinkedHashSet<Long> learntPlaces = new LinkedHashSet<Long>();
     /** Sentences a typed terminator finished in this field while it learnt, oldest first, not yet taken. */
@@ -64,6 +83,10 @@ public final class TextField {
     /** True until the first update after a reset: the text the field already holds is not learnt. */
     private boolean opened = true;
     private int stepsRun;
+    /** The end of the text the keyboard itself typed: only words inside it are learnt. */
+    private final TypedTail typed = new TypedTail();
+    /** Set from the service's thread: no word only the history knows is shown while true. */
+    private volatile boolean deviceLocked;
 
     /** What the strip shows after an update. */
     public static final class Strip {
@@ -123,55 +146,27 @@ public final class TextField {
         session.reset();
         session.setLearning(learn);
         committed.clear();
+        lastFinished = new ArrayList<String>();
         learntPlaces.clear();
+        typed.reset();
         opened = true;
+    }
+
+    /**
+     * True while the device is locked (the service sets it from {@code KeyguardManager}): the
+     * strip then shows no word only the user history knows. Safe to call from any thread.
+     */
+    public void setDeviceLocked(boolean locked) {
+        deviceLocked = locked;
+    }
+
+    public boolean deviceLocked() {
+        return deviceLocked;
     }
 
     /** Learn (or not) from now on, in the same field (its type changed). */
     public void setLearning(boolean learn) {
         session.setLearning(learn);
-    }
-
-    // android.text.InputType and android.view.inputmethod.EditorInfo values (the core has no Android imports).
-    static final int TYPE_MASK_CLASS = 0x0000000f;
-    static final int TYPE_MASK_VARIATION = 0x00000ff0;
-    static final int TYPE_NULL = 0;
-    static final int TYPE_CLASS_TEXT = 0x00000001;
-    static final int TYPE_CLASS_NUMBER = 0x00000002;
-    static final int TYPE_TEXT_VARIATION_PASSWORD = 0x00000080;
-    static final int TYPE_TEXT_VARIATION_VISIBLE_PASSWORD = 0x00000090;
-    static final int TYPE_TEXT_VARIATION_WEB_PASSWORD = 0x000000e0;
-    static final int TYPE_NUMBER_VARIATION_PASSWORD = 0x00000010;
-    static final int TYPE_TEXT_FLAG_NO_SUGGESTIONS = 0x00080000;
-    /** EditorInfo.IME_FLAG_NO_PERSONALIZED_LEARNING (API 26; incognito fields). */
-    static final int IME_FLAG_NO_PERSONALIZED_LEARNING = 0x01000000;
-
-    /**
-     * Whether the keyboard may predict in a field of this {@code EditorInfo.inputType}: show
-     * the strip and run the model. Never in a password field (text, visible, web or number
-     * password), a field that asks for no suggestions ({@code TYPE_TEXT_FLAG_NO_SUGGESTIONS}),
-     * or a raw (TYPE_NULL) one, whose text the keyboard cannot read. Incognito fields are
-     * predicted in (they are only never learnt from, see {@link #mayLearn}).
-     */
-    public static boolean mayPredict(int inputType) {
-        int cls = inputType & TYPE_MASK_CLASS;
-        int variation = inputType & TYPE_MASK_VARIATION;
-        if (cls == TYPE_NULL) return false;
-        if (cls == TYPE_CLASS_TEXT && (variation == TYPE_TEXT_VARIATION_PASSWORD
-                || variation == TYPE_TEXT_VARIATION_VISIBLE_PASSWORD || variation == TYPE_TEXT_VARIATION_WEB_PASSWORD)) {
-            return false;
-        }
-        if (cls == TYPE_CLASS_NUMBER && variation == TYPE_NUMBER_VARIATION_PASSWORD) return false;
-        return (inputType & TYPE_TEXT_FLAG_NO_SUGGESTIONS) == 0;
-    }
-
-    /**
-     * Whether a field with these {@code EditorInfo.inputType} and {@code imeOptions} may be
-     * learnt from: never where the keyboard may not predict ({@link #mayPredict}: passwords,
-     * no-suggestion and raw fields), nor in an incognito field (no personalized learning).
-     */
-    public static boolean mayLearn(int inputType, int imeOptions) {
-        return mayPredict(inputType) && (imeOptions & IME_FLAG_NO_PERSONALIZED_LEARNING) == 0;
     }
 
     /** The session this field drives (read-only use: suggestions, counters). */
@@ -180,21 +175,109 @@ public final class TextField {
     }
 
     /**
-     * Bring the session to {@code textBeforeCursor} and rank the strip: completions of the word
-     * being typed, or next-word suggestions after a space or punctuation.
+     * {@link #update(String, boolean)} after the keyboard's own edit (a key, a tapped
+     * suggestion): {@code update(textBeforeCursor, true)}.
      */
     public Strip update(String textBeforeCursor) {
+        return update(textBeforeCursor, true);
+    }
+
+    /**
+     * Bring the session to {@code textBeforeCursor} and rank the strip: completions of the word
+     * being typed, or next-word suggestions after a space or punctuation. {@code byKeyboard}:
+     * true when the keyboard's own keys or taps, and nothing else, changed the text since the
+     * last update; false for anything else (a paste, a cursor move, the editor's own change, a
+     * field opened), whose text is then never learnt.
+     */
+    public Strip update(String textBeforeCursor, boolean byKeyboard) {
         if (textBeforeCursor == null) throw new IllegalArgumentException("textBeforeCursor must not be null");
+        typed.next(textBeforeCursor, byKeyboard);
         String typing = wordBeingTyped(textBeforeCursor);
-        List<TextSpec.Item> items = TextSpec.scan(textBeforeCursor.substring(0, textBeforeCursor.length() - typing.length()));
+        List<TextSpec.Item> items = new ArrayList<TextSpec.Item>();
+        List<Integer> kinds = new ArrayList<Integer>();
+        int finishedItems = scanChunks(textBeforeCursor.substring(0, textBeforeCursor.length() - typing.length()), typed.start(),
+                items, kinds);
         int lastEnd = -1;
         for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
         List<TextSpec.Item> sentence = items.subList(lastEnd + 1, items.size());
-        learn(items);
+        // A chunk still being typed (no space after it yet) is judged, and learnt, once it is finished.
+        learn(items.subList(0, finishedItems), kinds.subList(0, finishedItems));
         stepsRun = 0;
         follow(sentence);
-        List<Suggestion> ranked = typing.isEmpty() ? session.suggestions(SLOTS) : session.complete(typing, SLOTS);
-        return new Strip(ranked, !typing.isEmpty() && !Session.strip(TextSpec.normalize(typing)).isEmpty(), typing, stepsRun);
+        return new Strip(rank(typing), !typing.isEmpty() && !Session.strip(TextSpec.normalize(typing)).isEmpty(), typing, stepsRun);
+    }
+
+    /**
+     * The {@link #SLOTS} best suggestions or completions that {@link FieldPolicy#mayShowHistoryWord}
+     * lets through: a hidden word's place goes to the next best, so more are ranked until
+     * enough are left or there are no more.
+     */
+    private List<Suggestion> rank(String typing) {
+        UserHistory history = session.userHistory();
+        boolean locked = deviceLocked;
+        for (int k = SLOTS; ; k *= 2) {
+            List<Suggestion> all = typing.isEmpty() ? session.suggestions(k) : session.complete(typing, k);
+            if (history == null) return all;
+            List<Suggestion> shown = new ArrayList<Suggestion>(SLOTS);
+            for (Suggestion s : all) {
+                if (s.id < 0 && !FieldPolicy.mayShowHistoryWord(history.count(s.word), locked)) continue;
+                shown.add(s);
+                if (shown.size() == SLOTS) return shown;
+            }
+            if (all.size() < k) return shown;
+        }
+    }
+
+    /** A word's kind bits (see {@link #scanChunks}): the keyboard typed all of its chunk. */
+    static final int TYPED = 1;
+    /** ... and {@link FieldPolicy#mayLearnChunk} accepts the chunk: the word may be learnt. */
+    static final int LEARNABLE = 2;
+
+    /**
+     * {@link TextSpec#scan} of {@code text}, one whitespace-delimited chunk at a time (the same
+     * items: no token or terminator run holds ASCII whitespace, and normalization does not
+     * reach across it), with each item's kind: {@link #TYPED} when its chunk starts at or after
+     * {@code typedFrom} (the keyboard typed all of it), plus {@link #LEARNABLE} when
+     * {@link FieldPolicy#mayLearnChunk} accepts the chunk too. Returns how many items belong to
+     * finished chunks: all but those of a last chunk that no whitespace follows yet, unless it
+     * ends with a terminator ({@code .} {@code !} {@code ?} {@code …} {@code 。}), which ends its
+     * sentence, and the policy accepts it. A chunk such as {@code https:} or {@code bob@} may
+     * still grow into one the policy refuses, so it is judged when it is finished; and a
+     * refused one such as {@code https://bank.} is a URL being typed, not a sentence's end.
+     */
+    static int scanChunks(String text, int typedFrom, List<TextSpec.Item> items, List<Integer> kinds) {
+        int i = 0;
+        int n = text.length();
+        int finished = 0;
+        while (i < n) {
+            while (i < n && isAsciiSpace(text.charAt(i))) i++;
+            int start = i;
+            while (i < n && !isAsciiSpace(text.charAt(i))) i++;
+            if (i == start) break;
+            String chunk = text.substring(start, i);
+            int kind = start >= typedFrom ? (FieldPolicy.mayLearnChunk(chunk) ? TYPED | LEARNABLE : TYPED) : 0;
+            for (TextSpec.Item item : TextSpec.scan(chunk)) {
+                items.add(item);
+                kinds.add(kind);
+            }
+            String normalized = TextSpec.normalize(chunk);
+            int last = normalized.isEmpty() ? ' ' : normalized.codePointBefore(normalized.length());
+            if (i < n || Character.isWhitespace(last) || ((kind & LEARNABLE) != 0 && isTerminator(last))) {
+                finished = items.size();
+            }
+        }
+        return finished;
+    }
+
+    /** A sentence terminator of the text spec ({@code .} {@code !} {@code ?} {@code …} {@code 。}). */
+    private static boolean isTerminator(int cp) {
+        List<TextSpec.Item> items = TextSpec.scan(new String(Character.toChars(cp)));
+        return items.size() == 1 && items.get(0).end;
+    }
+
+    /** The whitespace TextSpec's URLs stop at (space, tab, line feed, CR, form feed, vertical tab). */
+    private static boolean isAsciiSpace(char c) {
+        return c == ' ' || (c >= '\t' && c <= '\r');
     }
 
     private void follow(List<TextSpec.Item> sentence) {
@@ -222,31 +305,45 @@ public final class TextField {
     }
 
     /**
-     * Learn the words this update finished (see the class comment), before {@link #follow}
-     * replaces {@link #committed} (the words of the sentence the last update followed).
+     * Learn the words this update finished (see the class comment): {@code items} are the
+     * finished chunks' items and {@code kinds} their {@link #TYPED}/{@link #LEARNABLE} bits;
+     * what is new is found against {@link #lastFinished}.
      */
-    private void learn(List<TextSpec.Item> items) {
+    private void learn(List<TextSpec.Item> items, List<Integer> kinds) {
+        // The finished text's sentences; the last one (maybe empty) is being typed.
+        List<List<String>> sentences = new ArrayList<List<String>>();
+        List<String> current = new ArrayList<String>();
+        // Per sentence, each word's kind (TYPED, LEARNABLE).
+        List<List<Integer>> sentenceKinds = new ArrayList<List<Integer>>();
+        List<Integer> currentKinds = new ArrayList<Integer>();
+        for (int k = 0; k < items.size(); k++) {
+            TextSpec.Item item = items.get(k);
+            if (item.end) {
+                sentences.add(current);
+                sentenceKinds.add(currentKinds);
+                current = new ArrayList<String>();
+                currentKinds = new ArrayList<Integer>();
+            } else {
+                current.add(item.text);
+                currentKinds.add(kinds.get(k));
+            }
+        }
+        sentences.add(current);
+        sentenceKinds.add(currentKinds);
+        List<String> wordsBefore = lastFinished;
+        lastFinished = current;
         if (session.userHistory() == null) {
             opened = false;
             return;
         }
-        // The committed text's sentences; the last one (maybe empty) is being typed.
-        List<List<String>> sentences = new ArrayList<List<String>>();
-        List<String> current = new ArrayList<String>();
-        for (TextSpec.Item item : items) {
-            if (item.end) {
-                sentences.add(current);
-                current = new ArrayList<String>();
-            } else {
-                current.add(item.text);
-            }
-        }
-        sentences.add(current);
         int n = sentences.size();
         List<String> empty = Collections.<String>emptyList();
+        List<Integer> none = Collections.<Integer>emptyList();
         List<String> sentence = sentences.get(n - 1);
         List<String> before = n >= 2 ? sentences.get(n - 2) : empty;
         List<String> beforeBefore = n >= 3 ? sentences.get(n - 3) : empty;
+        List<Integer> sentenceMay = sentenceKinds.get(n - 1);
+        List<Integer> beforeMay = n >= 2 ? sentenceKinds.get(n - 2) : none;
         if (opened) {
             // The field's own text counts as learnt: retyping it is not new, nor ending its sentence.
             if (n >= 2 && !before.isEmpty()) remember(end(beforeBefore, before));
@@ -256,15 +353,17 @@ public final class TextField {
             return;
         }
         if (!session.learning()) return;
-        int added = sentence.size() - committed.size();
-        if (startsWith(sentence, committed) && added >= 1 && added <= MAX_WORDS_LEARNT_AT_ONCE) {
-            for (int i = committed.size(); i < sentence.size(); i++) learnAt(before, sentence, i);
-        } else if (n >= 2 && startsWith(before, committed) && before.size() - committed.size() <= MAX_WORDS_LEARNT_AT_ONCE
+        int added = sentence.size() - wordsBefore.size();
+        if (startsWith(sentence, wordsBefore) && added >= 1 && added <= MAX_WORDS_LEARNT_AT_ONCE) {
+            for (int i = wordsBefore.size(); i < sentence.size(); i++) learnAt(before, sentence, i, sentenceMay);
+        } else if (n >= 2 && startsWith(before, wordsBefore) && before.size() - wordsBefore.size() <= MAX_WORDS_LEARNT_AT_ONCE
                 && sentence.size() <= MAX_WORDS_LEARNT_AT_ONCE) {
             // A terminator ended the sentence being typed (and maybe a new one began).
-            for (int i = committed.size(); i < before.size(); i++) learnAt(beforeBefore, before, i);
-            for (int i = 0; i < sentence.size(); i++) learnAt(before, sentence, i);
-            if (!before.isEmpty() && remember(end(beforeBefore, before))) {
+            for (int i = wordsBefore.size(); i < before.size(); i++) learnAt(beforeBefore, before, i, beforeMay);
+            for (int i = 0; i < sentence.size(); i++) learnAt(before, sentence, i, sentenceMay);
+            // Kept only when the keyboard typed all of it (the user's own typing; in memory only,
+            // for the weight choice, so words the history may not learn are kept here too).
+            if (!before.isEmpty() && remember(end(beforeBefore, before)) && allTyped(beforeMay)) {
                 finished.addLast(new ArrayList<String>(before));
                 if (finished.size() > MAX_FINISHED_SENTENCES) finished.removeFirst();
             }
@@ -282,9 +381,20 @@ public final class TextField {
         return out;
     }
 
-    private void learnAt(List<String> before, List<String> sentence, int i) {
-        if (!remember(place(before, sentence, i))) return;
-        session.learn(i == 0 ? null : sentence.get(i - 1), sentence.get(i));
+    /**
+     * Learn word i of {@code sentence} unless its kind lacks {@link #LEARNABLE} (its place is then
+     * not remembered: typed later, it is new). After a word that may not be learnt it is learnt
+     * as after nothing (a sentence start), so that word never reaches the history, not even as a
+     * previous word.
+     */
+    private void learnAt(List<String> before, List<String> sentence, int i, List<Integer> kinds) {
+        if ((kinds.get(i) & LEARNABLE) == 0 || !remember(place(before, sentence, i))) return;
+        session.learn(i == 0 || (kinds.get(i - 1) & LEARNABLE) == 0 ? null : sentence.get(i - 1), sentence.get(i));
+    }
+
+    private static boolean allTyped(List<Integer> kinds) {
+        for (int kind : kinds) if ((kind & TYPED) == 0) return false;
+        return true;
     }
 
     /** Adds a learnt place; false when it was remembered already. */

@@ -5,10 +5,12 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertTrue;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.TreeSet;
 
 import org.junit.Test;
 
@@ -160,7 +162,9 @@ public class TextFieldTest {
         assertEquals(6, h.clock());
         type(f, "words already in the field ", "too ");
         assertEquals(7, h.clock());
-        assertEquals(1.0, h.count("too", "field"), 0.0);
+        // After a word the keyboard did not type, as after nothing: the field's text never reaches the history.
+        assertEquals(1.0, h.count("too", UserHistory.START), 0.0);
+        assertEquals(0.0, h.count("too", "field"), 0.0);
         // A password field learns nothing; a tapped suggestion there neither.
         f.reset(false);
         f.update("");
@@ -188,47 +192,224 @@ public class TextFieldTest {
         assertFalse(Arrays.asList(new TextField(p).update("see you at the ").slots()).contains("zorblaxen"));
     }
 
+    /**
+     * What KeyboardService does with each field: {@link FieldPolicy} decides when the field
+     * starts; a field it does not predict in never reaches the TextField (its text is not even
+     * read); keys and taps are keyboard edits, pastes and the field's own text are not.
+     */
+    static final class Keyboard {
+        final TextField field;
+        boolean predicting;
+        String text = "";
+        TextField.Strip strip;
+
+        Keyboard(TextField field) {
+            this.field = field;
+        }
+
+        Keyboard open(int inputType, int imeOptions, String initialText) {
+            predicting = FieldPolicy.mayPredict(inputType);
+            text = initialText;
+            field.reset(FieldPolicy.mayLearn(inputType, imeOptions));
+            strip = predicting ? field.update(text, false) : null;
+            return this;
+        }
+
+        Keyboard type(String more) {
+            for (char c : more.toCharArray()) {
+                text += c;
+                if (predicting) strip = field.update(text, true);
+            }
+            return this;
+        }
+
+        Keyboard backspace() {
+            text = text.substring(0, text.length() - TextField.backspaceLength(text));
+            if (predicting) strip = field.update(text, true);
+            return this;
+        }
+
+        Keyboard paste(String more) {
+            text += more;
+            if (predicting) strip = field.update(text, false);
+            return this;
+        }
+
+        List<String> words() {
+            List<String> out = new ArrayList<String>();
+            if (strip != null) for (Suggestion s : strip.ranked) out.add(s.word);
+            return out;
+        }
+    }
+
+    static final int CHAT = FieldPolicy.TYPE_CLASS_TEXT | FieldPolicy.TYPE_TEXT_FLAG_CAP_SENTENCES
+            | FieldPolicy.TYPE_TEXT_FLAG_MULTI_LINE | FieldPolicy.TYPE_TEXT_FLAG_AUTO_CORRECT;
+
     @Test
-    public void passwordNoSuggestionAndIncognitoFieldsAreNeverLearnt() {
-        int text = 0x1;
-        int number = 0x2;
-        assertTrue(TextField.mayLearn(text, 0));
-        assertTrue(TextField.mayLearn(text | 0x10, 0));  // a URI: variation 0x10 is a password only for numbers
-        assertTrue(TextField.mayLearn(text | 0x4000 | 0x20000, 0x6));  // sentence caps, multi-line, action done
-        assertTrue(TextField.mayLearn(number, 0));
-        assertTrue(TextField.mayLearn(0x3, 0));  // phone
-        assertFalse(TextField.mayLearn(text | 0x80, 0));  // TYPE_TEXT_VARIATION_PASSWORD
-        assertFalse(TextField.mayLearn(text | 0x90, 0));  // TYPE_TEXT_VARIATION_VISIBLE_PASSWORD
-        assertFalse(TextField.mayLearn(text | 0xe0, 0));  // TYPE_TEXT_VARIATION_WEB_PASSWORD
-        assertFalse(TextField.mayLearn(number | 0x10, 0));  // TYPE_NUMBER_VARIATION_PASSWORD
-        assertFalse(TextField.mayLearn(text | 0x80000, 0));  // TYPE_TEXT_FLAG_NO_SUGGESTIONS
-        assertFalse(TextField.mayLearn(text, 0x1000000));  // IME_FLAG_NO_PERSONALIZED_LEARNING
-        assertFalse(TextField.mayLearn(0, 0));  // TYPE_NULL
+    public void aCardNumberATokenUrlAndAPastedPasswordAreNeitherLearntNorCompletedLater() throws Exception {
+        Predictor p = golden();
+        UserHistory h = new UserHistory();
+        Keyboard k = new Keyboard(new TextField(p, h));
+        k.open(FieldPolicy.TYPE_CLASS_NUMBER, 0, "").type("4111 1111 1111 1111 ").type("1234 ");
+        k.open(FieldPolicy.TYPE_CLASS_TEXT | FieldPolicy.TYPE_TEXT_VARIATION_URI, 0, "")
+                .type("https://bank.example/reset?token=8f2a ");
+        k.open(CHAT, 0, "").type("the code is ").paste("hunter2").type(" ok. ").paste("hunter").type(" and ").type("hunter2 ");
+        assertEquals("only the chat's typed words are learnt", new TreeSet<String>(Arrays.asList("the", "code", "is", "ok", "and")),
+                new TreeSet<String>(h.distribution(null).keySet()));
+        // Twice more, so a word typed twice would now be offered back.
+        for (int i = 0; i < 2; i++) {
+            k.open(FieldPolicy.TYPE_CLASS_TEXT | FieldPolicy.TYPE_TEXT_VARIATION_URI, 0, "")
+                    .type("https://bank.example/reset?token=8f2a ");
+            k.open(CHAT, 0, "").paste("hunter2").type(" ").paste("hunter").type(" ");
+        }
+        assertEquals(5, h.numWords());
+        // A later ordinary field completes none of it.
+        String[][] prefixes = {{"41", "4111"}, {"12", "1234"}, {"hun", "hunter"}, {"htt", "http"}, {"ban", "bank"}, {"tok", "token"}};
+        for (String[] c : prefixes) {
+            List<String> words = k.open(CHAT, 0, "").type("see ").type(c[0]).words();
+            for (String w : words) assertFalse(c[0] + " -> " + words, w.startsWith(c[1]));
+            for (Suggestion s : k.strip.ranked) assertTrue(c[0] + ": " + s.word + " comes from the model", s.id >= 0);
+        }
     }
 
     @Test
-    public void passwordNoSuggestionAndRawFieldsGetNoStripAndNoModel() {
-        int text = 0x1;
-        int number = 0x2;
-        assertTrue(TextField.mayPredict(text));
-        assertTrue(TextField.mayPredict(text | 0x10));  // a URI: variation 0x10 is a password only for numbers
-        assertTrue(TextField.mayPredict(text | 0x20));  // an email address
-        assertTrue(TextField.mayPredict(text | 0x4000 | 0x20000));  // sentence caps, multi-line
-        assertTrue(TextField.mayPredict(number));
-        assertTrue(TextField.mayPredict(0x3));  // phone
-        assertFalse(TextField.mayPredict(text | 0x80));  // TYPE_TEXT_VARIATION_PASSWORD
-        assertFalse(TextField.mayPredict(text | 0x90));  // TYPE_TEXT_VARIATION_VISIBLE_PASSWORD
-        assertFalse(TextField.mayPredict(text | 0xe0));  // TYPE_TEXT_VARIATION_WEB_PASSWORD
-        assertFalse(TextField.mayPredict(number | 0x10));  // TYPE_NUMBER_VARIATION_PASSWORD
-        assertFalse(TextField.mayPredict(text | 0x80000));  // TYPE_TEXT_FLAG_NO_SUGGESTIONS
-        assertFalse(TextField.mayPredict(text | 0x80000 | 0x4000));  // ... with other flags
-        assertFalse(TextField.mayPredict(0));  // TYPE_NULL
-        // An incognito field is predicted in, but not learnt from; a field without prediction is never learnt from.
-        assertFalse(TextField.mayLearn(text, 0x1000000));
-        for (int type : new int[] {0, text, text | 0x80, text | 0x90, text | 0xe0, number, number | 0x10, text | 0x80000, 0x3}) {
-            if (!TextField.mayPredict(type)) assertFalse(Integer.toHexString(type), TextField.mayLearn(type, 0));
-            else assertTrue(Integer.toHexString(type), TextField.mayLearn(type, 0));
+    public void wordsWithDigitsUrlsAndAddressesAreNotLearntEvenInAFieldThatLearns() throws Exception {
+        UserHistory h = new UserHistory();
+        Keyboard k = new Keyboard(new TextField(golden(), h)).open(CHAT, 0, "");
+        k.type("card 4111 1111 1111 1111 exp 12/27 ").type("see https://bank.example/reset?token=abc now ")
+                .type("mail bob@example.com or www.example.org ").type("my hunter2 is 2nd. ");
+        assertEquals(new TreeSet<String>(Arrays.asList("card", "exp", "see", "now", "mail", "or", "my", "is")),
+                new TreeSet<String>(h.distribution(null).keySet()));
+        assertFalse(h.toJson(), h.toJson().matches("(?s).*(4111|hunter|bank|token|example|bob|www|2nd).*"));
+        // The sentences are kept as typed, in memory only, for the weight choice (RecentSentences, never
+        // written; the choice streams them over a copy of the history and keeps only the weight). A
+        // refused chunk ends no sentence while it is typed ("https://bank." is not a sentence's end),
+        // but the scanner's own sentence end inside a finished one ("bob@example.com") counts.
+        assertEquals(Arrays.asList(
+                Arrays.asList("card", "4111", "1111", "1111", "1111", "exp", "12", "27", "see", "https://bank.example/reset?token=abc",
+                        "now", "mail", "bob", "example"),
+                Arrays.asList("com", "or", "www.example.org", "my", "hunter2", "is", "2nd")), k.field.takeFinishedSentences());
+    }
+
+    @Test
+    public void aPastedWordIsNotLearntEvenWhenATypedSpaceOrTerminatorFinishesIt() throws Exception {
+        UserHistory h = new UserHistory();
+        Keyboard k = new Keyboard(new TextField(golden(), h)).open(CHAT, 0, "");
+        k.type("hello ").paste("zorblaxen").type(" there ").paste("quuxly").type(". ");
+        assertEquals(0.0, h.count("zorblaxen"), 0.0);
+        assertEquals(0.0, h.count("quuxly"), 0.0);
+        // The typed word after it is learnt as after nothing: the pasted word is not even a previous word in the file.
+        assertEquals(1.0, h.count("there", UserHistory.START), 0.0);
+        assertFalse(h.toJson(), h.toJson().contains("zorblaxen"));
+        assertTrue(k.field.takeFinishedSentences().isEmpty());
+        // A backspace into the pasted word and a retyped letter: still not all typed.
+        k.paste(" zorbla").backspace().type("x ");
+        assertEquals(0.0, h.count("zorblax"), 0.0);
+        // A tapped suggestion is the keyboard's own.
+        k.type("wor");
+        TextField.Edit e = TextField.pick(k.text, "world");
+        k.text = k.text.substring(0, k.text.length() - e.deleteBefore);
+        k.type(e.insert);
+        assertEquals(1.0, h.count("world"), 0.0);
+    }
+
+    @Test
+    public void aWordOutsideTheVocabularyIsOfferedOnlyAfterTwoTypingsAndNotOnALockedDevice() throws Exception {
+        Predictor p = golden();
+        assertFalse(p.vocab.contains("zorblaxen"));
+        UserHistory h = new UserHistory();
+        Keyboard k = new Keyboard(new TextField(p, h)).open(CHAT, 0, "");
+        k.type("see you at the zorblaxen. ");
+        assertEquals(1.0, h.count("zorblaxen"), 0.0);
+        assertFalse("typed once", k.type("see you at the zor").words().contains("zorblaxen"));
+        k.type("blaxen. ");
+        assertTrue("typed twice", k.type("see you at the zor").words().contains("zorblaxen"));
+        k.field.setDeviceLocked(true);
+        List<String> locked = k.type("b").words();
+        assertFalse("locked", locked.contains("zorblaxen"));
+        for (Suggestion s : k.strip.ranked) assertTrue(s.word, s.id >= 0);
+        k.field.setDeviceLocked(false);
+        assertTrue("unlocked", k.type("l").words().contains("zorblaxen"));
+        // A hidden word's place goes to the next best: as many suggestions as without the history.
+        k.field.setDeviceLocked(true);
+        assertEquals(new TextField(p).update("see you at the ").ranked.size(), k.type("axen, see you at the ").strip.ranked.size());
+    }
+
+    @Test
+    public void aFieldOpenedWithTextDoesNotLearnItAndTheNextFieldStartsClean() throws Exception {
+        UserHistory h = new UserHistory();
+        Keyboard k = new Keyboard(new TextField(golden(), h));
+        k.open(CHAT, 0, "quoted reply text ").type("yes ");
+        assertEquals(1, h.clock());
+        // An incognito field and a one-line field without auto-correct (a search box) learn nothing.
+        k.open(CHAT, FieldPolicy.IME_FLAG_NO_PERSONALIZED_LEARNING, "").type("private words here ");
+        k.open(FieldPolicy.TYPE_CLASS_TEXT, 0, "").type("search words here ");
+        assertEquals(1, h.clock());
+        assertTrue("but they are predicted in", k.strip != null);
+    }
+
+    @Test
+    public void theTypedTailFollowsTheKeyboardThroughAFullWindowAndEndsAtAnyOtherChange() {
+        int window = 1000;
+        StringBuilder field = new StringBuilder();
+        for (int i = 0; i < 300; i++) field.append("word").append(i % 7).append(' ');  // 1,800 characters
+        TypedTail t = new TypedTail();
+        t.next(tail(field, window), false);
+        assertEquals(0, t.length());
+        for (char c : "typed by the keyboard ".toCharArray()) {
+            field.append(c);
+            t.next(tail(field, window), true);
         }
+        assertEquals(22, t.length());
+        field.setLength(field.length() - 9);  // backspaces
+        t.next(tail(field, window), true);
+        assertEquals(13, t.length());
+        field.append("keys ");
+        t.next(tail(field, window), true);
+        assertEquals(18, t.length());
+        field.append("pasted");
+        t.next(tail(field, window), false);
+        assertEquals(0, t.length());
+        field.append(" x");
+        t.next(tail(field, window), true);
+        assertEquals(2, t.length());
+        field.setLength(field.length() - 1);  // the cursor moved back one
+        t.next(tail(field, window), false);
+        assertEquals(1, t.length());
+        // A short field: the plain edit at the end.
+        t.reset();
+        assertEquals(0, t.next("abab", true));
+        assertEquals(2, t.next("ababab", true));
+        assertEquals(1, t.next("ababa", true));
+        assertEquals(0, t.next("ab", true));
+        assertEquals(0, t.next("ab ab ab ab", false));
+    }
+
+    private static String tail(StringBuilder b, int window) {
+        return b.substring(Math.max(0, b.length() - window));
+    }
+
+    @Test
+    public void scanningChunkByChunkGivesTheItemsOfTheWholeScan() {
+        String[] pieces = {"a", "b", "\u03a3", "\u0301", " ", " ", "\t", "\n", "\u00a0", "\u1680", "\u2028", "\u3000", ".", "!",
+            "?", ",", "'", "@", "/", ":", "1", "2", "http://", "www.", "\uD83D\uDE00", "\u200d", "\ufe0f", "\u001c", "\u0085"};
+        Random r = new Random(1);
+        for (int i = 0; i < 20000; i++) {
+            StringBuilder b = new StringBuilder();
+            int n = r.nextInt(12);
+            for (int j = 0; j < n; j++) b.append(pieces[r.nextInt(pieces.length)]);
+            String text = b.toString();
+            List<TextSpec.Item> items = new ArrayList<TextSpec.Item>();
+            TextField.scanChunks(text, 0, items, new ArrayList<Integer>());
+            List<TextSpec.Item> whole = TextSpec.scan(text);
+            assertEquals(text, describe(whole), describe(items));
+        }
+    }
+
+    private static String describe(List<TextSpec.Item> items) {
+        StringBuilder b = new StringBuilder();
+        for (TextSpec.Item item : items) b.append(item.end ? "|" : "w").append(item.text).append('\u0000');
+        return b.toString();
     }
 
     /** Any sequence of keystrokes, backspaces, taps and cursor jumps ends where the stateless predictor is. */
