@@ -1,5 +1,6 @@
 package org.keyboardlm.core;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -8,7 +9,8 @@ import java.util.zip.DataFormatException;
 import java.util.zip.Inflater;
 
 /**
- * The zip archive appended to an exported .tflite, read from the file's bytes.
+ * The zip archive appended to an exported .tflite, read from the file's bytes in place (a
+ * little-endian buffer; only the entries are copied out).
  *
  * Not java.util.zip.ZipFile: Android's ZipFile refuses a file that does not start with a
  * zip local header, and the model file starts with the TFLite flatbuffer. As Python's
@@ -30,23 +32,34 @@ final class EmbeddedZip {
 
     private EmbeddedZip() {}
 
-    private static int u16(byte[] b, long at) throws Bad {
-        if (at < 0 || at + 2 > b.length) throw new Bad("a zip record runs past the end of the file");
-        int i = (int) at;
-        return (b[i] & 0xff) | (b[i + 1] & 0xff) << 8;
+    private static int u16(ByteBuffer b, long at) throws Bad {
+        if (at < 0 || at + 2 > b.limit()) throw new Bad("a zip record runs past the end of the file");
+        return b.getShort((int) at) & 0xffff;
     }
 
-    private static long u32(byte[] b, long at) throws Bad {
-        if (at < 0 || at + 4 > b.length) throw new Bad("a zip record runs past the end of the file");
-        int i = (int) at;
-        return ((b[i] & 0xff) | (b[i + 1] & 0xff) << 8 | (b[i + 2] & 0xff) << 16 | (long) (b[i + 3] & 0xff) << 24);
+    private static long u32(ByteBuffer b, long at) throws Bad {
+        if (at < 0 || at + 4 > b.limit()) throw new Bad("a zip record runs past the end of the file");
+        return b.getInt((int) at) & 0xffffffffL;
     }
 
-    /** Entry name -> uncompressed bytes, for every entry of the archive at the end of {@code data}. */
-    static Map<String, byte[]> read(byte[] data) throws Bad {
+    /** Bytes {@code [at, at + n)} of {@code b} (bounds checked by the caller). */
+    private static byte[] copy(ByteBuffer b, int at, int n) {
+        byte[] out = new byte[n];
+        ByteBuffer d = b.duplicate();
+        d.position(at);
+        d.get(out);
+        return out;
+    }
+
+    /**
+     * Entry name -> uncompressed bytes, for every entry of the archive at the end of
+     * {@code data} (a little-endian buffer whose index 0 is the file's first byte).
+     */
+    static Map<String, byte[]> read(ByteBuffer data) throws Bad {
+        int length = data.limit();
         long eocd = -1;
-        for (long i = data.length - 22; i >= 0 && i >= data.length - 22 - 65535; i--) {
-            if (u32(data, i) == EOCD && i + 22 + u16(data, i + 20) == data.length) {
+        for (long i = length - 22; i >= 0 && i >= length - 22 - 65535; i--) {
+            if (u32(data, i) == EOCD && i + 22 + u16(data, i + 20) == length) {
                 eocd = i;
                 break;
             }
@@ -69,30 +82,31 @@ final class EmbeddedZip {
             int extraLen = u16(data, p + 30);
             int commentLen = u16(data, p + 32);
             long local = u32(data, p + 42) + delta;
-            if (p + 46 + nameLen > data.length) throw new Bad("a zip record runs past the end of the file");
-            String name = new String(data, (int) p + 46, nameLen, StandardCharsets.UTF_8);
+            if (p + 46 + nameLen > length) throw new Bad("a zip record runs past the end of the file");
+            String name = new String(copy(data, (int) p + 46, nameLen), StandardCharsets.UTF_8);
             if (compressed == 0xffffffffL || size == 0xffffffffL || size > (1 << 26)) {
                 throw new Bad("zip entry " + name + " is too large (zip64)");
             }
             if (u32(data, local) != LOCAL) throw new Bad("zip entry " + name + " has no local header");
             long start = local + 30 + u16(data, local + 26) + u16(data, local + 28);
-            if (start + compressed > data.length) throw new Bad("zip entry " + name + " runs past the end of the file");
-            out.put(name, contents(name, data, (int) start, (int) compressed, (int) size, method, crc));
+            if (start + compressed > length) throw new Bad("zip entry " + name + " runs past the end of the file");
+            out.put(name, contents(name, copy(data, (int) start, (int) compressed), (int) size, method, crc));
             p += 46 + nameLen + extraLen + commentLen;
         }
         return out;
     }
 
-    private static byte[] contents(String name, byte[] data, int start, int compressed, int size, int method, long crc)
-            throws Bad {
-        byte[] out = new byte[size];
+    /** The uncompressed bytes of entry {@code name}, whose stored bytes are {@code data}. */
+    private static byte[] contents(String name, byte[] data, int size, int method, long crc) throws Bad {
+        byte[] out;
         if (method == 0) {
-            if (compressed != size) throw new Bad("stored zip entry " + name + " has two sizes");
-            System.arraycopy(data, start, out, 0, size);
+            if (data.length != size) throw new Bad("stored zip entry " + name + " has two sizes");
+            out = data;
         } else if (method == 8) {
+            out = new byte[size];
             Inflater inflater = new Inflater(true);
             try {
-                inflater.setInput(data, start, compressed);
+                inflater.setInput(data, 0, data.length);
                 int n = 0;
                 while (n < size) {
                     int got = inflater.inflate(out, n, size - n);

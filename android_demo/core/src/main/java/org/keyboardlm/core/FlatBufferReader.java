@@ -1,5 +1,7 @@
 package org.keyboardlm.core;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -13,6 +15,11 @@ import java.nio.charset.StandardCharsets;
  *
  * A read outside the file or an impossible offset throws {@link Malformed}, which
  * {@link TfliteModel} turns into a one-line {@link ModelFileException}.
+ *
+ * <p>The bytes are a {@link ByteBuffer} (a heap array, or a file mapped into memory) read in
+ * place: nothing is copied but the strings and small vectors asked for, and tensor data is
+ * handed out as views ({@link #slice}). {@link #release} drops the buffer once the model is
+ * decoded, so a loaded model keeps no reference to the file's bytes.
  */
 final class FlatBufferReader {
     /** The file is not a well-formed FlatBuffer (an offset points outside it). */
@@ -22,44 +29,64 @@ final class FlatBufferReader {
         }
     }
 
-    private final byte[] data;
+    /** The file, little-endian, byte 0 at index 0; null after {@link #release}. */
+    private ByteBuffer data;
+    private final int size;
+
+    /** Reads the bytes from {@code data}'s position to its limit (the buffer's own position is not moved). */
+    FlatBufferReader(ByteBuffer data) {
+        this.data = data.slice().order(ByteOrder.LITTLE_ENDIAN);
+        this.size = this.data.remaining();
+    }
 
     FlatBufferReader(byte[] data) {
-        this.data = data;
+        this(ByteBuffer.wrap(data));
     }
 
     int size() {
-        return data.length;
+        return size;
+    }
+
+    /** Forgets the file's bytes; every later read throws IllegalStateException. */
+    void release() {
+        data = null;
+    }
+
+    private ByteBuffer buffer() {
+        ByteBuffer b = data;
+        if (b == null) throw new IllegalStateException("the model file's bytes were released after the model was loaded");
+        return b;
     }
 
     private void check(int pos, int bytes) {
-        if (pos < 0 || bytes < 0 || pos > data.length - bytes) {
-            throw new Malformed("offset " + pos + " (+" + bytes + " bytes) is outside the " + data.length + "-byte file");
+        if (pos < 0 || bytes < 0 || pos > size - bytes) {
+            throw new Malformed("offset " + pos + " (+" + bytes + " bytes) is outside the " + size + "-byte file");
         }
     }
 
     int u8(int pos) {
         check(pos, 1);
-        return data[pos] & 0xFF;
+        return buffer().get(pos) & 0xFF;
     }
 
     int i8(int pos) {
         check(pos, 1);
-        return data[pos];
+        return buffer().get(pos);
     }
 
     int u16(int pos) {
         check(pos, 2);
-        return (data[pos] & 0xFF) | (data[pos + 1] & 0xFF) << 8;
+        return buffer().getShort(pos) & 0xFFFF;
     }
 
     int i32(int pos) {
         check(pos, 4);
-        return (data[pos] & 0xFF) | (data[pos + 1] & 0xFF) << 8 | (data[pos + 2] & 0xFF) << 16 | data[pos + 3] << 24;
+        return buffer().getInt(pos);
     }
 
     long i64(int pos) {
-        return (i32(pos) & 0xFFFFFFFFL) | (long) i32(pos + 4) << 32;
+        check(pos, 8);
+        return buffer().getLong(pos);
     }
 
     float f32(int pos) {
@@ -69,7 +96,7 @@ final class FlatBufferReader {
     /** An unsigned 32-bit offset stored at {@code pos}, resolved to an absolute position. */
     private int deref(int pos) {
         long target = pos + (i32(pos) & 0xFFFFFFFFL);
-        if (target >= data.length) {
+        if (target >= size) {
             throw new Malformed("offset at " + pos + " points past the end of the file");
         }
         return (int) target;
@@ -83,7 +110,7 @@ final class FlatBufferReader {
     /** The absolute position of field {@code id} of {@code table}, or 0 when the field is absent. */
     int field(int table, int id) {
         long vtable = (long) table - i32(table);
-        if (vtable < 0 || vtable >= data.length) {
+        if (vtable < 0 || vtable >= size) {
             throw new Malformed("the vtable of the table at " + table + " is outside the file");
         }
         int vt = (int) vtable;
@@ -135,7 +162,7 @@ final class FlatBufferReader {
     int length(int vec) {
         if (vec == 0) return 0;
         int n = i32(vec);
-        if (n < 0 || n > (data.length - vec - 4)) {
+        if (n < 0 || n > (size - vec - 4)) {
             throw new Malformed("a vector at " + vec + " claims " + (n & 0xFFFFFFFFL) + " elements");
         }
         return n;
@@ -150,7 +177,17 @@ final class FlatBufferReader {
         int s = vector(table, id);
         if (s == 0) return null;
         int n = length(s);
-        return new String(data, s + 4, n, StandardCharsets.UTF_8);
+        byte[] utf8 = new byte[n];
+        copy(s + 4, utf8);
+        return new String(utf8, StandardCharsets.UTF_8);
+    }
+
+    /** Bytes {@code [pos, pos + out.length)} of the file into {@code out}. */
+    private void copy(int pos, byte[] out) {
+        check(pos, out.length);
+        ByteBuffer d = buffer().duplicate();
+        d.position(pos);
+        d.get(out);
     }
 
     int[] ints(int table, int id) {
@@ -182,12 +219,17 @@ final class FlatBufferReader {
 
     /** Bytes {@code [pos, pos + n)} of the file, checked. */
     void checkRange(long pos, long n) {
-        if (pos < 0 || n < 0 || pos + n > data.length) {
-            throw new Malformed("a buffer [" + pos + ", " + (pos + n) + ") is outside the " + data.length + "-byte file");
+        if (pos < 0 || n < 0 || pos + n > size) {
+            throw new Malformed("a buffer [" + pos + ", " + (pos + n) + ") is outside the " + size + "-byte file");
         }
     }
 
-    byte[] bytes() {
-        return data;
+    /** A little-endian view of bytes {@code [pos, pos + n)} of the file (no copy). */
+    ByteBuffer slice(long pos, long n) {
+        checkRange(pos, n);
+        ByteBuffer d = buffer().duplicate();
+        d.position((int) pos);
+        d.limit((int) (pos + n));
+        return d.slice().order(ByteOrder.LITTLE_ENDIAN);
     }
 }

@@ -17,6 +17,11 @@ import java.util.List;
  * boolean[] (BOOL), row-major as in TFLite. Shapes are static (the step signatures have
  * batch 1). Constants are shared and never written, so one Interpreter serves many threads.
  *
+ * <p>Constants are decoded straight from the file's bytes (a view of the model's buffer,
+ * {@link TfliteModel#data}), one array per buffer, type and size, shared by the subgraphs of
+ * one file; a folded DEQUANTIZE of such a constant is shared too. A constant that only folded
+ * operators read (the int8 weights of a weight-only file, once dequantized) is not kept.
+ *
  * <p>A value array from {@link #newValues()} holds, besides the constants, one buffer for
  * every tensor a kernel writes and the kernels' scratch buffers ({@link OpContext#scratch}),
  * allocated once: kernels write into them ({@link #floats} and its siblings), so a value array
@@ -78,7 +83,7 @@ final class Interpreter {
             if (model.hasData(t.buffer)) {
                 shapes[t.index] = t.shape;
                 // The subgraphs of one file share their constants: decoded once per buffer, type and size.
-                String key = "constant " + t.buffer + " " + t.type + " " + elements(t.shape);
+                String key = constantKey(t);
                 Object value = model.shared(key);
                 constants[t.index] = value != null ? value : model.share(key, decode(t, model.data(t.buffer)));
                 defined[t.index] = true;
@@ -100,6 +105,9 @@ final class Interpreter {
         }
         for (int o : subgraph.outputs) readers[o]++;
         FullyConnected[] producedByFc = new FullyConnected[n];
+        // Tensors an operator that runs per call reads (folded operators do not count).
+        boolean[] readAtRunTime = new boolean[n];
+        for (int o : subgraph.outputs) readAtRunTime[o] = true;
         for (TfliteModel.Operator op : subgraph.operators) {
             OpContext ctx = new OpContext(this, op);
             for (int i : op.inputs) {
@@ -118,12 +126,20 @@ final class Interpreter {
                 defined[o] = true;
             }
             if (allConstant) {
+                String key = foldedKey(op);
+                Object folded = key == null ? null : model.shared(key);
+                if (folded != null) {
+                    constants[op.outputs[0]] = folded;
+                    continue;
+                }
                 Object[] values = Arrays.copyOf(constants, constants.length + scratch.size());
                 for (int i = 0; i < scratch.size(); i++) values[constants.length + i] = copyOfArray(scratch.get(i));
                 k.run(values);
                 for (int o : op.outputs) constants[o] = values[o];
+                if (key != null) constants[op.outputs[0]] = model.share(key, constants[op.outputs[0]]);
                 continue;
             }
+            for (int i : op.inputs) if (i >= 0) readAtRunTime[i] = true;
             if (op.builtinCode == BuiltinOperator.LOG_SOFTMAX) {
                 // FULLY_CONNECTED -> LOG_SOFTMAX with nothing else reading the logits: one kernel.
                 FullyConnected fc = producedByFc[op.inputs[0]];
@@ -144,6 +160,39 @@ final class Interpreter {
             if (!defined[o]) throw new ModelFileException(where + ": output tensor " + o + " is never written");
         }
         if (fuse) fuseTopK(readers);
+        unused = new boolean[n];
+        for (int t = 0; t < n; t++) {
+            if (constants[t] != null && !readAtRunTime[t]) {
+                constants[t] = null;
+                unused[t] = true;
+            }
+        }
+    }
+
+    /** Constants no run reads (only folded operators did); they get no buffer in a value array. */
+    private final boolean[] unused;
+
+    /** The key under which the model shares the decoded value of file constant {@code t}. */
+    private static String constantKey(TfliteModel.Tensor t) {
+        return "constant " + t.buffer + " " + t.type + " " + elements(t.shape);
+    }
+
+    /**
+     * The key under which the model shares the result of folded operator {@code op}, or null
+     * when it is not shared: a DEQUANTIZE of a file constant (a weight-only file's weights,
+     * which both signatures dequantize), keyed by everything its result depends on.
+     */
+    private String foldedKey(TfliteModel.Operator op) {
+        if (op.builtinCode != BuiltinOperator.DEQUANTIZE || op.inputs.length != 1 || op.outputs.length != 1
+                || op.inputs[0] < 0) {
+            return null;
+        }
+        TfliteModel.Tensor in = subgraph.tensors.get(op.inputs[0]);
+        TfliteModel.Tensor out = subgraph.tensors.get(op.outputs[0]);
+        if (!model.hasData(in.buffer)) return null;
+        return "DEQUANTIZE of " + constantKey(in) + " " + Arrays.toString(in.shape) + " scales "
+                + Arrays.toString(in.scales) + " zero points " + Arrays.toString(in.zeroPoints) + " dimension "
+                + in.quantizedDimension + " to " + out.type + " " + Arrays.toString(shapes[op.outputs[0]]);
     }
 
     /**
@@ -205,31 +254,40 @@ final class Interpreter {
         }
     }
 
-    private Object decode(TfliteModel.Tensor t, byte[] bytes) throws ModelFileException {
-        int count = elements(t.shape);
-        ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    /**
+     * The value of constant {@code t}, decoded from {@code b} (a little-endian view of its
+     * buffer in the file) into a new array: the only copy of the data the model keeps.
+     */
+    private Object decode(TfliteModel.Tensor t, ByteBuffer b) throws ModelFileException {
+        long count = 1;
+        for (int d : t.shape) count *= d;
         int width = t.type == TfliteModel.INT8 || t.type == TfliteModel.BOOL ? 1 : 4;
         checkType(t, "constant");
-        if ((long) count * width != bytes.length) {
+        if (count < 0 || count * width != b.remaining()) {
             throw new ModelFileException(where + ": constant tensor " + t.name + " " + Arrays.toString(t.shape) + " of type "
-                    + TfliteModel.typeName(t.type) + " has " + bytes.length + " bytes of data");
+                    + TfliteModel.typeName(t.type) + " has " + b.remaining() + " bytes of data");
         }
+        int n = (int) count;
+        b.order(ByteOrder.LITTLE_ENDIAN);
         switch (t.type) {
             case TfliteModel.FLOAT32: {
-                float[] f = new float[count];
+                float[] f = new float[n];
                 b.asFloatBuffer().get(f);
                 return f;
             }
             case TfliteModel.INT32: {
-                int[] v = new int[count];
+                int[] v = new int[n];
                 b.asIntBuffer().get(v);
                 return v;
             }
-            case TfliteModel.INT8:
-                return bytes;
+            case TfliteModel.INT8: {
+                byte[] v = new byte[n];
+                b.get(v);
+                return v;
+            }
             default: {
-                boolean[] z = new boolean[count];
-                for (int i = 0; i < count; i++) z[i] = bytes[i] != 0;
+                boolean[] z = new boolean[n];
+                for (int i = 0; i < n; i++) z[i] = b.get(i) != 0;
                 return z;
             }
         }
@@ -253,7 +311,7 @@ final class Interpreter {
     Object[] newValues() {
         Object[] v = Arrays.copyOf(constants, constants.length + scratch.size());
         for (int t = 0; t < constants.length; t++) {
-            if (v[t] == null && shapes[t] != null) v[t] = ShapeKernels.newArray(types[t], elements(shapes[t]));
+            if (v[t] == null && shapes[t] != null && !unused[t]) v[t] = ShapeKernels.newArray(types[t], elements(shapes[t]));
         }
         for (int i = 0; i < scratch.size(); i++) v[constants.length + i] = copyOfArray(scratch.get(i));
         return v;

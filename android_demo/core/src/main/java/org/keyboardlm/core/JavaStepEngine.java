@@ -1,5 +1,7 @@
 package org.keyboardlm.core;
 
+import java.io.Closeable;
+import java.nio.ByteBuffer;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
@@ -12,13 +14,20 @@ import java.util.concurrent.atomic.AtomicReference;
  * Thread-safe: each call works on its own value array. A value array holds every
  * intermediate tensor and is kept for the next call, so a step allocates only the arrays it
  * returns; calls from several threads at once each take their own.
+ *
+ * <p>Memory: the weights are decoded from the file's bytes at load (see {@link Interpreter})
+ * and the engine keeps no reference to the bytes, so a mapped file can be unmapped and a byte
+ * array collected once loading returns. {@link #close} drops the weights; a step after it
+ * throws IllegalStateException, and steps already running finish.
  */
-public final class JavaStepEngine implements StepEngine {
+public final class JavaStepEngine implements StepEngine, Closeable {
     public static final String STEP = "step";
     public static final String STEP_FULL = "step_full";
 
-    private final Runner step;
-    private final Runner full;
+    private final String name;
+    /** Null once closed. */
+    private volatile Runner step;
+    private volatile Runner full;
     private final int stateSize;
     private final int vocabSize;
     private final int topK;
@@ -85,8 +94,11 @@ public final class JavaStepEngine implements StepEngine {
     }
 
     private JavaStepEngine(TfliteModel model) throws ModelFileException {
-        step = new Runner(model, STEP, new String[] {"top_ids", "top_log_probs", "state"});
-        full = new Runner(model, STEP_FULL, new String[] {"log_probs", "state"});
+        name = model.path;
+        Runner step = new Runner(model, STEP, new String[] {"top_ids", "top_log_probs", "state"});
+        Runner full = new Runner(model, STEP_FULL, new String[] {"log_probs", "state"});
+        this.step = step;
+        this.full = full;
         stateSize = step.graph.shapes[step.stateIn][1];
         int[] logProbs = full.shape("log_probs");
         int[] topIds = step.shape("top_ids");
@@ -103,14 +115,46 @@ public final class JavaStepEngine implements StepEngine {
         topK = topIds[1];
     }
 
-    /** Load {@code path} (a .tflite exported by keyboard-lm export). */
+    /** Load {@code path} (a .tflite exported by keyboard-lm export), mapped into memory while it is read. */
     public static JavaStepEngine load(String path) throws ModelFileException {
-        return fromBytes(path, ModelArchive.readFile(path));
+        return fromBuffer(path, ModelArchive.map(path));
     }
 
     /** The engine of a model file's bytes; {@code name} appears in error messages. */
     public static JavaStepEngine fromBytes(String name, byte[] data) throws ModelFileException {
-        return new JavaStepEngine(TfliteModel.read(name, data));
+        if (data == null) throw new IllegalArgumentException("data must not be null");
+        return fromBuffer(name, ByteBuffer.wrap(data));
+    }
+
+    /**
+     * The engine of the model file in {@code data} from its position to its limit (a mapped
+     * file, say), read in place; the buffer's position is not moved and no reference to it is
+     * kept. {@code name} appears in error messages.
+     */
+    public static JavaStepEngine fromBuffer(String name, ByteBuffer data) throws ModelFileException {
+        if (data == null) throw new IllegalArgumentException("data must not be null");
+        try {
+            TfliteModel model = TfliteModel.read(name, data);
+            try {
+                return new JavaStepEngine(model);
+            } finally {
+                model.release();
+            }
+        } catch (InternalError e) {
+            throw ModelArchive.unreadable(name, e);
+        }
+    }
+
+    /** Drops the weights (idempotent); later steps throw IllegalStateException naming the model. */
+    @Override
+    public void close() {
+        step = null;
+        full = null;
+    }
+
+    private Runner open(Runner r) {
+        if (r == null) throw new IllegalStateException(name + ": the model is closed");
+        return r;
     }
 
     @Override
@@ -145,6 +189,7 @@ public final class JavaStepEngine implements StepEngine {
 
     @Override
     public TopStep step(int token, float[] state) {
+        Runner step = open(this.step);
         check(token, state);
         Object[] v = step.acquire(token, state);
         try {
@@ -163,6 +208,7 @@ public final class JavaStepEngine implements StepEngine {
 
     @Override
     public FullStep stepFull(int token, float[] state, FullStep into) {
+        Runner full = open(this.full);
         check(token, state);
         if (into != null && (into.logProbs == null || into.logProbs.length != vocabSize || into.state == null
                 || into.state.length != stateSize)) {
@@ -185,7 +231,7 @@ public final class JavaStepEngine implements StepEngine {
      * file, builtin name and output shape, e.g. "#12 FULLY_CONNECTED [1, 2010]". For benchmarks.
      */
     String[] stepFullOperators() {
-        Interpreter g = full.graph;
+        Interpreter g = open(full).graph;
         String[] labels = new String[g.plannedOperators()];
         for (int i = 0; i < labels.length; i++) {
             TfliteModel.Operator op = g.plannedOperator(i);
@@ -197,6 +243,7 @@ public final class JavaStepEngine implements StepEngine {
 
     /** {@link #stepFull}, adding each operator's time (ns) to {@code nanos} (see {@link #stepFullOperators}). */
     FullStep profileStepFull(int token, float[] state, long[] nanos) {
+        Runner full = open(this.full);
         check(token, state);
         Object[] v = full.acquire(token, state);
         try {

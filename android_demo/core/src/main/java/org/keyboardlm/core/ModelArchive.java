@@ -1,7 +1,11 @@
 package org.keyboardlm.core;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.RandomAccessFile;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -13,6 +17,8 @@ import java.util.Map;
  * The keyboard_lm part of an exported .tflite: the zip appended after the
  * flatbuffer (keyboard_lm.json + vocab.txt), read from the file's bytes by
  * {@link EmbeddedZip}; checked as keyboard_lm/inference/model_file.py checks it.
+ * Also how a model file's bytes are obtained: a path is mapped into memory ({@link #map}),
+ * a stream read into one array ({@link #readStream}).
  */
 public final class ModelArchive {
     public static final String FILE_FORMAT = "keyboard_lm.tflite/1";
@@ -33,28 +39,85 @@ public final class ModelArchive {
 
     /** Read and check {@code path}; every problem is a ModelFileException naming the file. */
     public static ModelArchive load(String path) throws ModelFileException {
-        return fromBytes(path, readFile(path));
+        return fromBuffer(path, map(path));
     }
 
-    static byte[] readFile(String path) throws ModelFileException {
+    /**
+     * The file at {@code path} mapped into memory, read-only: its bytes are read in place, never
+     * copied onto the heap. The mapping outlives the file handle (closed here) and goes when
+     * the buffer is collected.
+     */
+    static ByteBuffer map(String path) throws ModelFileException {
+        if (path == null) throw new IllegalArgumentException("path must not be null");
         // java.io, not java.nio.file (not in Android API 23).
         try (RandomAccessFile f = new RandomAccessFile(path, "r")) {
             long n = f.length();
-            if (n > Integer.MAX_VALUE - 8) throw new IOException("the file is larger than 2 GB");
-            byte[] data = new byte[(int) n];
-            f.readFully(data);
-            return data;
+            if (n > Integer.MAX_VALUE) throw new IOException("the file is larger than 2 GB");
+            return f.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, n);
         } catch (IOException e) {
             throw new ModelFileException(path + ": cannot read the model file: " + e.getMessage());
         }
     }
 
+    /**
+     * The rest of {@code in} in one heap array (the stream is not closed), wrapped without a
+     * further copy; {@code name} names the stream in errors.
+     */
+    static ByteBuffer readStream(String name, InputStream in) throws ModelFileException {
+        if (in == null) throw new IllegalArgumentException("in must not be null");
+        try {
+            // available() is the asset's size for an Android asset stream: then one array, filled once.
+            int available = in.available();
+            byte[] data = new byte[available >= (1 << 16) && available < Integer.MAX_VALUE - 8 ? available + 1 : 1 << 16];
+            int n = 0;
+            while (true) {
+                if (n == data.length) {
+                    if (data.length == Integer.MAX_VALUE - 8) throw new IOException("the stream holds more than 2 GB");
+                    data = Arrays.copyOf(data, (int) Math.min(Integer.MAX_VALUE - 8, data.length * 3L / 2));
+                }
+                int got = in.read(data, n, data.length - n);
+                if (got < 0) break;
+                n += got;
+            }
+            return ByteBuffer.wrap(data, 0, n);
+        } catch (IOException e) {
+            throw new ModelFileException(name + ": cannot read the model stream: " + e.getMessage());
+        }
+    }
+
     /** Check the bytes of a model file; {@code path} names it in error messages. */
     public static ModelArchive fromBytes(String path, byte[] data) throws ModelFileException {
-        if (data.length < 8) {
+        if (data == null) throw new IllegalArgumentException("data must not be null");
+        return fromBuffer(path, ByteBuffer.wrap(data));
+    }
+
+    /**
+     * Check the model file in {@code buffer}, from its position to its limit (the position is
+     * not moved); {@code path} names it in error messages.
+     */
+    public static ModelArchive fromBuffer(String path, ByteBuffer buffer) throws ModelFileException {
+        if (buffer == null) throw new IllegalArgumentException("buffer must not be null");
+        try {
+            return check(path, buffer.slice().order(ByteOrder.LITTLE_ENDIAN));
+        } catch (InternalError e) {
+            throw unreadable(path, e);
+        }
+    }
+
+    /**
+     * What HotSpot throws when a page of a mapped file is gone (the file was truncated after it
+     * was mapped), as a ModelFileException naming the file.
+     */
+    static ModelFileException unreadable(String path, InternalError e) {
+        return new ModelFileException(path + ": the model file became unreadable while it was read (" + e.getMessage()
+                + "); was it truncated or replaced?");
+    }
+
+    private static ModelArchive check(String path, ByteBuffer data) throws ModelFileException {
+        if (data.remaining() < 8) {
             throw new ModelFileException(path + ": not a TFLite model (shorter than 8 bytes); truncated or foreign file");
         }
-        if (!new String(data, 4, 4, StandardCharsets.ISO_8859_1).equals("TFL3")) {
+        if (data.get(4) != 'T' || data.get(5) != 'F' || data.get(6) != 'L' || data.get(7) != '3') {
             throw new ModelFileException(path + ": not a TFLite model (no TFL3 identifier); truncated or foreign file");
         }
         Map<String, byte[]> files;

@@ -1,12 +1,27 @@
 package org.keyboardlm.core;
 
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+
 /**
  * A loaded model (keyboard_lm/inference/model_file.py): the checked archive (vocabulary,
  * metadata) and a {@link StepEngine} over the same file. Every problem at load is a
  * {@link ModelFileException} naming the file in one line; a loaded model is immutable and
  * may be used from many threads.
+ *
+ * <p>Where the bytes come from: {@link #load} maps the file into memory, {@link #fromBuffer}
+ * reads any buffer in place (an uncompressed Android asset mapped through its file
+ * descriptor, see android_demo/EMBEDDING.md), {@link #fromBytes} an array and
+ * {@link #fromStream} a stream (read into one array first). The weights are decoded from the
+ * bytes once, and the model keeps no reference to the bytes: after loading, its heap is the
+ * decoded weights, and a mapped file may be replaced or deleted.
+ *
+ * <p>{@link #close} releases the engine's memory (a {@link JavaStepEngine}'s weights, or
+ * whatever a {@link Closeable} engine holds); steps after it throw IllegalStateException.
  */
-public final class ModelFile {
+public final class ModelFile implements Closeable {
     public final String path;
     public final Vocabulary vocab;
     public final StepEngine engine;
@@ -37,21 +52,43 @@ public final class ModelFile {
         this.metadataJson = metadataJson;
     }
 
-    /** Read and check {@code path}, a .tflite written by keyboard-lm export. */
+    /** Read and check {@code path}, a .tflite written by keyboard-lm export; the file is mapped, not copied. */
     public static ModelFile load(String path) throws ModelFileException {
-        return fromBytes(path, ModelArchive.readFile(path));
+        return fromBuffer(path, ModelArchive.map(path));
     }
 
     /**
-     * A model from a file's bytes (an Android asset, a download); {@code path} names it in
-     * errors. The archive is checked first, as in Python, then the step engine loads the
-     * flatbuffer; anything the engine trips over becomes a ModelFileException too.
+     * A model from a file's bytes (a download, an asset read into memory); {@code path} names
+     * it in errors. The array is read, never written, and not kept.
      */
     public static ModelFile fromBytes(String path, byte[] data) throws ModelFileException {
-        ModelArchive archive = ModelArchive.fromBytes(path, data);
+        if (data == null) throw new IllegalArgumentException("data must not be null");
+        return fromBuffer(path, ByteBuffer.wrap(data));
+    }
+
+    /**
+     * A model from the rest of {@code in}, read into one array that is dropped after loading
+     * (the stream is not closed); {@code name} names it in errors. A mapped buffer
+     * ({@link #fromBuffer}) avoids holding the file on the heap while it loads.
+     */
+    public static ModelFile fromStream(String name, InputStream in) throws ModelFileException {
+        return fromBuffer(name, ModelArchive.readStream(name, in));
+    }
+
+    /**
+     * A model from the bytes of {@code data} between its position and its limit, read in place:
+     * typically a {@link java.nio.MappedByteBuffer} of a file or of an uncompressed asset's
+     * range. The buffer's position is not moved and no reference to it is kept. The archive is
+     * checked first, as in Python, then the step engine loads the flatbuffer; anything the
+     * engine trips over becomes a ModelFileException too, as does a mapped file that shrinks
+     * while it is read.
+     */
+    public static ModelFile fromBuffer(String path, ByteBuffer data) throws ModelFileException {
+        if (data == null) throw new IllegalArgumentException("data must not be null");
+        ModelArchive archive = ModelArchive.fromBuffer(path, data);
         StepEngine engine;
         try {
-            engine = JavaStepEngine.fromBytes(path, data);
+            engine = JavaStepEngine.fromBuffer(path, data);
         } catch (RuntimeException e) {
             throw new ModelFileException(path + ": the TFLite flatbuffer is corrupt (" + e + ")");
         }
@@ -60,5 +97,21 @@ public final class ModelFile {
 
     public int stateSize() {
         return engine.stateSize();
+    }
+
+    /**
+     * Releases the engine's memory (idempotent): a {@link Closeable} engine is closed, and its
+     * steps throw IllegalStateException afterwards. Sessions and predictors over this model
+     * stop working; the vocabulary and metadata stay readable.
+     */
+    @Override
+    public void close() {
+        if (engine instanceof Closeable) {
+            try {
+                ((Closeable) engine).close();
+            } catch (IOException e) {
+                throw new IllegalStateException(path + ": closing the step engine failed: " + e.getMessage(), e);
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 package org.keyboardlm.core;
 
+import java.io.Closeable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -29,8 +30,11 @@ import java.util.Set;
  * most recently used token prefixes in a {@link PrefixCache} (64 by default), so a call whose
  * context extends a recent one by a word costs one model step. A prefix cache size of 0 turns it
  * off: each call then replays its context's chunk. The answers are the same either way.
+ *
+ * <p>{@link #close} closes the model (see {@link ModelFile#close}) and drops the prefix
+ * cache; calls after it, this predictor's and its sessions', throw IllegalStateException.
  */
-public final class Predictor {
+public final class Predictor implements Closeable {
     public final ModelFile model;
     public final Vocabulary vocab;
     private final boolean[] never;
@@ -43,8 +47,9 @@ public final class Predictor {
     private final Set<String> blockedSpellings;
     /** The model after {@code <bos>} from the zero state, the same for every sentence; computed on first use, never written. */
     private volatile StepEngine.FullStep sentenceStart;
-    /** Null when the cache is off (size 0). */
-    private final PrefixCache prefixCache;
+    /** Null when the cache is off (size 0) or the predictor is closed. */
+    private volatile PrefixCache prefixCache;
+    private volatile boolean closed;
 
     /**
      * @param blocklist words never to suggest; each entry is tokenized by the text spec and
@@ -125,9 +130,26 @@ public final class Predictor {
         return new Predictor(ModelFile.load(path), blocklist, prefixCacheSize);
     }
 
-    /** The stateless calls' cache; null when it is off. */
+    /** The stateless calls' cache; null when it is off (or the predictor is closed). */
     public PrefixCache prefixCache() {
         return prefixCache;
+    }
+
+    /**
+     * Closes the model (idempotent) and drops the prefix cache and the sentence start: the
+     * memory goes even while something still holds this predictor. A {@link ModelFile} shared
+     * by several predictors is closed for all of them.
+     */
+    @Override
+    public void close() {
+        closed = true;
+        prefixCache = null;
+        sentenceStart = null;
+        model.close();
+    }
+
+    private void checkOpen() {
+        if (closed) throw new IllegalStateException(model.path + ": the predictor is closed");
     }
 
     /** Blocklist entries none of whose tokens is in the vocabulary (they block no model word, only history words). */
@@ -168,22 +190,26 @@ public final class Predictor {
      * context extends a recent one cost only the new words' steps.
      */
     public List<Suggestion> suggest(String context, int k) {
-        if (prefixCache == null) {
+        checkOpen();
+        PrefixCache cache = prefixCache;
+        if (cache == null) {
             Session s = session();
             s.commit(context, true);
             return s.suggestions(k);
         }
-        return top(cachedLogProbs(context), suggestable, k);
+        return top(cachedLogProbs(cache, context), suggestable, k);
     }
 
     /** The k most probable vocabulary words starting with {@code prefix} after {@code context}. */
     public List<Suggestion> complete(String context, String prefix, int k) {
-        if (prefixCache == null) {
+        checkOpen();
+        PrefixCache cache = prefixCache;
+        if (cache == null) {
             Session s = session();
             s.commit(context, true);
             return s.complete(prefix, k);
         }
-        float[] logProbs = cachedLogProbs(context);
+        float[] logProbs = cachedLogProbs(cache, context);
         // As Session.complete without a history.
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = Session.strip(TextSpec.normalize(prefix));
@@ -191,9 +217,9 @@ public final class Predictor {
     }
 
     /** The log-probs after {@code context} from the prefix cache (read, never written). */
-    private float[] cachedLogProbs(String context) {
+    private static float[] cachedLogProbs(PrefixCache cache, String context) {
         if (context == null) throw new IllegalArgumentException("text must not be null");
-        return prefixCache.position(context).logProbs;
+        return cache.position(context).logProbs;
     }
 
     // -- shared by sessions ---------------------------------------------------------------
@@ -212,6 +238,7 @@ public final class Predictor {
     StepEngine.FullStep sentenceStart() {
         StepEngine.FullStep s = sentenceStart;
         if (s == null) {
+            checkOpen();
             s = model.engine.stepFull(Vocabulary.BOS, model.engine.initialState());
             sentenceStart = s;
         }

@@ -12,7 +12,10 @@ package org.keyboardlm.core;
  * The state is a float vector of {@link #stateSize()} ([h, c] for CIFG/SI-CIFG/LSTM, [s]
  * for GRU); an engine never changes the array it is given. {@link JavaStepEngine} runs the
  * .tflite in plain Java; a LiteRT-backed engine can implement the same interface in an
- * Android build.
+ * Android build. An engine that holds resources (weights, a native interpreter) also
+ * implements {@link java.io.Closeable}: {@link ModelFile#close} closes it. The interface itself
+ * does not extend Closeable, so that an engine without resources needs no close method (a
+ * default method would do that, but dx refuses default methods below API 24).
  */
 public interface StepEngine {
     /** Result of {@link #step}: ids and log-probs of the top K words, most probable first, and the new state. */

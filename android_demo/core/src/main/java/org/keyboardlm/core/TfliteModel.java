@@ -1,5 +1,6 @@
 package org.keyboardlm.core;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -14,6 +15,11 @@ import java.util.Map;
  *
  * Field ids below are the declaration order in schema.fbs (a union takes two ids: its
  * type, then its value).
+ *
+ * <p>The file's bytes are read in place ({@link FlatBufferReader} over a {@link ByteBuffer});
+ * tensor data is handed out as views ({@link #data}) for the interpreters to decode, and
+ * {@link #release} forgets the bytes (and the values shared while loading) once the
+ * interpreters are built.
  */
 final class TfliteModel {
     // enum TensorType
@@ -162,10 +168,18 @@ final class TfliteModel {
 
     /** Parse {@code data} (a whole .tflite file; bytes after the flatbuffer are ignored). */
     static TfliteModel read(String path, byte[] data) throws ModelFileException {
-        if (data.length < 8 || data[4] != 'T' || data[5] != 'F' || data[6] != 'L' || data[7] != '3') {
+        return read(path, ByteBuffer.wrap(data));
+    }
+
+    /**
+     * Parse the bytes from {@code data}'s position to its limit (a whole .tflite file), in place;
+     * the buffer's position is not moved.
+     */
+    static TfliteModel read(String path, ByteBuffer data) throws ModelFileException {
+        FlatBufferReader r = new FlatBufferReader(data);
+        if (r.size() < 8 || r.u8(4) != 'T' || r.u8(5) != 'F' || r.u8(6) != 'L' || r.u8(7) != '3') {
             throw new ModelFileException(path + ": not a TFLite model (no TFL3 identifier); truncated or foreign file");
         }
-        FlatBufferReader r = new FlatBufferReader(data);
         try {
             return parse(path, r);
         } catch (FlatBufferReader.Malformed e) {
@@ -298,7 +312,6 @@ final class TfliteModel {
         return null;
     }
 
-    /** Whether buffer {@code buffer} holds data (a constant tensor). */
     /** Values derived from the file's buffers once and shared by the model's interpreters (never written). */
     private final Map<String, Object> shared = new java.util.HashMap<String, Object>();
 
@@ -315,14 +328,26 @@ final class TfliteModel {
         return value;
     }
 
+    /** Whether buffer {@code buffer} holds data (a constant tensor). */
     boolean hasData(int buffer) {
         return bufferLength[buffer] > 0;
     }
 
-    /** The bytes of buffer {@code buffer} (little-endian tensor data). */
-    byte[] data(int buffer) {
-        byte[] out = new byte[(int) bufferLength[buffer]];
-        System.arraycopy(r.bytes(), (int) bufferStart[buffer], out, 0, out.length);
-        return out;
+    /**
+     * A little-endian view of buffer {@code buffer}'s bytes in the file (tensor data), for the
+     * interpreters to decode: no copy is made. IllegalStateException after {@link #release}.
+     */
+    ByteBuffer data(int buffer) {
+        return r.slice(bufferStart[buffer], bufferLength[buffer]);
+    }
+
+    /**
+     * Forgets the file's bytes and the values shared while loading, once every interpreter of
+     * the model is built: the interpreters hold what they decoded, and nothing holds the
+     * bytes, so a mapped file can be unmapped and a byte array collected.
+     */
+    synchronized void release() {
+        r.release();
+        shared.clear();
     }
 }

@@ -225,6 +225,38 @@ public class JavaStepEngineTest {
         assertTrue("packed weights kept: " + packed, packed > 0);
     }
 
+    /**
+     * A weight-only file's int8 weights are dequantized once for both subgraphs, and the int8
+     * copies are not kept: nothing reads them after the DEQUANTIZE that ran at load.
+     */
+    @Test
+    public void weightOnlySubgraphsShareTheDequantizedWeightsAndDropTheInt8Ones() throws Exception {
+        for (String name : new String[] {WEIGHT_ONLY, "cifg_weight-only.tflite"}) {
+            TfliteModel m = TfliteModel.read(name, bytes(name));
+            Interpreter step = new Interpreter(m, m.signature(JavaStepEngine.STEP).subgraph);
+            Interpreter full = new Interpreter(m, m.signature(JavaStepEngine.STEP_FULL).subgraph);
+            int shared = 0;
+            int dequantize = 0;
+            for (TfliteModel.Operator a : step.subgraph.operators) {
+                if (a.builtinCode != BuiltinOperator.DEQUANTIZE) continue;
+                dequantize++;
+                TfliteModel.Tensor in = step.subgraph.tensors.get(a.inputs[0]);
+                assertTrue(name + " " + in.name, m.hasData(in.buffer));
+                assertEquals(name + " " + in.name + " is not kept", null, step.constant(a.inputs[0]));
+                assertEquals(name + " " + in.name + " gets no buffer per call", null, step.newValues()[a.inputs[0]]);
+                for (TfliteModel.Operator b : full.subgraph.operators) {
+                    if (b.builtinCode == BuiltinOperator.DEQUANTIZE && full.subgraph.tensors.get(b.inputs[0]).buffer == in.buffer) {
+                        Object x = step.constant(a.outputs[0]);
+                        assertTrue(name + " " + in.name, x instanceof float[] && x == full.constant(b.outputs[0]));
+                        shared++;
+                    }
+                }
+            }
+            assertTrue(name + ": " + dequantize + " DEQUANTIZE", dequantize >= 2);
+            assertEquals(name + ": every dequantized weight is shared", dequantize, shared);
+        }
+    }
+
     @Test
     public void packedInt8DotProductsEqualInt32DotProducts() {
         java.util.Random r = new java.util.Random(7);

@@ -1,0 +1,165 @@
+"""The Java core as an app developer gets it: android_demo/build_core_jar.sh builds the versioned jar,
+sources jar and POM (org.keyboardlm:keyboardlm-core) with the JDK alone, and the embedding sample
+(android_demo/samples/EmbeddingSample.java), compiled against that jar and nothing else, runs on a real
+model file of the repository.
+
+The sample's first strip is checked against the Python predictor's golden fixture
+(tests/golden/predictor_fixture.json) and the history file it saves is read back with the Python
+UserHistory. Skipped, with the reason, where the JDK (javac, java, jar) is absent.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from keyboard_lm.inference.user_history import UserHistory
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.heavy  # subprocesses: javac, jar and two JVM runs
+
+DEMO = REPO / "android_demo"
+SCRIPT = DEMO / "build_core_jar.sh"
+MAIN = DEMO / "core" / "src" / "main" / "java"
+VERSION_JAVA = MAIN / "org" / "keyboardlm" / "core" / "Version.java"
+SAMPLE = DEMO / "samples" / "EmbeddingSample.java"
+MODEL = REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite"
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def _need_jdk() -> None:
+    missing = [t for t in ("javac", "java", "jar") if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"no JDK tools {', '.join(missing)} on PATH: the core jar cannot be built here")
+
+
+def _version() -> str:
+    found = re.findall(r'^\s*NAME = "([^"]*)";\s*$', VERSION_JAVA.read_text(encoding="utf-8"), re.M)
+    assert len(found) == 1, "Version.java must hold exactly one NAME = \"...\"; line"
+    return found[0]
+
+
+def _build(script: Path, out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["nice", "-n", "10", "bash", str(script), str(out)], capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The jar, sources jar and POM the script builds (into a temporary directory, not android_demo/build)."""
+    _need_jdk()
+    out = tmp_path_factory.mktemp("core_jar")
+    r = _build(SCRIPT, out)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    name = f"keyboardlm-core-{_version()}"
+    files = {"jar": out / f"{name}.jar", "sources": out / f"{name}-sources.jar", "pom": out / f"{name}.pom"}
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in files.values())
+    print(r.stdout.strip())
+    return files
+
+
+def test_pom_names_the_artifact_and_the_version_of_version_java(built):
+    version = _version()
+    assert re.fullmatch(r"\d+\.\d+\.\d+([-.][0-9A-Za-z.-]+)?", version), version
+    pom = ET.parse(built["pom"]).getroot()
+    coordinates = {k: pom.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version", "packaging")}
+    assert coordinates == {"groupId": "org.keyboardlm", "artifactId": "keyboardlm-core", "version": version,
+                           "packaging": "jar"}
+    assert pom.find("m:dependencies", POM_NS) is None, "the core depends on nothing"
+    with zipfile.ZipFile(built["jar"]) as z:
+        assert z.read("META-INF/maven/org.keyboardlm/keyboardlm-core/pom.xml") == built["pom"].read_bytes()
+        props = z.read("META-INF/maven/org.keyboardlm/keyboardlm-core/pom.properties").decode()
+        manifest = z.read("META-INF/MANIFEST.MF").decode()
+    assert props.split() == ["groupId=org.keyboardlm", "artifactId=keyboardlm-core", f"version={version}"]
+    assert f"Implementation-Version: {version}" in manifest.splitlines()
+
+
+def test_the_jar_holds_every_core_class_as_java_8_bytecode(built):
+    sources = sorted(p.relative_to(MAIN).as_posix() for p in MAIN.rglob("*.java"))
+    with zipfile.ZipFile(built["jar"]) as z:
+        classes = {n: z.read(n) for n in z.namelist() if n.endswith(".class")}
+    assert {s[:-len(".java")] + ".class" for s in sources} <= set(classes), "a core source has no class in the jar"
+    majors = {name: int.from_bytes(data[6:8], "big") for name, data in classes.items()}
+    assert all(data[:4] == b"\xca\xfe\xba\xbe" for data in classes.values())
+    assert set(majors.values()) == {52}, {n: m for n, m in majors.items() if m != 52}
+    assert not any(n.startswith("org/keyboardlm/core/") and "Test" in n.rsplit("/", 1)[1] for n in classes), \
+        "test classes leaked into the jar"
+    with zipfile.ZipFile(built["sources"]) as z:
+        assert sorted(n for n in z.namelist() if n.endswith(".java")) == sources
+
+
+def _run_sample(classes: Path, jar: Path, history: Path) -> list[str]:
+    r = subprocess.run(["nice", "-n", "10", "java", "-cp", f"{jar}:{classes}", "EmbeddingSample", str(MODEL), str(history)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r.stdout.splitlines()
+
+
+def test_the_embedding_sample_runs_against_the_jar_alone(built, tmp_path):
+    classes = tmp_path / "classes"
+    c = subprocess.run(["nice", "-n", "10", "javac", "--release", "8", "-cp", str(built["jar"]), "-d", str(classes),
+                        str(SAMPLE)], capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stderr[-3000:]
+    with zipfile.ZipFile(MODEL) as z:
+        vocab = z.read("vocab.txt").decode("utf-8").splitlines()
+    fixture = json.loads((REPO / "tests" / "golden" / "predictor_fixture.json").read_text(encoding="utf-8"))
+    how_are = next(c for c in fixture["models"][MODEL.name]["contexts"] if c["context"] == "how are")["top_words"]
+    history = tmp_path / "history.json"
+
+    first = _run_sample(classes, built["jar"], history)
+    print("\n".join(first))
+    assert first[:3] == [f"keyboardlm-core {_version()}", "history: 0 words (new)", f"model: {len(vocab)} words"]
+    strips = {}
+    for line in first[3:-1]:
+        m = re.fullmatch(r'(message|search) "([^"]*)" -> (\S+) \| (\S+) \| (\S+)', line)
+        assert m, line
+        strips[m[1], m[2]] = list(m.groups()[2:])
+    assert len(strips) == 10, strips  # a strip after each of the 7 + 3 words typed
+    # Nothing was learnt before the first "how are ": the strip is the Python predictor's top 3, best in the middle.
+    assert strips["message", "how are "] == [how_are[1], how_are[0], how_are[2]]
+    assert all(w in vocab for s in strips.values() for w in s)
+
+    saved = UserHistory.load(str(history))
+    assert first[-1] == f"history: {saved.num_words} words saved"
+    assert saved.count("you", "are") > 0 and saved.count("like", "i") > 0, "the message field learns"
+    assert saved.count("weather") == 0, "the search field is never learnt"
+
+    second = _run_sample(classes, built["jar"], history)
+    assert second[1] == f"history: {saved.num_words} words (loaded)"
+    assert UserHistory.load(str(history)).count("you", "are") > saved.count("you", "are"), "the history grows"
+
+
+def test_the_version_comes_from_version_java_and_a_bad_one_is_refused(tmp_path):
+    """The script reads the version from Version.java alone: changed there, it changes the jar, the POM and Version.NAME."""
+    _need_jdk()
+    demo = tmp_path / "android_demo"
+    shutil.copytree(MAIN, demo / "core" / "src" / "main" / "java")
+    shutil.copy(SCRIPT, demo / SCRIPT.name)
+    copy = demo / "core" / "src" / "main" / "java" / VERSION_JAVA.relative_to(MAIN)
+    text = copy.read_text(encoding="utf-8")
+    copy.write_text(text.replace(f'NAME = "{_version()}";', 'NAME = "7.8.9-rc.1";'), encoding="utf-8")
+    r = _build(demo / SCRIPT.name, tmp_path / "out")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    jar = tmp_path / "out" / "keyboardlm-core-7.8.9-rc.1.jar"
+    pom = ET.parse(tmp_path / "out" / "keyboardlm-core-7.8.9-rc.1.pom").getroot()
+    assert pom.findtext("m:version", namespaces=POM_NS) == "7.8.9-rc.1"
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "PrintVersion.java").write_text(
+        "public class PrintVersion { public static void main(String[] a) {"
+        " System.out.println(org.keyboardlm.core.Version.NAME); } }\n", encoding="utf-8")
+    subprocess.run(["javac", "--release", "8", "-cp", str(jar), "-d", str(probe), str(probe / "PrintVersion.java")],
+                   check=True, timeout=300)
+    out = subprocess.run(["java", "-cp", f"{jar}:{probe}", "PrintVersion"], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "7.8.9-rc.1", out.stderr
+
+    copy.write_text(text.replace(f'NAME = "{_version()}";', 'NAME = "latest";'), encoding="utf-8")
+    r = _build(demo / SCRIPT.name, tmp_path / "bad")
+    assert r.returncode != 0
+    assert "no version like 1.2.3" in r.stderr and "found 'latest'" in r.stderr, r.stderr
+    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir()), "nothing is written on refusal"
