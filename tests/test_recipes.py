@@ -31,34 +31,41 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     """The recipe lives once, in the library's config dataclasses; `train`'s parser and help read it there."""
     from keyboard_lm.cli import build_parser
     from keyboard_lm.data.config import ClientDataConfig
-    from keyboard_lm.cli.train import client_lr_from_args
+    from keyboard_lm.cli.train import federated_config_from_args
     from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated
     from keyboard_lm.training.config import CentralizedConfig, default_config
 
     args = build_parser().parse_args(["train", "--out", "x"])
     fed, client, loop, cen = FederatedConfig(), ClientDataConfig(), LoopConfig(), CentralizedConfig()
-    for name in ("algorithm", "server_optimizer", "server_lr", "server_momentum", "clients_per_round",
-                 "fedatt_p", "fedatt_eps", "clip"):
-        assert getattr(args, name) == getattr(fed, name), name
     assert (args.local_epochs, args.max_batches) == (client.epochs, client.max_batches)
     assert (args.eval_every, args.checkpoint_every) == (loop.eval_every, loop.checkpoint_every)
-    # Flags whose default differs between centralized and federated runs stay unset; the config fills them in.
+    # Flags whose default differs between centralized and federated runs, or between a run from random weights
+    # and one from a base, stay unset; the config fills them in.
     assert all(getattr(args, f) is None
-               for f in ("epochs", "lr", "dropout", "batch_size", "rounds", "patience", "client_lr"))
+               for f in ("epochs", "lr", "dropout", "batch_size", "rounds", "patience", "client_lr", "client_clipnorm",
+                         "algorithm", "server_optimizer", "server_lr", "server_momentum", "clients_per_round",
+                         "fedatt_p", "fedatt_eps", "clip"))
+    fed_ft = default_federated(warm_start=True)
+    assert federated_config_from_args(args, init=None) == fed
+    assert federated_config_from_args(args, init=object()) == fed_ft
+    given = build_parser().parse_args(["train", "--out", "x", "--client-lr", "0.3", "--client-clipnorm", "0",
+                                       "--server-optimizer", "sgd", "--rounds", "7"])
+    for init in (None, object()):
+        mine = federated_config_from_args(given, init=init)
+        assert (mine.client_lr, mine.client_clipnorm, mine.server_optimizer, mine.rounds) == (0.3, None, "sgd", 7)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     ft = default_config(warm_start=True)  # a run with --init-from fine-tunes
-    assert f"rounds to run ({fed.rounds})" in text
     assert f"most passes over the pooled data ({cen.epochs}; {ft.epochs} from a base)" in text
     assert f"centralized {cen.batch_size}, federated client batch {client.batch_size}" in text
     assert f"centralized {cen.dropout}, {ft.dropout} from a base; federated {fed.dropout}" in text
-    fed_ft = default_federated(warm_start=True)  # a federated run from a base steps its clients more gently
-    assert f"client SGD learning rate ({fed.client_lr}; {fed_ft.client_lr} from a base)" in text
-    assert client_lr_from_args(args, init=None) == fed.client_lr == 0.5
-    assert client_lr_from_args(args, init=object()) == fed_ft.client_lr == 0.2
-    given = build_parser().parse_args(["train", "--out", "x", "--client-lr", "0.3"])
-    assert client_lr_from_args(given, init=None) == client_lr_from_args(given, init=object()) == 0.3
+    # every field the recipe from a base changes says so in --help, with both values
+    for name, value in dataclasses.asdict(fed_ft).items():
+        if value != getattr(fed, name):
+            assert f"{getattr(fed, name):g}; {value:g} from a base" in text or \
+                f"{getattr(fed, name)}; {value} from a base" in text or f"off; {value:g} from a base" in text, name
+    assert f"client SGD learning rate ({fed.client_lr:g}; {fed_ft.client_lr:g} from a base)" in text
 
 
 def test_dropout_adds_no_weights():

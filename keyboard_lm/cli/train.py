@@ -25,6 +25,13 @@ FED_FT = default_federated(warm_start=True)  # the federated recipe of a run wit
 FT = default_config(warm_start=True)  # the centralized recipe of a run with --init-from
 
 
+def _fed_default(name: str) -> str:
+    """A federated field's default for --help: from random weights, and from a base where that differs."""
+    scratch, warm = getattr(FED, name), getattr(FED_FT, name)
+    show = (lambda v: "off" if v is None else f"{v:g}" if isinstance(v, float) else str(v))
+    return show(scratch) if scratch == warm else f"{show(scratch)}; {show(warm)} from a base"
+
+
 #: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
 _CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
                      "ngram_teacher", "sampled_softmax")
@@ -149,16 +156,23 @@ def federated_validation(args) -> dict:
     return {"validation_fraction": 0.0, "lr_decay": 1.0}
 
 
-def client_lr_from_args(args, init) -> float:
-    """--client-lr, or the default of a federated run from random weights or from a base (``WARM_START``)."""
-    return default_federated(init is not None).client_lr if args.client_lr is None else args.client_lr
+#: Federated flags left unset by the parser: each falls back to ``default_federated``, the recipe from random
+#: weights or, with --init-from, from a base (``WARM_START``).
+_FEDERATED_FLAGS = ("algorithm", "server_optimizer", "server_lr", "server_momentum", "client_lr", "client_clipnorm",
+                    "clients_per_round", "rounds", "fedatt_p", "fedatt_eps", "clip", "dropout")
 
 
-def client_clipnorm_from_args(args, init) -> float | None:
-    """--client-clipnorm (0 = off), or the default of a run from random weights or from a base."""
-    if args.client_clipnorm is None:
-        return default_federated(init is not None).client_clipnorm
-    return args.client_clipnorm or None
+def federated_config_from_args(args, init) -> FederatedConfig:
+    """The federated recipe of a new run: the flags given, over the default recipe for its start."""
+    given = {f: getattr(args, f) for f in _FEDERATED_FLAGS if getattr(args, f, None) is not None}
+    if "client_clipnorm" in given:
+        given["client_clipnorm"] = given["client_clipnorm"] or None  # 0 = off
+    if args.weight_average is not None:
+        given["weight_average"] = args.weight_average
+    elif args.dp:
+        given["weight_average"] = 0.0  # under --dp the average is post-processing but unmeasured: off unless asked
+    return dataclasses.replace(default_federated(init is not None), compression=bool(args.compression),
+                               seed=args.seed, **federated_validation(args), **given)
 
 
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
@@ -183,16 +197,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     else:
         model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units,
                                    _quantization(args))
-        given = {"rounds": args.rounds, "dropout": args.dropout,
-                 # Under --dp the average is post-processing (no privacy cost) but unmeasured: off unless asked.
-                 "weight_average": 0.0 if args.dp and args.weight_average is None else args.weight_average}
-        fed = FederatedConfig(algorithm=args.algorithm, server_optimizer=args.server_optimizer,
-                              server_lr=args.server_lr, server_momentum=args.server_momentum,
-                              client_lr=client_lr_from_args(args, init),
-                              client_clipnorm=client_clipnorm_from_args(args, init), clients_per_round=args.clients_per_round,
-                              fedatt_p=args.fedatt_p, fedatt_eps=args.fedatt_eps, compression=args.compression,
-                              clip=args.clip, seed=args.seed, **federated_validation(args),
-                              **{k: v for k, v in given.items() if v is not None})
+        fed = federated_config_from_args(args, init)
         data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or CLIENT.batch_size,
                                        epochs=args.local_epochs, max_batches=args.max_batches)
         loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
@@ -276,7 +281,7 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                             "--split-seed")
     train.add_argument("--dropout", type=non_negative_float, default=None,
                        help=f"dropout on embedding and cell outputs (centralized {CEN.dropout}, "
-                            f"{FT.dropout} from a base; federated {FED.dropout})")
+                            f"{FT.dropout} from a base; federated {_fed_default('dropout')})")
     cen = train.add_argument_group("centralized training")
     cen.add_argument("--epochs", type=positive_int, default=None,
                      help=f"most passes over the pooled data ({CEN.epochs}; {FT.epochs} from a base)")
@@ -312,32 +317,34 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
                           "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full "
                           f"({CEN.sampled_softmax})")
     fed = train.add_argument_group("federated training (TFF)")
-    fed.add_argument("--algorithm", default=FED.algorithm, help="fedavg | fedsgd | fedatt (%(default)s)")
-    fed.add_argument("--server-optimizer", default=FED.server_optimizer,
-                     help="sgd | nesterov (FedAvgM) | adam (FedAdam) (%(default)s)")
-    fed.add_argument("--server-lr", type=float, default=FED.server_lr, help="server learning rate (%(default)s)")
-    fed.add_argument("--server-momentum", type=float, default=FED.server_momentum,
-                     help="Nesterov momentum (%(default)s)")
+    fed.add_argument("--algorithm", default=None, help=f"fedavg | fedsgd | fedatt ({_fed_default('algorithm')})")
+    fed.add_argument("--server-optimizer", default=None,
+                     help=f"sgd | nesterov (FedAvgM) | adam (FedAdam) ({_fed_default('server_optimizer')})")
+    fed.add_argument("--server-lr", type=float, default=None,
+                     help=f"server learning rate ({_fed_default('server_lr')})")
+    fed.add_argument("--server-momentum", type=float, default=None,
+                     help=f"Nesterov momentum ({_fed_default('server_momentum')})")
     fed.add_argument("--client-lr", type=float, default=None,
-                     help=f"client SGD learning rate ({FED.client_lr}; {FED_FT.client_lr} from a base)")
+                     help=f"client SGD learning rate ({_fed_default('client_lr')})")
     fed.add_argument("--client-clipnorm", type=non_negative_float, default=None, metavar="NORM",
-                     help="clip each client step's gradient to this global L2 norm; 0 = off "
-                          f"({FED.client_clipnorm or 0:g}; {FED_FT.client_clipnorm or 0:g} from a base)")
-    fed.add_argument("--clients-per-round", type=positive_int, default=FED.clients_per_round,
-                     help="K, sampled uniformly; at most the number of training clients (%(default)s)")
+                     help=f"clip each client step's gradient to this global L2 norm; 0 = off "
+                          f"({_fed_default('client_clipnorm')})")
+    fed.add_argument("--clients-per-round", type=positive_int, default=None,
+                     help="K, sampled uniformly; at most the number of training clients "
+                          f"({_fed_default('clients_per_round')})")
     fed.add_argument("--rounds", type=positive_int, default=None,
-                     help=f"rounds to run ({FED.rounds}); with --resume, the round to reach (default: the run's own "
-                          "count)")
+                     help=f"rounds to run ({_fed_default('rounds')}); with --resume, the round to reach (default: "
+                          "the run's own count)")
     fed.add_argument("--local-epochs", type=positive_int, default=CLIENT.epochs,
                      help="client epochs per round (%(default)s)")
     fed.add_argument("--max-batches", type=positive_int, default=CLIENT.max_batches,
                      help="cap on batches per client and round, drawn from all of the client's examples "
                           "(%(default)s)")
-    fed.add_argument("--clip", default=FED.clip, metavar="adaptive|none|NORM",
+    fed.add_argument("--clip", default=None, metavar="adaptive|none|NORM",
                      help="update clipping, the same for every algorithm: adaptive (TFF's adaptive zeroing and "
                           "quantile clipping, the default), none, or a fixed L2 norm")
-    fed.add_argument("--fedatt-p", type=float, default=FED.fedatt_p, help="FedAtt norm order p (%(default)s)")
-    fed.add_argument("--fedatt-eps", type=float, default=FED.fedatt_eps, help="FedAtt step size eps (%(default)s)")
+    fed.add_argument("--fedatt-p", type=float, default=None, help=f"FedAtt norm order p ({FED.fedatt_p})")
+    fed.add_argument("--fedatt-eps", type=float, default=None, help=f"FedAtt step size eps ({FED.fedatt_eps})")
     fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
     fed.add_argument("--eval-every", type=positive_int, default=LOOP.eval_every,
                      help="evaluate held-out clients every N rounds and at the end (%(default)s)")
