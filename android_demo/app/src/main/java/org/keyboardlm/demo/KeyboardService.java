@@ -2,135 +2,159 @@ package org.keyboardlm.demo;
 
 import android.app.KeyguardManager;
 import android.content.Context;
+import android.content.res.AssetFileDescriptor;
 import android.inputmethodservice.InputMethodService;
 import android.inputmethodservice.Keyboard;
 import android.inputmethodservice.KeyboardView;
 import android.os.Build;
 import android.os.Handler;
 import android.os.HandlerThread;
+import android.os.IBinder;
 import android.os.Looper;
 import android.os.Process;
 import android.util.Log;
-import android.view.KeyEvent;
 import android.view.View;
 import android.view.inputmethod.EditorInfo;
 import android.view.inputmethod.InputConnection;
+import android.view.inputmethod.InputMethodManager;
 import android.widget.TextView;
 
 import java.io.ByteArrayOutputStream;
 import java.io.File;
+import java.io.FileInputStream;
+import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.io.FileInputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
 
 import org.keyboardlm.core.ExternalModelPolicy;
-import org.keyboardlm.core.FieldPolicy;
+import org.keyboardlm.core.HistoryStore;
+import org.keyboardlm.core.IdleSaver;
+import org.keyboardlm.core.InputLogic;
 import org.keyboardlm.core.ModelFile;
 import org.keyboardlm.core.ModelFileException;
 import org.keyboardlm.core.Predictor;
 import org.keyboardlm.core.RecentSentences;
 import org.keyboardlm.core.Session;
-import org.keyboardlm.core.TextField;
+import org.keyboardlm.core.StripRanker;
 import org.keyboardlm.core.UserHistory;
 
 /**
- * The keyboard: keys edit the field on the UI thread; after every edit the text before the
- * cursor goes to one background thread, where {@link TextField} (the core) brings the
- * recurrent state along and ranks the 3-slot strip, which comes back to the UI thread.
- * Everything a test needs lives in the core; this class only moves text and results between
- * the editor, the thread and the views. Any failure shows one line in the strip; typing
- * keeps working.
+ * The keyboard's Android glue. What a key, a tap or a cursor move does to the text, and what
+ * is ranked and learnt, is decided in the core ({@link InputLogic} over an
+ * {@link InputConnectionEditor}, {@link StripRanker} on the ranking thread, {@link HistoryStore}
+ * and {@link IdleSaver} for the history), where JUnit tests it; this class forwards Android's
+ * callbacks there and draws the result. Any failure shows one line in the strip; typing keeps
+ * working.
  *
- * <p>Fields: {@link FieldPolicy} decides in {@link #onStartInput}, which runs for every field,
- * with or without the input view (a hardware keyboard), and the session restarts there, so no
- * field is ever read or learnt under the previous field's attributes. Selection updates are
- * ignored while the input view is hidden. Each text sent to the background thread says whether
- * only the keyboard's own keys and taps changed it ({@link TextField#update(String, boolean)}):
- * pastes and the editor's changes are never learnt.
+ * <p>Threads: the UI thread (keys, the editor), the ranking thread ("kblm-ranking", default
+ * priority: a strip is what the user waits for), and a background thread that saves the
+ * history and chooses its weight only while the keyboard is idle (after the input view closed,
+ * cancelled when it shows again before the work started).
  *
- * <p>User history: one {@link UserHistoryStore} history per user, read from the app's private
- * storage when the keyboard starts and written there when the input view finishes; the
- * TextField learns what is typed only where {@link FieldPolicy#mayLearn} allows it. It never
- * leaves the device. While the device is locked ({@code KeyguardManager}), the strip shows no
- * word only the history knows ({@link TextField#setDeviceLocked}). A damaged history file is
- * kept aside and the strip says so once (see {@link UserHistoryStore}).
- *
- * <p>The model: {@code assets/model.tflite} from the APK, or a file pushed to the app's
- * external files directory when its sha256 is listed in {@code R.array.external_model_sha256}
- * ({@link ExternalModelPolicy}); a refused file is logged and the APK's model is used.
- *
- * <p>The history's weight: the sentences a typed terminator finishes in those fields are kept
- * in memory ({@link RecentSentences}, at most 200, never written); when the input view
- * finishes and at least 50 arrived since the last choice, the background thread chooses the
- * user's weight on them ({@link Session#chooseHistoryWeight}, over the history as it was
- * before they were learnt) and saves the history. Bounded work (at most 4,000 words: one
- * model step and six rankings each) while the keyboard is hidden.
- *
- * <p>Fields where {@link FieldPolicy#mayPredict} is false (passwords, e-mail, URI, filter,
- * number, phone, date/time, raw, no-suggestion and auto-complete fields) get no strip, and
- * their text is never read: the model does not run there.
+ * <p>The model: {@code assets/model.tflite} memory-mapped from the APK (stored uncompressed,
+ * {@code aapt -0 tflite}), or a file pushed to the app's external files directory when its
+ * sha256 is listed in {@code R.array.external_model_sha256} ({@link ExternalModelPolicy}),
+ * loaded from the very bytes whose sha256 was checked. The predictor is closed when the
+ * service is destroyed.
  */
-public final class KeyboardService extends InputMethodService implements KeyboardView.OnKeyboardActionListener {
-    /** Characters of context read before the cursor (the session restarts every seq_len words anyway). */
-    private static final int WINDOW = 1000;
+public final class KeyboardService extends InputMethodService
+        implements KeyboardView.OnKeyboardActionListener, InputLogic.Listener {
     private static final String MODEL = "model.tflite";
     private static final String BLOCKLIST = "blocklist.txt";
     private static final String TAG = "kblm";
+    /** The key that switches to the next keyboard (layouts' {@code android:codes}). */
+    static final int KEYCODE_SWITCH_KEYBOARD = -101;
 
-    private HandlerThread thread;
-    private Handler background;
+    private HandlerThread rankingThread;
+    private Handler ranking;
     private Handler ui;
-    /** Owned by the background thread. */
-    private TextField field;
-    /** Set with {@link #field} by the background thread: the model, and the newest sentences to choose the weight on. */
-    private Predictor predictor;
-    private RecentSentences recent;
-    /** Written by the background thread, read by the UI thread for a new view. */
-    private volatile String loadError;
-    /** Background thread: the current field's learning and the lock state, for a field created after they were set. */
-    private boolean fieldLearns;
-    private boolean fieldLocked = true;
-    /** Background thread: the field {@link #field} was last reset for (see {@link #generation}). */
-    private int fieldGeneration;
-    /**
-     * Latest text not yet ranked (guarded by {@link #pendingLock}); the background thread takes
-     * it, so bursts of keys coalesce. {@link #pendingByKeyboard}: only the keyboard's keys and
-     * taps made the changes coalesced into it. {@link #pendingGeneration}: the field it was
-     * read from; the background thread leaves it until {@link #field} was reset for that field.
-     */
-    private final Object pendingLock = new Object();
-    private String pendingText;
-    private boolean pendingByKeyboard;
-    private int pendingGeneration;
+    private ScheduledThreadPoolExecutor idleThread;
+    private IdleSaver saver;
+    private HistoryStore store;
+    private StripRanker ranker;
+    private InputLogic logic;
+    /** Set on the ranking thread once loaded; read by the idle thread. */
+    private volatile Predictor predictor;
+    private volatile RecentSentences recent;
+    private volatile boolean destroyed;
 
     // UI thread only.
-    /** Counts the fields started (onStartInput). */
-    private int generation;
-    private final TextView[] slots = new TextView[TextField.SLOTS];
-    private String[] shown = new String[TextField.SLOTS];
-    private String lastText;
-    /** False in a field where the keyboard must not predict (see {@link FieldPolicy#mayPredict}); set in onStartInput. */
-    private boolean predicting;
-    /** A notice the strip shows instead of suggestions until the next key or tap (a damaged history file). */
-    private String notice;
-    /** True once the damaged-history notice was shown in this process (see {@link #showDamagedNotice}). */
-    private boolean noticeShown;
+    private final TextView[] slots = new TextView[3];
     private View strip;
     private KeyboardView keyboardView;
-    private Keyboard keyboard;
+    private Keyboard letters;
+    private Keyboard symbols;
+    private Keyboard numbers;
+    private Keyboard phone;
+    /** The layout of the current field (see {@link InputLogic#layoutFor}); symbols replace letters on the mode key. */
+    private int layout = InputLogic.LAYOUT_TEXT;
+    /** A notice the strip shows instead of suggestions until the next key or tap (a damaged history file). */
+    private String notice;
+    private boolean noticeShown;
 
     @Override
     public void onCreate() {
         super.onCreate();
         ui = new Handler(Looper.getMainLooper());
-        thread = new HandlerThread("kblm-inference", Process.THREAD_PRIORITY_BACKGROUND);
-        thread.start();
-        background = new Handler(thread.getLooper());
-        background.post(new Runnable() {
+        rankingThread = new HandlerThread("kblm-ranking", Process.THREAD_PRIORITY_DEFAULT);
+        rankingThread.start();
+        ranking = new Handler(rankingThread.getLooper());
+        idleThread = new ScheduledThreadPoolExecutor(1, new ThreadFactory() {
+            @Override
+            public Thread newThread(final Runnable r) {
+                return new Thread(new Runnable() {
+                    @Override
+                    public void run() {
+                        Process.setThreadPriority(Process.THREAD_PRIORITY_BACKGROUND);
+                        r.run();
+                    }
+                }, "kblm-idle");
+            }
+        });
+        store = UserHistoryStore.get(this);
+        saver = new IdleSaver(idleThread, IdleSaver.DEFAULT_DELAY_MILLIS, new Runnable() {
+            @Override
+            public void run() {
+                whileIdle();
+            }
+        });
+        ranker = new StripRanker(new Executor() {
+            @Override
+            public void execute(Runnable r) {
+                ranking.post(r);
+            }
+        }, new StripRanker.Listener() {
+            @Override
+            public void onStrip(final int seq, final String[] words, final boolean completing) {
+                ui.post(new Runnable() {
+                    @Override
+                    public void run() {
+                        logic.onStrip(seq, words, completing);
+                    }
+                });
+            }
+
+            @Override
+            public void onMessage(final int seq, final String message) {
+                ui.post(new Runnable() {
+                    @Override
+                    public void run() {
+                        logic.onMessage(seq, message);
+                    }
+                });
+            }
+        });
+        logic = new InputLogic(ranker, this);
+        ranking.post(new Runnable() {
             @Override
             public void run() {
                 load();
@@ -140,45 +164,100 @@ public final class KeyboardService extends InputMethodService implements Keyboar
 
     @Override
     public void onDestroy() {
-        thread.quitSafely();
+        destroyed = true;
+        rankingThread.quitSafely();
+        // On the idle thread, after any work under way there: the last save, then the model is closed.
+        saver.busy();
+        idleThread.execute(new Runnable() {
+            @Override
+            public void run() {
+                try {
+                    rankingThread.join(2000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                save();
+                Predictor p = predictor;
+                if (p != null) p.close();
+            }
+        });
+        idleThread.shutdown();
         super.onDestroy();
     }
 
-    /**
-     * Background thread: a model pushed to the app's external files directory if its sha256 is
-     * one this build accepts, else the one in the APK.
-     */
+    // -- loading (ranking thread) ------------------------------------------------------------
+
     private void load() {
+        String error;
         try {
             ModelFile model = pushedModel();
-            if (model == null) model = ModelFile.fromBytes("assets/" + MODEL, readAsset(MODEL));
-            UserHistory history = UserHistoryStore.get(this);  // never throws: a damaged file is kept aside
-            predictor = new Predictor(model, blocklist());
-            recent = UserHistoryStore.recentSentences(this);
-            field = new TextField(predictor, history);
-            field.reset(fieldLearns);
-            field.setDeviceLocked(fieldLocked);
-            loadError = null;
+            if (model == null) model = assetModel();
+            UserHistory history = store.history();  // never throws: a damaged file is kept aside
+            if (store.notice() != null) Log.w(TAG, store.notice());
+            Predictor p = new Predictor(model, blocklist());
+            recent = store.recentSentences();
+            predictor = p;
+            ranker.loaded(p, history, recent);
             ui.post(new Runnable() {
                 @Override
                 public void run() {
                     showDamagedNotice();  // the history was just read: a damaged file is kept aside now
+                    logic.refresh();
                 }
             });
+            return;
         } catch (ModelFileException e) {
-            loadError = e.getMessage();
+            error = e.getMessage();
         } catch (IOException e) {
-            loadError = "assets/" + MODEL + ": " + e.getMessage();
+            error = "assets/" + MODEL + ": " + e.getMessage();
         } catch (RuntimeException | OutOfMemoryError e) {
-            loadError = "cannot load the model: " + e;
+            error = "cannot load the model: " + e;
         }
-        if (loadError != null) showMessage(loadError);
+        ranker.loadFailed(error);
+        ui.post(new Runnable() {
+            @Override
+            public void run() {
+                logic.refresh();
+            }
+        });
+    }
+
+    /**
+     * {@code assets/model.tflite}, memory-mapped from the APK (no copy of the file on the heap);
+     * read as a stream if the asset was compressed after all.
+     */
+    private ModelFile assetModel() throws IOException, ModelFileException {
+        AssetFileDescriptor fd;
+        try {
+            fd = getAssets().openFd(MODEL);
+        } catch (FileNotFoundException compressed) {
+            Log.w(TAG, "assets/" + MODEL + " is compressed in the APK; reading it into memory");
+            InputStream in = getAssets().open(MODEL);
+            try {
+                return ModelFile.fromStream("assets/" + MODEL, in);
+            } finally {
+                in.close();
+            }
+        }
+        try {
+            FileInputStream in = new FileInputStream(fd.getFileDescriptor());
+            try {
+                MappedByteBuffer mapped = in.getChannel().map(FileChannel.MapMode.READ_ONLY,
+                        fd.getStartOffset(), fd.getDeclaredLength());
+                return ModelFile.fromBuffer("assets/" + MODEL, mapped);
+            } finally {
+                in.close();
+            }
+        } finally {
+            fd.close();
+        }
     }
 
     /**
      * The pushed model, or null (logged) when there is none, its sha256 is not accepted, or it
-     * cannot be read or loaded. The bytes checked are the bytes loaded, so the file cannot be
-     * swapped in between.
+     * cannot be read or loaded. It is read into memory and loaded from the bytes whose sha256
+     * was checked, so the file cannot be swapped in between (a mapping would show the file as
+     * it is when read).
      */
     private ModelFile pushedModel() {
         File dir = getExternalFilesDir(null);
@@ -199,10 +278,6 @@ public final class KeyboardService extends InputMethodService implements Keyboar
         }
     }
 
-    private byte[] readAsset(String name) throws IOException {
-        return readAll(getAssets().open(name));
-    }
-
     /** Reads {@code in} to its end and closes it. */
     private static byte[] readAll(InputStream in) throws IOException {
         try {
@@ -220,12 +295,41 @@ public final class KeyboardService extends InputMethodService implements Keyboar
     private List<String> blocklist() {
         List<String> words = new ArrayList<String>();
         try {
-            for (String line : new String(readAsset(BLOCKLIST), StandardCharsets.UTF_8).split("\n")) words.add(line.trim());
+            for (String line : new String(readAll(getAssets().open(BLOCKLIST)), StandardCharsets.UTF_8).split("\n")) {
+                words.add(line.trim());
+            }
         } catch (IOException e) {
             // no blocklist in this APK
         }
         return words;
     }
+
+    // -- idle work (idle thread) -------------------------------------------------------------
+
+    /** Choose the history's weight when enough sentences arrived (see {@link RecentSentences}), then save. */
+    private void whileIdle() {
+        Predictor p = predictor;
+        RecentSentences r = recent;
+        if (!destroyed && p != null && r != null && r.due()) {
+            try {
+                Session.HistoryWeightChoice choice = r.chooseIfDue(p);
+                if (choice != null) Log.i(TAG, choice.toString());  // the weight and hit counts only, no text
+            } catch (RuntimeException | OutOfMemoryError e) {
+                Log.w(TAG, "cannot choose the history weight: " + e);
+            }
+        }
+        save();
+    }
+
+    private void save() {
+        try {
+            store.save();  // only if something changed; a snapshot, so learning never waits for the disk
+        } catch (IOException | RuntimeException e) {
+            Log.w(TAG, "cannot save the user history: " + e.getMessage());
+        }
+    }
+
+    // -- views (UI thread) -------------------------------------------------------------------
 
     @Override
     public View onCreateInputView() {
@@ -237,86 +341,78 @@ public final class KeyboardService extends InputMethodService implements Keyboar
             slots[i].setOnClickListener(new View.OnClickListener() {
                 @Override
                 public void onClick(View view) {
-                    pick(slot);
+                    if (dismissNotice()) return;
+                    logic.pick(slot);
+                }
+            });
+            slots[i].setOnLongClickListener(new View.OnLongClickListener() {
+                @Override
+                public boolean onLongClick(View view) {
+                    return !dismissNotice() && logic.removeSuggestion(slot);
                 }
             });
         }
         strip = v.findViewById(R.id.strip);
-        strip.setVisibility(predicting ? View.VISIBLE : View.GONE);
         keyboardView = (KeyboardView) v.findViewById(R.id.keyboard);
-        keyboard = new Keyboard(this, R.xml.qwerty);
-        keyboardView.setKeyboard(keyboard);
+        letters = new Keyboard(this, R.xml.qwerty);
+        symbols = new Keyboard(this, R.xml.symbols);
+        numbers = new Keyboard(this, R.xml.numbers);
+        phone = new Keyboard(this, R.xml.phone);
         keyboardView.setPreviewEnabled(false);
         keyboardView.setOnKeyboardActionListener(this);
-        slots[1].setText(loadError != null ? loadError : getString(R.string.loading));
-        lastText = null;  // a new view: rank again even if the text is unchanged
+        showLayout(layout);
+        render();  // what the keyboard showed before (a rotation): no "loading" once the model is loaded
         return v;
     }
 
-    /**
-     * Every field starts here, shown or not (with a hardware keyboard the input view never
-     * starts): the field's attributes are decided and the session restarts, restart or not, so
-     * nothing of this field is read or learnt under the previous one's.
-     */
+    private void showLayout(int which) {
+        layout = which;
+        if (keyboardView == null) return;
+        Keyboard k = which == InputLogic.LAYOUT_SYMBOLS ? symbols
+                : which == InputLogic.LAYOUT_NUMBER ? numbers
+                : which == InputLogic.LAYOUT_PHONE ? phone : letters;
+        if (keyboardView.getKeyboard() != k) keyboardView.setKeyboard(k);
+    }
+
     @Override
-    public void onStartInput(EditorInfo info, boolean restarting) {
-        super.onStartInput(info, restarting);
-        int inputType = info == null ? FieldPolicy.TYPE_NULL : info.inputType;
-        int imeOptions = info == null ? 0 : info.imeOptions;
-        predicting = FieldPolicy.mayPredict(inputType);
-        final boolean learn = FieldPolicy.mayLearn(inputType, imeOptions);
-        final boolean locked = deviceLocked();
-        final int started = ++generation;
-        lastText = null;
-        synchronized (pendingLock) {
-            pendingText = null;  // a text queued from the previous field is not ranked
+    public void onStateChanged() {
+        render();
+    }
+
+    /** Draw the strip and the shift state from {@link InputLogic}; a pending {@link #notice} takes the strip instead. */
+    private void render() {
+        if (strip == null) return;
+        strip.setVisibility(logic.predicting() ? View.VISIBLE : View.GONE);
+        String[] words = logic.slots();
+        String message = notice != null ? notice
+                : logic.loading() ? getString(R.string.loading)
+                : logic.message();
+        for (int i = 0; i < slots.length; i++) {
+            String text = message != null ? (i == 1 ? message : "") : words[i];
+            slots[i].setText(text == null ? "" : text);
         }
-        if (strip != null) strip.setVisibility(predicting ? View.VISIBLE : View.GONE);
-        show(new String[TextField.SLOTS]);
-        background.post(new Runnable() {
-            @Override
-            public void run() {
-                fieldLearns = learn;
-                fieldLocked = locked;
-                synchronized (pendingLock) {
-                    fieldGeneration = started;
-                }
-                if (field == null) return;
-                field.reset(learn);
-                field.setDeviceLocked(locked);
-            }
-        });
+        if (keyboardView.getKeyboard() == letters && letters.isShifted() != logic.shifted()) {
+            letters.setShifted(logic.shifted());
+            keyboardView.invalidateAllKeys();
+        }
     }
 
-    @Override
-    public void onStartInputView(EditorInfo info, boolean restarting) {
-        super.onStartInputView(info, restarting);
-        if (strip != null) strip.setVisibility(predicting ? View.VISIBLE : View.GONE);
-        if (!predicting) return;
-        final boolean locked = deviceLocked();  // may have changed since onStartInput
-        background.post(new Runnable() {
-            @Override
-            public void run() {
-                fieldLocked = locked;
-                if (field != null) field.setDeviceLocked(locked);
-            }
-        });
-        showDamagedNotice();
-        lastText = null;  // a new view: rank again even if the text is unchanged
-        scheduleUpdate(false);  // the field's own text: never learnt
-    }
-
-    /**
-     * UI thread: once per process, while a damaged history file is kept aside, the strip says so
-     * until the next key or tap.
-     */
+    /** UI thread: once per process, while a damaged history file is kept aside, the strip says so until the next key or tap. */
     private void showDamagedNotice() {
-        if (noticeShown || !predicting) return;  // shown with the next field that has a strip
-        File bad = UserHistoryStore.damagedCopy(this);
+        if (noticeShown || !logic.predicting()) return;  // shown with the next field that has a strip
+        File bad = store.damagedCopy();
         if (bad == null) return;
         noticeShown = true;
         notice = getString(R.string.history_damaged, bad.getName());
-        show(shown);
+        render();
+    }
+
+    /** The user acted after a notice was shown: the strip shows suggestions again. True if there was one. */
+    private boolean dismissNotice() {
+        if (notice == null) return false;
+        notice = null;
+        render();
+        return true;
     }
 
     /** True while the device is locked or the lock screen shows; true when that cannot be known. */
@@ -328,193 +424,91 @@ public final class KeyboardService extends InputMethodService implements Keyboar
         return locked;
     }
 
+    // -- Android's callbacks, forwarded ------------------------------------------------------
+
+    @Override
+    public void onStartInput(EditorInfo info, boolean restarting) {
+        super.onStartInput(info, restarting);
+        int inputType = info == null ? 0 : info.inputType;
+        logic.startInput(new InputConnectionEditor(this), inputType, info == null ? 0 : info.imeOptions,
+                info == null ? -1 : info.initialSelStart, info == null ? -1 : info.initialSelEnd, deviceLocked());
+        showLayout(InputLogic.layoutFor(inputType));
+    }
+
+    @Override
+    public void onStartInputView(EditorInfo info, boolean restarting) {
+        super.onStartInputView(info, restarting);
+        saver.busy();
+        showLayout(layout);
+        logic.startInputView(deviceLocked());
+        showDamagedNotice();
+    }
+
     @Override
     public void onFinishInputView(boolean finishingInput) {
         super.onFinishInputView(finishingInput);
-        // After the updates already queued, so what they learnt is written too.
-        background.post(new Runnable() {
-            @Override
-            public void run() {
-                UserHistoryStore.save(KeyboardService.this);
-                chooseHistoryWeight();
-            }
-        });
+        logic.finishInputView();
+        saver.idle();
     }
 
-    /**
-     * Background thread: once enough sentences were finished since the last choice, choose the
-     * user's history weight on them (see {@link RecentSentences}) and save it with the history.
-     */
-    private void chooseHistoryWeight() {
-        if (field == null || !recent.due()) return;
-        try {
-            Session.HistoryWeightChoice choice = recent.chooseIfDue(predictor);
-            if (choice == null) return;
-            Log.i(TAG, choice.toString());  // the weight and hit counts only, no text
-            UserHistoryStore.save(this);
-        } catch (RuntimeException | OutOfMemoryError e) {
-            Log.w(TAG, "cannot choose the history weight: " + e);
-        }
+    @Override
+    public void onFinishInput() {
+        super.onFinishInput();
+        logic.finishInput();
     }
 
     @Override
     public void onUpdateSelection(int oldSelStart, int oldSelEnd, int newSelStart, int newSelEnd,
                                   int candidatesStart, int candidatesEnd) {
         super.onUpdateSelection(oldSelStart, oldSelEnd, newSelStart, newSelEnd, candidatesStart, candidatesEnd);
-        if (!isInputViewShown()) return;  // a hardware keyboard's field: not read
-        // The user moved the cursor, or the editor changed the text (a paste): not the keyboard's
-        // typing. The keyboard's own edits were read already (the text is then unchanged).
-        scheduleUpdate(false);
-    }
-
-    /**
-     * UI thread: hand the text before the cursor to the background thread; {@code byKeyboard}:
-     * the keyboard's own key or tap changed it.
-     */
-    private void scheduleUpdate(boolean byKeyboard) {
-        if (!predicting) return;  // the field's text is not read
-        InputConnection ic = getCurrentInputConnection();
-        if (ic == null) return;
-        CharSequence before = ic.getTextBeforeCursor(WINDOW, 0);
-        String text = before == null ? "" : before.toString();
-        if (text.equals(lastText)) return;
-        lastText = text;
-        boolean post;
-        synchronized (pendingLock) {
-            post = pendingText == null;
-            pendingByKeyboard = (post || pendingByKeyboard) && byKeyboard;
-            pendingText = text;
-            pendingGeneration = generation;
-        }
-        if (post) {
-            background.post(new Runnable() {
-                @Override
-                public void run() {
-                    rank();
-                }
-            });
-        }
-    }
-
-    /** Background thread: one TextField update for the latest text. */
-    private void rank() {
-        final String text;
-        final boolean byKeyboard;
-        synchronized (pendingLock) {
-            // A text of a field not yet reset for waits for the rank posted after that reset.
-            if (pendingGeneration != fieldGeneration) return;
-            text = pendingText;
-            byKeyboard = pendingByKeyboard;
-            pendingText = null;
-        }
-        if (text == null) return;
-        if (field == null) {
-            showMessage(loadError != null ? loadError : getString(R.string.loading));
-            return;
-        }
-        try {
-            final String[] words = field.update(text, byKeyboard).slots();
-            for (List<String> sentence : field.takeFinishedSentences()) recent.add(sentence);  // learning fields only
-            ui.post(new Runnable() {
-                @Override
-                public void run() {
-                    if (text.equals(lastText)) show(words);
-                }
-            });
-        } catch (RuntimeException | OutOfMemoryError e) {
-            field.reset();
-            showMessage("suggestions failed: " + e);
-        }
-    }
-
-    private void showMessage(final String message) {
-        ui.post(new Runnable() {
-            @Override
-            public void run() {
-                show(new String[] {null, null, null});
-                if (slots[1] != null) slots[1].setText(message);
-            }
-        });
-    }
-
-    /** UI thread; a pending {@link #notice} takes the strip instead. */
-    private void show(String[] words) {
-        shown = words;
-        for (int i = 0; i < slots.length; i++) {
-            String text = notice != null ? (i == 1 ? notice : "") : words[i];
-            if (slots[i] != null) slots[i].setText(text == null ? "" : text);
-        }
-    }
-
-    /** UI thread: the user acted after a notice was shown; the strip shows suggestions again. */
-    private void dismissNotice() {
-        if (notice == null) return;
-        notice = null;
-        show(shown);
-    }
-
-    /** UI thread: a tapped slot replaces the word being typed. */
-    private void pick(int slot) {
-        if (notice != null) {
-            dismissNotice();
-            return;
-        }
-        String word = shown[slot];
-        InputConnection ic = getCurrentInputConnection();
-        if (word == null || ic == null) return;
-        CharSequence before = ic.getTextBeforeCursor(WINDOW, 0);
-        TextField.Edit edit = TextField.pick(before == null ? "" : before.toString(), word);
-        ic.beginBatchEdit();
-        if (edit.deleteBefore > 0) ic.deleteSurroundingText(edit.deleteBefore, 0);
-        ic.commitText(edit.insert, 1);
-        ic.endBatchEdit();
-        scheduleUpdate(true);
+        logic.updateSelection(oldSelStart, oldSelEnd, newSelStart, newSelEnd, candidatesStart, candidatesEnd);
     }
 
     @Override
     public void onKey(int code, int[] codes) {
         dismissNotice();
-        InputConnection ic = getCurrentInputConnection();
-        if (ic == null) return;
         if (code == Keyboard.KEYCODE_SHIFT) {
-            keyboard.setShifted(!keyboard.isShifted());
-            keyboardView.invalidateAllKeys();
-            return;
-        }
-        if (code == Keyboard.KEYCODE_DELETE) {
-            CharSequence selected = ic.getSelectedText(0);
-            CharSequence before = ic.getTextBeforeCursor(2, 0);
-            int n = TextField.backspaceLength(before == null ? "" : before.toString());
-            if (selected != null && selected.length() > 0) ic.commitText("", 1);
-            else if (n > 0) ic.deleteSurroundingText(n, 0);
-            else sendDownUpKeyEvents(KeyEvent.KEYCODE_DEL);
+            logic.shift();
+        } else if (code == Keyboard.KEYCODE_DELETE) {
+            logic.delete();
+        } else if (code == Keyboard.KEYCODE_MODE_CHANGE) {
+            showLayout(layout == InputLogic.LAYOUT_SYMBOLS ? InputLogic.LAYOUT_TEXT : InputLogic.LAYOUT_SYMBOLS);
+            render();
+        } else if (code == KEYCODE_SWITCH_KEYBOARD) {
+            switchKeyboard();
         } else if (code == '\n') {
             EditorInfo info = getCurrentInputEditorInfo();
             int action = info == null ? EditorInfo.IME_ACTION_NONE : info.imeOptions & EditorInfo.IME_MASK_ACTION;
             boolean noAction = info == null || (info.imeOptions & EditorInfo.IME_FLAG_NO_ENTER_ACTION) != 0;
-            if (!noAction && action != EditorInfo.IME_ACTION_NONE && action != EditorInfo.IME_ACTION_UNSPECIFIED) {
+            InputConnection ic = getCurrentInputConnection();
+            if (ic != null && !noAction && action != EditorInfo.IME_ACTION_NONE && action != EditorInfo.IME_ACTION_UNSPECIFIED) {
+                logic.finishComposing();
                 ic.performEditorAction(action);
             } else {
-                sendKeyChar('\n');
+                logic.type('\n');
             }
         } else if (code > 0) {
-            String s = new String(Character.toChars(code));
-            if (keyboard.isShifted()) {
-                s = s.toUpperCase(java.util.Locale.ROOT);
-                keyboard.setShifted(false);  // one capital, as a phone's shift does
-                keyboardView.invalidateAllKeys();
-            }
-            ic.commitText(s, 1);
+            logic.type(code);
         }
-        scheduleUpdate(true);
+    }
+
+    /** The next keyboard, or the system's picker when there is none to switch to. */
+    private void switchKeyboard() {
+        InputMethodManager imm = (InputMethodManager) getSystemService(Context.INPUT_METHOD_SERVICE);
+        if (imm == null) return;
+        IBinder token = getWindow() == null || getWindow().getWindow() == null ? null
+                : getWindow().getWindow().getAttributes().token;
+        if (token == null || !imm.switchToNextInputMethod(token, false)) imm.showInputMethodPicker();
     }
 
     @Override
     public void onText(CharSequence text) {
-        InputConnection ic = getCurrentInputConnection();
-        if (ic == null) return;
-        ic.commitText(text, 1);
-        scheduleUpdate(true);
+        String s = text.toString();
+        for (int i = 0; i < s.length(); ) {
+            int cp = s.codePointAt(i);
+            logic.type(cp);
+            i += Character.charCount(cp);
+        }
     }
 
     @Override

@@ -213,8 +213,11 @@ public final class Session {
      * and the word may be learnt, without a model step (the keyboard's {@link TextField} decides
      * itself which committed words are new).
      */
-    void learn(String prev, String word) {
-        if (learning && userHistory != null && learnable(word)) userHistory.learnWord(prev, word);
+    /** Learn {@code word} after {@code prev} when this session learns and the word may be learnt; true when it was. */
+    boolean learn(String prev, String word) {
+        if (!learning || userHistory == null || !learnable(word)) return false;
+        userHistory.learnWord(prev, word);
+        return true;
     }
 
     /** Not a special token, not blocklisted, not the history's sentence start. */

@@ -36,7 +36,7 @@ import java.util.List;
  * {@link #REMEMBERED_PLACES} places learnt are remembered). Not learnt: the text a field holds
  * when it is opened (the first update after {@link #reset}), pastes and cursor jumps over
  * more words, and nothing in a field reset with {@code learn} false (see
- * {@link FieldPolicy#mayLearn}). A backspace does not unlearn. Only the keyboard's own typing
+ * {@link FieldPolicy#mayLearn}). A backspace does not unlearn ({@link #unlearn} takes a word back when the keyboard asks). Only the keyboard's own typing
  * is learnt: a word is learnt only when all of its whitespace-delimited chunk lies in the text
  * the keyboard itself typed ({@link #update(String, boolean)}, {@link TypedTail}), so a paste
  * or an editor's change is never learnt, not even when a typed space finishes a pasted word.
@@ -80,6 +80,8 @@ public final class TextField {
     private final LinkedHashSet<Long> learntPlaces = new LinkedHashSet<Long>();
     /** Sentences a typed terminator finished in this field while it learnt, oldest first, not yet taken. */
     private final ArrayDeque<List<String>> finished = new ArrayDeque<List<String>>();
+    /** The words the current (or last) update learnt. */
+    private final List<Learnt> learntNow = new ArrayList<Learnt>();
     /** True until the first update after a reset: the text the field already holds is not learnt. */
     private boolean opened = true;
     private int stepsRun;
@@ -191,6 +193,7 @@ public final class TextField {
      */
     public Strip update(String textBeforeCursor, boolean byKeyboard) {
         if (textBeforeCursor == null) throw new IllegalArgumentException("textBeforeCursor must not be null");
+        learntNow.clear();
         typed.next(textBeforeCursor, byKeyboard);
         String typing = wordBeingTyped(textBeforeCursor);
         List<TextSpec.Item> items = new ArrayList<TextSpec.Item>();
@@ -388,8 +391,51 @@ public final class TextField {
      * previous word.
      */
     private void learnAt(List<String> before, List<String> sentence, int i, List<Integer> kinds) {
-        if ((kinds.get(i) & LEARNABLE) == 0 || !remember(place(before, sentence, i))) return;
-        session.learn(i == 0 || (kinds.get(i - 1) & LEARNABLE) == 0 ? null : sentence.get(i - 1), sentence.get(i));
+        long place = place(before, sentence, i);
+        if ((kinds.get(i) & LEARNABLE) == 0 || !remember(place)) return;
+        String prev = i == 0 || (kinds.get(i - 1) & LEARNABLE) == 0 ? null : sentence.get(i - 1);
+        if (session.learn(prev, sentence.get(i))) {
+            learntNow.add(new Learnt(prev, sentence.get(i), session.userHistory().clock(), place));
+        }
+    }
+
+    /**
+     * The words the last {@link #update} learnt, in order (empty when it learnt none): what
+     * {@link #unlearn} takes back when the user reverts a tapped suggestion.
+     */
+    public List<Learnt> learntByLastUpdate() {
+        return Collections.unmodifiableList(new ArrayList<Learnt>(learntNow));
+    }
+
+    /**
+     * Take back a word an update of this field learnt ({@link #learntByLastUpdate}): the
+     * history unlearns it ({@link UserHistory#unlearnWord}) and the field forgets its place, so
+     * typing it there again is learnt as new. Returns false when the history no longer held it.
+     */
+    public boolean unlearn(Learnt learnt) {
+        learntPlaces.remove(learnt.place);
+        UserHistory history = session.userHistory();
+        return history != null && history.unlearnWord(learnt.prev, learnt.word, learnt.clock);
+    }
+
+    /** One word an update learnt: the previous word (null: a sentence start), the word, the history's clock after it. */
+    public static final class Learnt {
+        public final String prev;
+        public final String word;
+        final long clock;
+        final long place;
+
+        Learnt(String prev, String word, long clock, long place) {
+            this.prev = prev;
+            this.word = word;
+            this.clock = clock;
+            this.place = place;
+        }
+
+        @Override
+        public String toString() {
+            return (prev == null ? UserHistory.START : prev) + " " + word;
+        }
     }
 
     private static boolean allTyped(List<Integer> kinds) {

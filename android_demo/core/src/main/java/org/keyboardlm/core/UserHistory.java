@@ -92,6 +92,8 @@ public final class UserHistory {
     private List<String> top;
     /** The user's mixture weight in [0, 1] (Python's {@code weight}); null: unset, the session's default. */
     private Double weight;
+    /** Changes of any kind (learning, unlearning, removal, weight, clearing) since this object was made; not saved. */
+    private long changes;
 
     /** A history with the defaults of the Python class. */
     public UserHistory() {
@@ -143,6 +145,7 @@ public final class UserHistory {
         }
         if (prev == null) prev = START;
         clock++;
+        changes++;
         Entry w = words.get(word);
         if (w == null) {
             w = new Entry(0.0, clock);
@@ -174,6 +177,78 @@ public final class UserHistory {
             top = null;
         }
         if (numPairs > maxPairs) evictPairs();
+    }
+
+    /**
+     * Take back one {@link #learnWord} of {@code word} after {@code prev} (null: a sentence
+     * start) made when the clock was {@code learntAt} (the {@link #clock()} right after it): the
+     * word's, the pair's, the context's and the total's decayed counts each lose what that one
+     * count has decayed to since. An entry left with no count (below 1e-9) is removed, as are the
+     * pairs that end in a removed word. The clock does not go back. Returns false (and changes
+     * nothing) when the history no longer holds the pair (evicted or removed since). Java only:
+     * Python's UserHistory cannot unlearn; the file format is unchanged.
+     */
+    public synchronized boolean unlearnWord(String prev, String word, long learntAt) {
+        if (word == null || word.isEmpty()) throw new IllegalArgumentException("not a word to unlearn: " + (word == null ? "null" : "''"));
+        if (learntAt < 1 || learntAt > clock) throw new IllegalArgumentException("learntAt must be in [1, clock], got " + learntAt);
+        if (prev == null) prev = START;
+        Map<String, Entry> next = pairs.get(prev);
+        Entry pair = next == null ? null : next.get(word);
+        Entry w = words.get(word);
+        if (pair == null || w == null) return false;
+        double once = Math.pow(0.5, (double) (clock - learntAt) / halfLife);
+        changes++;
+        for (Entry e : new Entry[] {w, pair, contexts.get(prev), total}) {
+            e.count = atLeastZero(decayed(e) - once);
+            e.clock = clock;
+        }
+        if (pair.count < GONE) removePair(prev, word);
+        if (w.count < GONE) forget(word);
+        top = null;
+        return true;
+    }
+
+    /**
+     * Remove {@code word} from the history (a user's "remove this suggestion"): its own count
+     * (taken off the total), every pair that ends in it, and every pair after it with its
+     * context, so it is neither suggested nor a previous word any more. Returns false when the
+     * history does not hold it as a word or as a previous word. Java only (Python's UserHistory
+     * has no such operation); the file format is unchanged.
+     */
+    public synchronized boolean removeWord(String word) {
+        if (word == null) throw new IllegalArgumentException("word must not be null");
+        boolean held = words.containsKey(word) || pairs.containsKey(word);
+        if (!held) return false;
+        changes++;
+        if (words.containsKey(word)) forget(word);
+        LinkedHashMap<String, Entry> after = pairs.remove(word);
+        if (after != null) {
+            numPairs -= after.size();
+            contexts.remove(word);
+        }
+        top = null;
+        return true;
+    }
+
+    /** Counts below this are gone (an unlearnt word's leftover rounding). */
+    private static final double GONE = 1e-9;
+
+    /** Drop a word's own entry, its share of the total, and the pairs that end in it (as eviction does). */
+    private void forget(String word) {
+        Entry e = words.remove(word);
+        total.count = atLeastZero(decayed(total) - decayed(e));
+        total.clock = clock;
+        for (String prev : new ArrayList<String>(pairs.keySet())) {
+            if (pairs.get(prev).containsKey(word)) removePair(prev, word);
+        }
+    }
+
+    /**
+     * Changes of any kind since this object was made (learning, unlearning, removing, the
+     * weight, clearing): a store saves when it differs from the value at its last save. Not saved.
+     */
+    public synchronized long changes() {
+        return changes;
     }
 
     public synchronized int numWords() {
@@ -416,6 +491,7 @@ public final class UserHistory {
         if (weight != null && !(weight >= 0 && weight <= 1)) {
             throw new IllegalArgumentException("weight must be a number in [0, 1], got " + formatDouble(weight));
         }
+        if (weight == null ? this.weight != null : !weight.equals(this.weight)) changes++;
         this.weight = weight;
     }
 
@@ -437,6 +513,7 @@ public final class UserHistory {
 
     /** Forget everything (the keyboard's settings action), the user's weight too; the settings stay. */
     public synchronized void clear() {
+        changes++;
         clock = 0;
         weight = null;
         words.clear();
