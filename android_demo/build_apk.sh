@@ -15,8 +15,10 @@
 #      as dx needs) -> dx --dex -> aapt add classes.dex -> zipalign -> apksigner sign with a
 #   debug key (generated once with keytool) -> apksigner verify, aapt dump badging.
 #
-# MODEL defaults to tests/golden/models/cifg_dynamic-range.tflite (a tiny model, 22 KB); any
-# .tflite from `keyboard-lm export` works. Root is needed only while tools are missing.
+# MODEL defaults to app/src/main/assets/model.tflite, the paper-size model exported from
+# keyboard_lm/models/base and committed with its sha256 (app/src/main/assets/README.md says how it
+# was made), which is checked before use; any .tflite from `keyboard-lm export` works.
+# Root is needed only while tools are missing.
 # Environment: KBLM_APK_BUILD (output directory, default android_demo/build), KBLM_ANDROID_TOOLS
 # (unpacked bullseye packages, default $KBLM_APK_BUILD/tools), KBLM_NO_FETCH=1 (fail rather than
 # install or download anything; tests/test_android_core.py sets it).
@@ -28,9 +30,17 @@ BUILD="${KBLM_APK_BUILD:-$HERE/build}"
 TOOLS="${KBLM_ANDROID_TOOLS:-$BUILD/tools}"
 OUT="$BUILD/apk"
 APK="$BUILD/keyboard_lm-demo-debug.apk"
-MODEL="${1:-$REPO/tests/golden/models/cifg_dynamic-range.tflite}"
+DEFAULT_MODEL="$HERE/app/src/main/assets/model.tflite"
+MODEL="${1:-$DEFAULT_MODEL}"
 BUILD="$(realpath -m "$BUILD")"; TOOLS="$(realpath -m "$TOOLS")"; MODEL="$(realpath -m "$MODEL")"
 BULLSEYE_PACKAGES=(libandroid-23-java dalvik-exchange)
+# The target SDK: the highest this toolchain can give without weakening the app. Android 14 refuses
+# to install targets below 23 and Android 15 reportedly below 24. From 31 on, allowBackup="false"
+# no longer keeps the history out of device-to-device transfers; only android:dataExtractionRules
+# does, and aapt cannot compile that attribute against API 23's android.jar (it is dropped below).
+# So 30. The code is compiled against API 23, so it calls nothing newer; README.md ("Target SDK")
+# lists the behaviour changes of 24-30 reviewed against the app's code (not run on a device).
+TARGET_SDK=30
 BOOKWORM_PACKAGES=(aapt zipalign apksigner)
 ANDROID_JAR="$TOOLS/usr/share/java/com.android.android-23.jar"
 DX_JAR="$TOOLS/usr/share/java/com.android.dx-10.0.0.jar"
@@ -39,6 +49,10 @@ say() { printf '[build_apk] %s\n' "$*"; }
 die() { printf '[build_apk] error: %s\n' "$*" >&2; exit 1; }
 
 [ -f "$MODEL" ] || die "model $MODEL not found (give a .tflite written by keyboard-lm export)"
+if [ "$MODEL" = "$(realpath -m "$DEFAULT_MODEL")" ]; then
+    (cd "$(dirname "$MODEL")" && sha256sum --quiet -c model.tflite.sha256) \
+        || die "$MODEL does not match model.tflite.sha256 beside it (re-export it as app/src/main/assets/README.md says, or give a model)"
+fi
 command -v javac >/dev/null && command -v java >/dev/null && command -v keytool >/dev/null \
     || die "a JDK (javac, java, keytool) is needed on PATH"
 
@@ -126,7 +140,7 @@ cp "$MODEL" "$OUT/assets/model.tflite"
 say "model: $MODEL ($(stat -c %s "$MODEL") bytes) -> assets/model.tflite"
 
 # One source for package, SDK levels and version: app/build.gradle (the manifest has none, as
-# the Android Gradle plugin wants). Target API 23: the android.jar this build compiles against.
+# the Android Gradle plugin wants). The target SDK is TARGET_SDK above.
 gradle_value() { sed -n "s/^[[:space:]]*$1[[:space:]]\{1,\}'\{0,1\}\([^' ]*\)'\{0,1\}[[:space:]]*$/\1/p" "$HERE/app/build.gradle" | head -n 1; }
 PACKAGE="$(gradle_value namespace)"
 MIN_SDK="$(gradle_value minSdk)"
@@ -134,13 +148,13 @@ VERSION_CODE="$(gradle_value versionCode)"
 VERSION_NAME="$(gradle_value versionName)"
 [ -n "$PACKAGE" ] && [ -n "$MIN_SDK" ] && [ -n "$VERSION_CODE" ] && [ -n "$VERSION_NAME" ] \
     || die "cannot read namespace/minSdk/versionCode/versionName from app/build.gradle"
-# API 23's aapt does not know android:dataExtractionRules (API 31); at target SDK 23 allowBackup="false" and
+# API 23's aapt does not know android:dataExtractionRules (API 31); below target SDK 31 allowBackup="false" and
 # fullBackupContent already keep the history out of backups and device transfers, so the attribute is dropped.
 sed -e "0,/<manifest /s//<manifest package=\"$PACKAGE\" /" -e 's/ android:dataExtractionRules="[^"]*"//' \
     "$HERE/app/src/main/AndroidManifest.xml" > "$OUT/AndroidManifest.xml"
 aapt package -f -m -J "$OUT/gen" -M "$OUT/AndroidManifest.xml" -S "$HERE/app/src/main/res" \
     -A "$OUT/assets" -0 tflite -I "$ANDROID_JAR" -F "$OUT/app.unsigned.apk" \
-    --min-sdk-version "$MIN_SDK" --target-sdk-version 23 --version-code "$VERSION_CODE" --version-name "$VERSION_NAME"
+    --min-sdk-version "$MIN_SDK" --target-sdk-version "$TARGET_SDK" --version-code "$VERSION_CODE" --version-name "$VERSION_NAME"
 
 mapfile -t sources < <(find "$HERE/core/src/main/java" "$HERE/app/src/main/java" "$OUT/gen" -name '*.java' | sort)
 javac -source 8 -target 8 -bootclasspath "$ANDROID_JAR" -Xlint:-options -encoding UTF-8 -nowarn \

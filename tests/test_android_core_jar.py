@@ -5,9 +5,12 @@ model file of the repository.
 
 The sample's first strip is checked against the Python predictor's golden fixture
 (tests/golden/predictor_fixture.json) and the history file it saves is read back with the Python
-UserHistory. Skipped, with the reason, where the JDK (javac, java, jar) is absent.
+UserHistory. The demo APK's committed model (android_demo/app/src/main/assets/model.tflite, exported from
+keyboard_lm/models/base) is checked against its recorded sha256, and the jar alone loads it and fills a strip.
+Skipped, with the reason, where the JDK (javac, java, jar) is absent.
 """
 
+import hashlib
 import json
 import re
 import shutil
@@ -29,6 +32,8 @@ MAIN = DEMO / "core" / "src" / "main" / "java"
 VERSION_JAVA = MAIN / "org" / "keyboardlm" / "core" / "Version.java"
 SAMPLE = DEMO / "samples" / "EmbeddingSample.java"
 MODEL = REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite"
+APK_ASSETS = DEMO / "app" / "src" / "main" / "assets"
+APK_MODEL = APK_ASSETS / "model.tflite"
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
@@ -163,3 +168,41 @@ def test_the_version_comes_from_version_java_and_a_bad_one_is_refused(tmp_path):
     assert r.returncode != 0
     assert "no version like 1.2.3" in r.stderr and "found 'latest'" in r.stderr, r.stderr
     assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir()), "nothing is written on refusal"
+
+
+def test_the_apk_model_matches_its_recorded_sha256():
+    recorded = (APK_ASSETS / "model.tflite.sha256").read_text(encoding="utf-8").split()
+    assert recorded[1:] == ["model.tflite"], recorded
+    assert hashlib.sha256(APK_MODEL.read_bytes()).hexdigest() == recorded[0], \
+        "assets/model.tflite changed without its sha256 (see android_demo/app/src/main/assets/README.md)"
+    with zipfile.ZipFile(APK_MODEL) as z:
+        meta = json.loads(z.read("keyboard_lm.json"))
+    base_vocab = (REPO / "keyboard_lm" / "models" / "base" / "vocab.txt").read_bytes()
+    assert meta["vocab_size"] == 10000 and meta["model"]["model_type"] == "cifg" and meta["model"]["units"] == 670
+    assert meta["quantization"] == "dynamic-range" and APK_MODEL.stat().st_size <= 1468006, "over the 1.4 MiB budget"
+    assert meta["vocab_sha256"] == hashlib.sha256(base_vocab).hexdigest(), "not exported from keyboard_lm/models/base"
+
+
+def test_the_apk_model_loads_in_the_jar_and_fills_a_strip_with_real_words(built, tmp_path):
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "Strip.java").write_text(
+        "import java.util.Collections;\n"
+        "import org.keyboardlm.core.*;\n"
+        "public class Strip { public static void main(String[] a) throws Exception {\n"
+        "  try (Predictor p = new Predictor(ModelFile.load(a[0]), Collections.<String>emptyList())) {\n"
+        "    for (String w : new TextField(p).update(a[1]).slots()) System.out.println(w);\n"
+        "  } } }\n", encoding="utf-8")
+    c = subprocess.run(["nice", "-n", "10", "javac", "--release", "8", "-cp", str(built["jar"]), "-d", str(probe),
+                        str(probe / "Strip.java")], capture_output=True, text=True, timeout=300)
+    assert c.returncode == 0, c.stderr[-3000:]
+    r = subprocess.run(["nice", "-n", "10", "java", "-cp", f"{built['jar']}:{probe}", "Strip", str(APK_MODEL),
+                        "see you at the "], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    strip = r.stdout.split()
+    print("see you at the ->", " | ".join(strip))
+    with zipfile.ZipFile(APK_MODEL) as z:
+        vocab = z.read("vocab.txt").decode("utf-8").splitlines()
+    # Three different words of the model's own vocabulary, not special tokens or punctuation; which ones is the model's say.
+    assert len(strip) == 3 and len(set(strip)) == 3, strip
+    assert all(w in vocab[4:] and re.fullmatch(r"[a-z][a-z']*", w) for w in strip), strip
