@@ -213,7 +213,7 @@ public final class Predictor implements Closeable {
         // As Session.complete without a history.
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = Session.strip(TextSpec.normalize(prefix));
-        return top(logProbs, normalized.isEmpty() ? suggestable : prefixIds(normalized), k);
+        return normalized.isEmpty() ? top(logProbs, suggestable, k) : topWithPrefix(logProbs, normalized, k);
     }
 
     /** The log-probs after {@code context} from the prefix cache (read, never written). */
@@ -265,6 +265,19 @@ public final class Predictor implements Closeable {
         return Arrays.copyOfRange(sortedIds, a, Math.max(a, b));
     }
 
+    /**
+     * {@code top(logProbs, prefixIds(prefix), k)} without the copy of the ids (a typed letter
+     * would otherwise copy up to a vocabulary's worth of them): the same ids, in the same order.
+     */
+    List<Suggestion> topWithPrefix(float[] logProbs, String prefix, int k) {
+        int[] lo = TextSpec.codePoints(prefix);
+        int[] hi = Arrays.copyOf(lo, lo.length + 1);
+        hi[lo.length] = Character.MAX_CODE_POINT;
+        int a = bisectLeft(lo);
+        int b = bisectLeft(hi);
+        return top(logProbs, sortedIds, a, Math.max(a, b), k);
+    }
+
     private int bisectLeft(int[] key) {
         int a = 0;
         int b = sortedWords.length;
@@ -278,11 +291,17 @@ public final class Predictor implements Closeable {
 
     /** The k best of {@code ids} by log-prob descending, ties by id ascending; NaN ranks last. */
     List<Suggestion> top(float[] logProbs, int[] ids, int k) {
+        return top(logProbs, ids, 0, ids.length, k);
+    }
+
+    /** {@link #top(float[], int[], int)} of {@code ids[from..to)}. */
+    private List<Suggestion> top(float[] logProbs, int[] ids, int from, int to, int k) {
         if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
-        int[] best = new int[Math.min(k, ids.length)];
+        int[] best = new int[Math.min(k, to - from)];
         if (best.length == 0) return new ArrayList<Suggestion>();
         int n = 0;
-        for (int id : ids) {
+        for (int i = from; i < to; i++) {
+            int id = ids[i];
             if (n == best.length && !before(logProbs, id, best[n - 1])) continue;
             int j = n < best.length ? n++ : n - 1;
             while (j > 0 && before(logProbs, id, best[j - 1])) {

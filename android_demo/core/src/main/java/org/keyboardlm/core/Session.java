@@ -304,7 +304,7 @@ public final class Session {
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = strip(TextSpec.normalize(prefix));
         if (normalized.isEmpty()) return suggestions(k);
-        return withHistory(predictor.top(current.logProbs, predictor.prefixIds(normalized), k), k, normalized);
+        return withHistory(predictor.topWithPrefix(current.logProbs, normalized, k), k, normalized);
     }
 
     /**

@@ -2,6 +2,7 @@ package org.keyboardlm.core;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
@@ -151,6 +152,7 @@ public final class TextField {
         lastFinished = new ArrayList<String>();
         learntPlaces.clear();
         typed.reset();
+        chunks.clear();
         opened = true;
     }
 
@@ -196,10 +198,12 @@ public final class TextField {
         learntNow.clear();
         typed.next(textBeforeCursor, byKeyboard);
         String typing = wordBeingTyped(textBeforeCursor);
+        // scanChunks(text before the word being typed, typed.start()), with its chunks reused
+        // from the last update, and only its tail flattened: see splitChunks and tailItems.
+        int finishedChunks = splitChunks(textBeforeCursor, textBeforeCursor.length() - typing.length(), typed.start());
         List<TextSpec.Item> items = new ArrayList<TextSpec.Item>();
         List<Integer> kinds = new ArrayList<Integer>();
-        int finishedItems = scanChunks(textBeforeCursor.substring(0, textBeforeCursor.length() - typing.length()), typed.start(),
-                items, kinds);
+        int finishedItems = tailItems(finishedChunks, typed.start(), items, kinds);
         int lastEnd = -1;
         for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
         List<TextSpec.Item> sentence = items.subList(lastEnd + 1, items.size());
@@ -208,6 +212,126 @@ public final class TextField {
         stepsRun = 0;
         follow(sentence);
         return new Strip(rank(typing), !typing.isEmpty() && !Session.strip(TextSpec.normalize(typing)).isEmpty(), typing, stepsRun);
+    }
+
+    /**
+     * One whitespace-delimited chunk of the text, scanned once: {@link TextSpec#scan} of it and
+     * what {@link #scanChunks} asks of it, all functions of its text alone, so an update reuses
+     * the chunks of the last one that the text still holds (see {@link #splitChunks}).
+     */
+    private static final class Chunk {
+        final String text;
+        final List<TextSpec.Item> items;
+        final boolean mayLearn;
+        final boolean endsWhitespace;
+        final boolean endsTerminator;
+
+        Chunk(String text) {
+            this.text = text;
+            this.items = TextSpec.scan(text);
+            this.mayLearn = FieldPolicy.mayLearnChunk(text);
+            String normalized = TextSpec.normalize(text);
+            int last = normalized.isEmpty() ? ' ' : normalized.codePointBefore(normalized.length());
+            this.endsWhitespace = Character.isWhitespace(last);
+            this.endsTerminator = isTerminator(last);
+        }
+
+        int kind(int start, int typedFrom) {
+            return start >= typedFrom ? (mayLearn ? TYPED | LEARNABLE : TYPED) : 0;
+        }
+    }
+
+    /** How far ahead {@link #splitChunks} looks among the last update's chunks for one with the same text. */
+    private static final int CHUNK_LOOKAHEAD = 4;
+    /** The chunks of the text before the word being typed at the last update, in order. */
+    private ArrayList<Chunk> chunks = new ArrayList<Chunk>();
+    /** The list the next update fills (swapped with {@link #chunks}; empty between updates). */
+    private ArrayList<Chunk> nextChunks = new ArrayList<Chunk>();
+    /** Where each of {@link #chunks} starts in that text. */
+    private int[] chunkStarts = new int[64];
+
+    /**
+     * Splits {@code text}'s first {@code n} chars into whitespace-delimited chunks as
+     * {@link #scanChunks} does, into {@link #chunks} and {@link #chunkStarts}; a chunk whose text
+     * one of the last update's chunks has (looked for in order, so a typed letter, a window that
+     * moved on, an edit in the middle all find theirs) is that chunk, not scanned again. So a
+     * key allocates nothing per chunk of the text, only for the chunks it changed. Returns how
+     * many chunks are finished (as {@link #scanChunks}: all but a last one that no whitespace
+     * follows yet, unless it ends with a terminator and its kind is {@link #LEARNABLE}).
+     */
+    private int splitChunks(String text, int n, int typedFrom) {
+        ArrayList<Chunk> old = chunks;
+        chunks = nextChunks;
+        nextChunks = old;
+        int next = 0;
+        int i = 0;
+        boolean followed = false;
+        while (i < n) {
+            while (i < n && isAsciiSpace(text.charAt(i))) i++;
+            int start = i;
+            while (i < n && !isAsciiSpace(text.charAt(i))) i++;
+            if (i == start) break;
+            int length = i - start;
+            Chunk chunk = null;
+            for (int k = next; k < old.size() && k < next + CHUNK_LOOKAHEAD; k++) {
+                Chunk o = old.get(k);
+                if (o.text.length() == length && text.regionMatches(start, o.text, 0, length)) {
+                    chunk = o;
+                    next = k + 1;
+                    break;
+                }
+            }
+            if (chunk == null) chunk = new Chunk(text.substring(start, i));
+            int count = chunks.size();
+            if (count == chunkStarts.length) chunkStarts = Arrays.copyOf(chunkStarts, 2 * count);
+            chunkStarts[count] = start;
+            chunks.add(chunk);
+            followed = i < n;
+        }
+        old.clear();
+        int count = chunks.size();
+        if (count == 0) return 0;
+        Chunk last = chunks.get(count - 1);
+        boolean lastFinished = followed || last.endsWhitespace
+                || ((last.kind(chunkStarts[count - 1], typedFrom) & LEARNABLE) != 0 && last.endsTerminator);
+        return lastFinished ? count : count - 1;
+    }
+
+    /**
+     * The end of what {@link #scanChunks} gives for {@link #chunks} (items and kinds), from
+     * where {@link #update} needs it: the last three sentences of the finished chunks' items
+     * (all that {@link #learn} reads: it learns in the last sentence and the one before, and
+     * hashes places with the one before that) and the whole last sentence of all the items
+     * (what {@link #follow} follows, which starts no earlier). Returns how many of the items
+     * belong to the first {@code finishedChunks} chunks.
+     */
+    private int tailItems(int finishedChunks, int typedFrom, List<TextSpec.Item> items, List<Integer> kinds) {
+        // The first chunk and item to give: after the third-last sentence end of the finished items.
+        int fromChunk = 0;
+        int fromItem = 0;
+        int ends = 0;
+        search:
+        for (int c = finishedChunks - 1; c >= 0; c--) {
+            List<TextSpec.Item> chunkItems = chunks.get(c).items;
+            for (int k = chunkItems.size() - 1; k >= 0; k--) {
+                if (chunkItems.get(k).end && ++ends == 3) {
+                    fromChunk = c;
+                    fromItem = k + 1;
+                    break search;
+                }
+            }
+        }
+        int finishedItems = 0;
+        for (int c = fromChunk; c < chunks.size(); c++) {
+            Chunk chunk = chunks.get(c);
+            int kind = chunk.kind(chunkStarts[c], typedFrom);
+            for (int k = c == fromChunk ? fromItem : 0; k < chunk.items.size(); k++) {
+                items.add(chunk.items.get(k));
+                kinds.add(kind);
+            }
+            if (c < finishedChunks) finishedItems = items.size();
+        }
+        return finishedItems;
     }
 
     /**
