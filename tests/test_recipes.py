@@ -53,6 +53,15 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     for init in (None, object()):
         mine = federated_config_from_args(given, init=init)
         assert (mine.client_lr, mine.client_clipnorm, mine.server_optimizer, mine.rounds) == (0.3, None, "sgd", 7)
+    # DP keeps the mechanism's own server step; an optimizer given alone brings its own rate
+    dp = build_parser().parse_args(["train", "--out", "x", "--dp", "ftrl", "--dp-clip", "1"])
+    dp_ft = federated_config_from_args(dp, init=object())
+    assert (dp_ft.server_optimizer, dp_ft.server_lr, dp_ft.client_clipnorm) == (fed.server_optimizer, fed.server_lr,
+                                                                              fed_ft.client_clipnorm)
+    nesterov = build_parser().parse_args(["train", "--out", "x", "--server-optimizer", "nesterov"])
+    assert federated_config_from_args(nesterov, init=object()).server_lr == 1.0
+    adam = build_parser().parse_args(["train", "--out", "x", "--server-optimizer", "adam", "--server-lr", "0.05"])
+    assert federated_config_from_args(adam, init=None).server_lr == 0.05
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
@@ -61,10 +70,13 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     assert f"centralized {cen.batch_size}, federated client batch {client.batch_size}" in text
     assert f"centralized {cen.dropout}, {ft.dropout} from a base; federated {fed.dropout}" in text
     # every field the recipe from a base changes says so in --help, with both values
-    for name, value in dataclasses.asdict(fed_ft).items():
-        if value != getattr(fed, name):
-            assert f"{getattr(fed, name):g}; {value:g} from a base" in text or \
-                f"{getattr(fed, name)}; {value} from a base" in text or f"off; {value:g} from a base" in text, name
+    def show(v):
+        return "off" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+    changed = [n for n, v in dataclasses.asdict(fed_ft).items() if v != getattr(fed, n)]
+    assert {"client_lr", "client_clipnorm", "server_optimizer", "server_lr"} <= set(changed)
+    for name in changed:
+        assert f"{show(getattr(fed, name))}; {show(getattr(fed_ft, name))} from a base" in text, name
     assert f"client SGD learning rate ({fed.client_lr:g}; {fed_ft.client_lr:g} from a base)" in text
 
 

@@ -14,7 +14,7 @@ from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, dat
                                   load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
                                   positive_int, split_from_args)
 from keyboard_lm.data.config import ClientDataConfig
-from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated
+from keyboard_lm.federated.config import SERVER_LR, FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.federated.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
@@ -167,11 +167,14 @@ def federated_config_from_args(args, init) -> FederatedConfig:
     given = {f: getattr(args, f) for f in _FEDERATED_FLAGS if getattr(args, f, None) is not None}
     if "client_clipnorm" in given:
         given["client_clipnorm"] = given["client_clipnorm"] or None  # 0 = off
+    if "server_optimizer" in given and "server_lr" not in given and given["server_optimizer"] in SERVER_LR:
+        given["server_lr"] = SERVER_LR[given["server_optimizer"]]  # the rate belongs to the optimizer
     if args.weight_average is not None:
         given["weight_average"] = args.weight_average
     elif args.dp:
         given["weight_average"] = 0.0  # under --dp the average is post-processing but unmeasured: off unless asked
-    return dataclasses.replace(default_federated(init is not None), compression=bool(args.compression),
+    return dataclasses.replace(default_federated(init is not None, dp=args.dp is not None),
+                               compression=bool(args.compression),
                                seed=args.seed, **federated_validation(args), **given)
 
 
@@ -319,9 +322,11 @@ def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) ->
     fed = train.add_argument_group("federated training (TFF)")
     fed.add_argument("--algorithm", default=None, help=f"fedavg | fedsgd | fedatt ({_fed_default('algorithm')})")
     fed.add_argument("--server-optimizer", default=None,
-                     help=f"sgd | nesterov (FedAvgM) | adam (FedAdam) ({_fed_default('server_optimizer')})")
+                     help=f"sgd | nesterov (FedAvgM) | adam (FedAdam) ({_fed_default('server_optimizer')}; "
+                          "under --dp the mechanism's own server step)")
     fed.add_argument("--server-lr", type=float, default=None,
-                     help=f"server learning rate ({_fed_default('server_lr')})")
+                     help=f"server learning rate ({_fed_default('server_lr')}; with --server-optimizer "
+                          f"alone: {', '.join(f'{k} {v:g}' for k, v in SERVER_LR.items())})")
     fed.add_argument("--server-momentum", type=float, default=None,
                      help=f"Nesterov momentum ({_fed_default('server_momentum')})")
     fed.add_argument("--client-lr", type=float, default=None,

@@ -168,18 +168,30 @@ class FederatedConfig:
         return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
 
 
-#: What a federated run that starts from a base (``--init-from``) changes in the
-#: recipe above. The shipped base's weights are about twice the norm of the
-#: random-weight runs the client rate of 0.5 was tuned on, so its logits are
-#: sharper and client SGD at 0.5 diverged on the SpamAssassin senders (round
-#: 39); 0.2 and 0.1 trained stably there (docs/training.md, "Federated from
-#: the base"). Provisional: the warm-start recipe as a whole is not yet tuned.
-WARM_START = {"client_lr": 0.2}
+#: What a federated run that starts from a base (``--init-from``) changes in the recipe above, chosen by
+#: ``benchmarks/warm_start_sweep.py`` on validation clients across the SpamAssassin senders, Tiny Shakespeare
+#: by role, an IID re-partition of it and the embedded corpus (docs/training.md, "The federated recipe from
+#: the base"). The shipped base's weights are about twice the norm of the random-weight runs the recipe above
+#: was tuned on: client SGD at 0.5 diverged on the mail (round 39), and one client's local loss blew up under
+#: FedAdam too, so clients step at 0.2 with each step's gradient clipped to norm 2.
+WARM_START = {"client_lr": 0.2, "client_clipnorm": 2.0}
+#: ... and, outside differential privacy (whose server step is the mechanism's own: DP-FedAvg's averaging,
+#: DP-FTRL's momentum on the noisy sums), the server optimizer: FedAdam (Reddi et al. 2021) at 0.01, whose
+#: per-coordinate steps reach the rare words' rows that FedAvgM's shared step barely moves.
+WARM_START_SERVER = {"server_optimizer": "adam", "server_lr": 0.01}
 
 
-def default_federated(warm_start: bool = False) -> FederatedConfig:
-    """``FederatedConfig()`` from random weights, with ``WARM_START`` applied when the run starts from a base."""
-    return FederatedConfig(**WARM_START) if warm_start else FederatedConfig()
+#: The server learning rate each server optimizer gets when only ``--server-optimizer`` is given: the
+#: averaging optimizers step by the whole (averaged) update, Adam by a fraction of its normalized one.
+SERVER_LR = {"sgd": 1.0, "nesterov": 1.0, "adam": 0.01}
+
+
+def default_federated(warm_start: bool = False, dp: bool = False) -> FederatedConfig:
+    """``FederatedConfig()`` from random weights; from a base, with ``WARM_START`` (and, without DP,
+    ``WARM_START_SERVER``) applied."""
+    if not warm_start:
+        return FederatedConfig()
+    return FederatedConfig(**WARM_START, **({} if dp else WARM_START_SERVER))
 
 
 @dataclasses.dataclass(frozen=True)

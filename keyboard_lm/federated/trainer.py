@@ -25,7 +25,7 @@ from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.client_data import client_batches, example_client_data
-from keyboard_lm.federated.config import FederatedConfig, LoopConfig
+from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.federated.process import build_process, client_learning_rate, decayed_hparams
 from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.federated.server_average import ServerAverage
@@ -218,7 +218,7 @@ def _evaluate_checked(process, state, keras_model, average, corpus, heldout_ids,
 
 
 def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | None = None,
-                    config: FederatedConfig = FederatedConfig(), data_config: ClientDataConfig = ClientDataConfig(),
+                    config: FederatedConfig | None = None, data_config: ClientDataConfig = ClientDataConfig(),
                     split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
                     resume: bool = False, vocab_size: int = 10_000, data_source: dict | None = None,
                     log=print, command: str = "train", overwrite: bool = False,
@@ -267,10 +267,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     ``init`` starts a fresh run from another run's weights
     (``models.warm_start``): the server's first model is the base's, with
     its model type and sizes; run.json records the start in ``init_from``.
+    ``config`` None is ``default_federated``: the recipe from random weights,
+    or from a base when ``init`` is given (without DP, its server optimizer too).
     """
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     if resume and track_clients:
         raise ConfigError("tracking client participation needs a fresh run, not a resumed one")
+    if config is None:
+        config = default_federated(warm_start=init is not None, dp=dp is not None)
     if resume and init is not None:
         raise ConfigError("--init-from starts a fresh run; a resumed run continues from its own checkpoint")
     best = None  # the round the run keeps: {"round", "val_recall_at_3", "val_loss", "heldout"}
