@@ -1,7 +1,6 @@
 package org.keyboardlm.core;
 
 import java.io.File;
-import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -115,7 +114,7 @@ public final class HistoryStore {
             synchronized (this) {
                 if (generation != clears) return false;  // cleared since the snapshot: it must not come back
             }
-            writeAtomically(path, json.getBytes(StandardCharsets.UTF_8));
+            UserHistory.writeAtomically(path, json.getBytes(StandardCharsets.UTF_8));
             synchronized (this) {
                 if (generation == clears && changes > savedChanges) savedChanges = changes;
             }
@@ -145,22 +144,5 @@ public final class HistoryStore {
             }
         }
         return gone;
-    }
-
-    /** {@code bytes} to {@code path}: {@code path.tmp}, fsync, rename; a crash leaves the previous file. */
-    static void writeAtomically(String path, byte[] bytes) throws IOException {
-        File file = new File(path);
-        File tmp = new File(path + ".tmp");
-        FileOutputStream out = new FileOutputStream(tmp);
-        try {
-            out.write(bytes);
-            out.getFD().sync();
-        } finally {
-            out.close();
-        }
-        if (!tmp.renameTo(file)) {
-            tmp.delete();
-            throw new IOException(path + ": cannot replace the user history file");
-        }
     }
 }

@@ -150,14 +150,7 @@ public final class InputLogic {
     public void startInputView(boolean locked) {
         viewShown = true;
         ranker.setDeviceLocked(locked);
-        if (predicting) {
-            editor.beginBatchEdit();
-            reload();
-            editor.endBatchEdit();
-            expect();
-            seq++;
-            requestRank(false);
-        }
+        if (predicting) reloadAndRank(false);
         listener.onStateChanged();
     }
 
@@ -228,14 +221,19 @@ public final class InputLogic {
         }
         phantomSpace = false;
         lastPick = null;
+        reloadAndRank(composing);
+        listener.onStateChanged();
+    }
+
+    /** Read the editor's text again (ending the composing region first if asked) and rank it as not typed. */
+    private void reloadAndRank(boolean finishComposing) {
         editor.beginBatchEdit();
-        if (composing) editor.finishComposingText();
+        if (finishComposing) editor.finishComposingText();
         reload();
         editor.endBatchEdit();
         expect();
         seq++;
         requestRank(false);
-        listener.onStateChanged();
     }
 
     /** UI thread: a strip came back; shown only if it was ranked on the current text. */

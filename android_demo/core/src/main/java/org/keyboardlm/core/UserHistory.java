@@ -823,7 +823,11 @@ public final class UserHistory {
 
     /** Write the history as JSON, atomically (a crash leaves the previous file): PATH.tmp, then a rename. */
     public void save(String path) throws IOException {
-        byte[] bytes = toJson().getBytes(StandardCharsets.UTF_8);
+        writeAtomically(path, toJson().getBytes(StandardCharsets.UTF_8));
+    }
+
+    /** {@code bytes} to {@code path}: {@code path.tmp}, fsync, rename; a crash leaves the previous file. */
+    static void writeAtomically(String path, byte[] bytes) throws IOException {
         File file = new File(path);
         File tmp = new File(path + ".tmp");
         FileOutputStream out = new FileOutputStream(tmp);
