@@ -40,8 +40,7 @@ mkdir -p "$WORK/classes/META-INF/maven/$GROUP_ID/$ARTIFACT_ID" "$OUT"
 POM="$WORK/classes/META-INF/maven/$GROUP_ID/$ARTIFACT_ID/pom.xml"
 cat > "$POM" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
-         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">
+<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>$GROUP_ID</groupId>
   <artifactId>$ARTIFACT_ID</artifactId>
@@ -53,7 +52,6 @@ cat > "$POM" <<EOF
   <licenses>
     <license>
       <name>Apache-2.0</name>
-      <url>https://www.apache.org/licenses/LICENSE-2.0.txt</url>
     </license>
   </licenses>
   <properties>

@@ -3,7 +3,7 @@
 TFF's ``build_sgdm`` has no clipping. From a pretrained base, a client whose
 text the model finds very surprising (long runs of unusual tokens in a mail
 body) can take a step large enough to blow its local model up: on the
-SpamAssassin senders one client's training loss reached 1e24 at round 39
+SpamAssassin senders one client's training loss reached 6e24 at round 39
 under FedAdam, stopping the run, although the server's update clipping would
 have bounded that client's update. Clipping each local step's gradient to a
 global L2 norm, as centralized training does (``clipnorm``), stops that at
