@@ -13,6 +13,9 @@ its wall time and the held-out metrics, plus the sha256 of weights.npz that
 corpus's sentences (``keyboard_lm.data.overlap``) against which warm-started
 runs measure how much of their text the base saw.
 
+A run continued from a packaged base (``--init-from base``) is packaged with ``--continues
+keyboard_lm/models/base``: the card lists both stages and numbers the epochs on.
+
     python -m benchmarks.package_base --fingerprint-only --data build/base_corpus/corpus.jsonl \
         [--out keyboard_lm/models/base]
 
@@ -71,13 +74,34 @@ def add_fingerprint(out: str, data_path: str) -> dict:
     return entry
 
 
-def package(run_dir: str, out: str, corpus_report: str, command: str, data_path: str | None = None) -> dict:
+def _stages(previous: dict | None, command: str, rows: list[dict]) -> tuple[list[dict], list[dict], float | None]:
+    """The card's stages, epochs and wall time: those of ``previous`` (a packaged card) followed by this run's.
+
+    A run continued from a packaged base numbers its epochs from 1 again; on the card they follow on.
+    """
+    keys = ("epoch", "train_loss", "loss", "perplexity", "recall_at_3", "val_recall_at_3", "seconds")
+    stages = list((previous or {}).get("stages") or ([{"command": previous["command"],
+                                                       "epochs": len(previous.get("epochs") or []),
+                                                       "wall_seconds": previous.get("wall_seconds")}]
+                                                     if previous else []))
+    epochs = list((previous or {}).get("epochs") or [])
+    start = len(epochs)
+    epochs += [{k: r[k] for k in keys if k in r} | {"epoch": str(start + int(r["epoch"]))} for r in rows]
+    wall = float(rows[-1]["elapsed_seconds"]) if rows else None
+    stages.append({"command": command, "epochs": len(rows), "wall_seconds": wall})
+    total = None if any(s.get("wall_seconds") is None for s in stages) else sum(s["wall_seconds"] for s in stages)
+    return stages, epochs, total
+
+
+def package(run_dir: str, out: str, corpus_report: str, command: str, data_path: str | None = None,
+            continues: str | None = None) -> dict:
     from keyboard_lm.data.corpora import load_jsonl
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_model
     from keyboard_lm.models.checkpoint import build_loaded_model
 
     run = load_run(run_dir)
+    previous = load_run(continues).info["card"] if continues else None
     with open(corpus_report, encoding="utf-8") as f:
         report = json.load(f)
     half = {k: v.astype(np.float16) for k, v in run.weights.items()}
@@ -94,6 +118,7 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
                                             run.info["hyperparameters"]["seq_len"])["pooled"]
     with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
+    stages, epochs, wall = _stages(previous, command, rows)
     buf = io.BytesIO()
     np.savez_compressed(buf, **half)
     data = buf.getvalue()
@@ -111,10 +136,10 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
         "corpus": {"sha256": report.get("corpus_sha256"), "words": (report.get("totals") or {}).get("words"),
                    "records": (report.get("totals") or {}).get("records"), "rules": report.get("rules"),
                    "sources": _card_sources(report)},
-        "command": command,
-        "wall_seconds": float(rows[-1]["elapsed_seconds"]) if rows else None,
-        "epochs": [{k: r[k] for k in ("epoch", "train_loss", "loss", "perplexity", "recall_at_3",
-                                      "val_recall_at_3", "seconds") if k in r} for r in rows],
+        "command": command if not previous else " && ".join(st["command"] for st in stages),
+        "stages": stages,
+        "wall_seconds": wall,
+        "epochs": epochs,
         "heldout_metrics": metrics,
     }
     if data_path:
@@ -133,6 +158,9 @@ def main(argv=None) -> int:
     p.add_argument("--data", help="the corpus.jsonl the run trained on: score the float16 weights on its held-out "
                                   "documents")
     p.add_argument("--command", help="the training command, for the card")
+    p.add_argument("--continues", metavar="PACKAGE_DIR",
+                   help="the packaged base this run continued from (--init-from it): its stages and epochs come "
+                        "first on the card; read before --out is written, so it may be --out itself")
     p.add_argument("--out", default=os.path.join("keyboard_lm", "models", "base"))
     args = p.parse_args(argv)
     if args.fingerprint_only:
@@ -144,7 +172,7 @@ def main(argv=None) -> int:
         return 0
     if not (args.run_dir and args.corpus_report and args.command):
         p.error("RUN_DIR, --corpus-report and --command are needed to package a run")
-    info = package(args.run_dir, args.out, args.corpus_report, args.command, args.data)
+    info = package(args.run_dir, args.out, args.corpus_report, args.command, args.data, args.continues)
     size = os.path.getsize(os.path.join(args.out, WEIGHTS_FILE))
     m = info["card"]["heldout_metrics"]
     print(f"{args.out}: weights.npz {size:,} bytes (float16), sha256 {info['weights_sha256'][:12]}; held-out "

@@ -35,6 +35,10 @@ def test_the_base_is_a_paper_size_cifg_in_float16_with_its_card(base):
         assert sources[name]["version"] and len(sources[name]["deb_sha256"]) == 64 and sources[name]["words"] > 0
     assert len(card["corpus"]["sha256"]) == 64 and card["command"].startswith("keyboard-lm train --centralized")
     assert card["wall_seconds"] > 0 and card["heldout_metrics"]["float16"]["recall_at_3"] > 0.1
+    # every stage of pretraining is on the card, its epochs numbered on and its wall time summed
+    assert [int(e["epoch"]) for e in card["epochs"]] == list(range(1, len(card["epochs"]) + 1))
+    assert sum(s["epochs"] for s in card["stages"]) == len(card["epochs"])
+    assert card["wall_seconds"] == pytest.approx(sum(s["wall_seconds"] for s in card["stages"]))
 
 
 def test_the_base_suggests_english_before_any_user_text(base):

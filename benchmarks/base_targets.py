@@ -1,0 +1,156 @@
+"""The base-model targets, measured as a user runs them: `train --init-from base` defaults, several seeds.
+
+Runs each row's command once per seed, one run at a time (so wall-clock
+figures are the machine's own), and reports held-out recall@3 at the
+evaluation validation keeps, as mean, standard deviation and range over the
+seeds, against the Kneser-Ney 5-gram on the same split and vocabulary, and
+federated against centralized from the same base, paired by seed.
+
+    python benchmarks/base_targets.py                  # every row, seeds 0,1,2
+    python benchmarks/base_targets.py --seeds 0 --rows "mail federated"
+    python benchmarks/base_targets.py --collect        # only read the runs and write the report
+
+Runs are ordered seed by seed (every row's seed 0 first), and a finished run
+directory is read, not retrained; a federated one with a checkpoint is
+resumed: the benchmark survives being stopped and is continued by running
+the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from benchmarks import _report  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA, _collect, _finished, _ngram_on, _slug, _train  # noqa: E402
+
+#: row -> (corpus of warm_start_sweep.CORPORA, extra train arguments); every row runs `train --init-from base`.
+ROWS = {
+    "mail federated": ("mail", []),
+    "mail centralized": ("mail", ["--centralized"]),
+    "shakespeare federated": ("shakespeare", []),
+}
+
+#: (what, row, reference, target): reference is "5-gram" or another row, paired by seed.
+TARGETS = [
+    ("SpamAssassin senders: federated vs KN 5-gram", "mail federated", "5-gram", 1.05),
+    ("SpamAssassin senders: centralized vs KN 5-gram", "mail centralized", "5-gram", 1.10),
+    ("SpamAssassin senders: federated vs centralized, same base and seed", "mail federated", "mail centralized",
+     0.97),
+    ("Tiny Shakespeare roles: federated vs KN 5-gram", "shakespeare federated", "5-gram", 1.10),
+]
+
+
+def summarize(values: list[float]) -> dict:
+    """Mean, sample standard deviation (0 for one value) and range."""
+    return {"n": len(values), "mean": statistics.fmean(values),
+            "sd": statistics.stdev(values) if len(values) > 1 else 0.0, "min": min(values), "max": max(values)}
+
+
+def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]:
+    """Held-out recall@3 of ``row`` over its reference, one per seed that both have."""
+    mine = results.get(row, {})
+    if reference == "5-gram":
+        ng = ngrams.get(ROWS[row][0])
+        return [r["kept"]["recall_at_3"] / ng["recall_at_3"] for r in mine.values()] if ng else []
+    theirs = results.get(reference, {})
+    return [mine[s]["kept"]["recall_at_3"] / theirs[s]["kept"]["recall_at_3"] for s in sorted(mine) if s in theirs]
+
+
+def _fmt(s: dict, digits: int = 4, suffix: str = "") -> str:
+    if s["n"] == 1:
+        return f"{s['mean']:.{digits}f}{suffix} (1 seed)"
+    return (f"{s['mean']:.{digits}f}{suffix} ± {s['sd']:.{digits}f} (range {s['min']:.{digits}f}-"
+            f"{s['max']:.{digits}f}, {s['n']} seeds)")
+
+
+def _wall(run: dict) -> str:
+    return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
+
+
+def report(results: dict, ngrams: dict, seeds: list[int]) -> str:
+    lines = ["The base-model targets: `keyboard-lm train --init-from base` with its defaults, one run at a time. "
+             "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
+             "over seeds (`--seed`; the split is the default one in every run).", "",
+             "| target | measured | aim | met |", "|---|---|---:|---|"]
+    for what, row, ref, aim in TARGETS:
+        r = ratios(results, row, ref, ngrams)
+        if not r:
+            lines.append(f"| {what} | not run | {aim:.2f}x | |")
+            continue
+        s = summarize(r)
+        met = "yes" if s["min"] >= aim else ("on the mean" if s["mean"] >= aim else "no")
+        lines.append(f"| {what} | {_fmt(s, 3, 'x')} | {aim:.2f}x | {met} |")
+    lines += ["", "| row | command | seeds | held-out recall@3 | recall@1 | perplexity | kept | wall s |",
+              "|---|---|---|---|---|---|---|---:|"]
+    for row, (corpus, extra) in ROWS.items():
+        runs = results.get(row, {})
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", "base", *CORPORA[corpus], *extra])
+        if not runs:
+            lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
+            continue
+        kept = [r["kept"] for r in runs.values()]
+        lines.append(
+            f"| {row} | `{cmd}` | {', '.join(str(s) for s in sorted(runs))} "
+            f"| {_fmt(summarize([k['recall_at_3'] for k in kept]))} "
+            f"| {statistics.fmean(k.get('recall_at_1', float('nan')) for k in kept):.4f} "
+            f"| {statistics.fmean(k['perplexity'] for k in kept):.1f} "
+            f"| {', '.join(str(k['step']) for k in kept)} "
+            f"| {', '.join(_wall(r) for r in runs.values())} |")
+    lines += ["", "Kneser-Ney 5-gram on the same split and vocabulary (deterministic: one run):", ""]
+    lines += [f"- {c}: recall@3 {ng['recall_at_3']:.4f}, recall@1 {ng['recall_at_1']:.4f}, perplexity "
+              f"{ng['perplexity']:.1f}" for c, ng in ngrams.items()]
+    lines += ["", f"Seeds asked for: {', '.join(map(str, seeds))}; runs per seed: "
+              + ", ".join(f"{row}: {sorted(results.get(row, {}))}" for row in ROWS)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (0,1,2)")
+    p.add_argument("--work", default=os.path.join("runs", "base_targets"))
+    p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
+    p.add_argument("--name", default="base_targets")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    args = p.parse_args(argv)
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        p.error(f"--rows: unknown {unknown}; choose from {list(ROWS)}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        p.error(f"--seeds {args.seeds!r}: expected comma-separated integers")
+    results: dict = {row: {} for row in ROWS}
+    for seed in seeds:
+        for row in rows:
+            corpus, extra = ROWS[row]
+            run_dir = os.path.join(args.work, _slug(row), f"seed{seed}")
+            if not args.collect and not _finished(run_dir):
+                _train(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir)
+    for row in ROWS:
+        for seed in seeds:
+            run_dir = os.path.join(args.work, _slug(row), f"seed{seed}")
+            r = _collect(run_dir) if os.path.isdir(run_dir) else None
+            if r:
+                results[row][seed] = r
+    ngrams = {c: _ngram_on(CORPORA[c]) for c in sorted({ROWS[r][0] for r in ROWS if results[r]})}
+    text = report(results, ngrams, seeds)
+    summary = {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
+    paths = _report.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
+                                      "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary},
+                          text, args.out)
+    print(text)
+    print("written:", *paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

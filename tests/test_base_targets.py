@@ -1,0 +1,52 @@
+"""The base-model targets benchmark: seeds summarized, federated paired with centralized by seed, and the
+package's card numbering a continued pretraining's epochs on."""
+
+import pytest
+
+from benchmarks import base_targets as bt
+from benchmarks.package_base import _stages
+
+
+def _run(recall):
+    return {"kept": {"recall_at_3": recall, "recall_at_1": recall / 2, "perplexity": 150.0, "step": 100},
+            "seconds": 60.0, "finished": True}
+
+
+def test_ratios_pair_rows_by_seed_and_divide_by_the_5gram():
+    results = {"mail federated": {0: _run(0.22), 1: _run(0.24), 2: _run(0.20)},
+               "mail centralized": {0: _run(0.25), 2: _run(0.25)}}
+    ngrams = {"mail": {"recall_at_3": 0.20}}
+    assert bt.ratios(results, "mail federated", "5-gram", ngrams) == pytest.approx([1.1, 1.2, 1.0])
+    # seed 1 has no centralized run: it is left out, not compared with another seed's
+    assert bt.ratios(results, "mail federated", "mail centralized", ngrams) == pytest.approx([0.88, 0.80])
+    s = bt.summarize([1.1, 1.2, 1.0])
+    assert s["mean"] == pytest.approx(1.1) and s["sd"] == pytest.approx(0.1) and (s["min"], s["max"]) == (1.0, 1.2)
+
+
+def test_report_says_met_only_when_every_seed_meets_the_aim():
+    ngrams = {"mail": {"recall_at_3": 0.20, "recall_at_1": 0.1, "perplexity": 200.0}}
+    results = {"mail federated": {0: _run(0.216), 1: _run(0.206)}, "mail centralized": {0: _run(0.23)},
+               "shakespeare federated": {}}
+    text = bt.report(results, ngrams, [0, 1])
+    fed = next(line for line in text.splitlines() if line.startswith("| SpamAssassin senders: federated vs KN"))
+    assert "1.055x ± " in fed and fed.endswith("| on the mean |")  # 1.08 and 1.03: the mean only
+    cen = next(line for line in text.splitlines() if line.startswith("| SpamAssassin senders: centralized"))
+    assert "1.150x (1 seed)" in cen and cen.endswith("| yes |")
+    assert "| Tiny Shakespeare roles: federated vs KN 5-gram | not run |" in text
+
+
+def test_a_continued_pretraining_numbers_its_epochs_on_after_the_packaged_ones():
+    previous = {"command": "train A", "wall_seconds": 100.0,
+                "epochs": [{"epoch": "1", "recall_at_3": "0.2"}, {"epoch": "2", "recall_at_3": "0.3"}]}
+    rows = [{"epoch": "1", "recall_at_3": "0.31", "elapsed_seconds": "40"},
+            {"epoch": "2", "recall_at_3": "0.32", "elapsed_seconds": "90"}]
+    stages, epochs, wall = _stages(previous, "train B", rows)
+    assert [e["epoch"] for e in epochs] == ["1", "2", "3", "4"] and epochs[2]["recall_at_3"] == "0.31"
+    assert stages == [{"command": "train A", "epochs": 2, "wall_seconds": 100.0},
+                      {"command": "train B", "epochs": 2, "wall_seconds": 90.0}]
+    assert wall == pytest.approx(190.0)
+    # a third stage keeps the first two
+    stages3, epochs3, _ = _stages({"stages": stages, "epochs": epochs}, "train C", rows[:1])
+    assert [s["command"] for s in stages3] == ["train A", "train B", "train C"] and epochs3[-1]["epoch"] == "5"
+    # a fresh package has one stage
+    assert _stages(None, "train A", rows)[0] == [{"command": "train A", "epochs": 2, "wall_seconds": 90.0}]
