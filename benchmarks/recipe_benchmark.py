@@ -67,6 +67,8 @@ def _curve(run_dir: str) -> list[dict]:
         step = int(r.get("round") or r.get("epoch"))
         point = {"step": step, "seconds": float(r["elapsed_seconds"]), "examples": int(float(r["examples_seen"])),
                  "recall_at_3": float(r["recall_at_3"]), "perplexity": float(r["perplexity"])}
+        if r.get("recall_at_1"):
+            point["recall_at_1"] = float(r["recall_at_1"])
         if r.get("val_recall_at_3"):
             point.update(val_recall_at_3=float(r["val_recall_at_3"]), val_loss=float(r["val_loss"]))
         out.append(point)

@@ -61,12 +61,25 @@ def _finished(run_dir: str) -> bool:
         return bool(json.load(f).get("final_metrics"))
 
 
-def _train(corpus_args, recipe_args, run_dir, rounds, eval_every) -> float:
-    """Train (or resume) one run; returns the wall seconds this call took."""
+def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:
+    """`keyboard-lm` arguments of one run from the base, or of its continuation from its checkpoint."""
+    args = ["train", *corpus_args, "--out", run_dir]
+    args += ["--rounds", str(rounds)] if rounds is not None else []
+    if resume:
+        # A resumed run takes its recipe and its start from its own run.json; `train` refuses --init-from there.
+        return args + ["--resume"]
+    args += ["--eval-every", str(eval_every)] if eval_every is not None else []
+    return args + ["--init-from", "base", *recipe_args, "--overwrite"]
+
+
+def _train(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None) -> float:
+    """Train (or resume) one run from the base; returns the wall seconds this call took.
+
+    ``rounds``/``eval_every`` None leave `train`'s own defaults.
+    """
     resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
-    cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", "--init-from", "base", *corpus_args,
-           "--out", run_dir, "--rounds", str(rounds), "--eval-every", str(eval_every), *recipe_args]
-    cmd += ["--resume"] if resume else ["--overwrite"]
+    cmd = [sys.executable, "-m", "keyboard_lm.cli", *train_args(corpus_args, recipe_args, run_dir, rounds, eval_every,
+                                                               resume)]
     print("$", shlex.join(["keyboard-lm", *cmd[3:]]), flush=True)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     start = time.time()

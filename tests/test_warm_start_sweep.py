@@ -51,3 +51,18 @@ def test_unfinished_run_is_marked_and_resumed(tmp_path):
     assert not sweep._finished(run_dir)
     assert sweep._collect(run_dir)["finished"] is False
     assert not sweep._finished(os.path.join(str(tmp_path), "missing"))
+
+
+def test_a_stopped_run_is_resumed_without_init_from(tmp_path):
+    """`train` refuses --init-from with --resume: the continuation names only the run and the corpus."""
+    from keyboard_lm.cli.main import build_parser
+    from keyboard_lm.cli.train import warm_start_from_args
+
+    corpus = sweep.CORPORA["shakespeare-iid300"]
+    fresh = sweep.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25)
+    assert fresh[fresh.index("--init-from") + 1] == "base" and "--client-lr" in fresh and "--resume" not in fresh
+    again = sweep.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25,
+                             resume=True)
+    assert "--init-from" not in again and "--client-lr" not in again and again[-1] == "--resume"
+    assert again[again.index("--partition") + 1] == "iid" and again[again.index("--rounds") + 1] == "100"
+    assert warm_start_from_args(build_parser().parse_args(again)) is None  # accepted: no ConfigError
