@@ -176,7 +176,11 @@ public final class KeyboardService extends InputMethodService
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
-                save();
+                try {
+                    store.close();  // the last save, as one snapshot (the journal folded in)
+                } catch (IOException | RuntimeException e) {
+                    Log.w(TAG, "cannot save the user history: " + e.getMessage());
+                }
                 Predictor p = predictor;
                 if (p != null) p.close();
             }
@@ -323,7 +327,7 @@ public final class KeyboardService extends InputMethodService
 
     private void save() {
         try {
-            store.save();  // only if something changed; a snapshot, so learning never waits for the disk
+            store.save();  // only if something changed: appended to the journal; learning never waits for the disk
         } catch (IOException | RuntimeException e) {
             Log.w(TAG, "cannot save the user history: " + e.getMessage());
         }

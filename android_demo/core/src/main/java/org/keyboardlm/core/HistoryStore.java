@@ -2,6 +2,7 @@ package org.keyboardlm.core;
 
 import java.io.File;
 import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,11 +14,19 @@ import java.util.List;
  * clears from its settings screen.
  *
  * <ul>
- * <li>A save takes a snapshot of the history (its JSON, the same file as Python's) under the
- * history's lock, so learning waits only for the snapshot, never for the disk; it then writes
- * the snapshot atomically (a temporary file, fsync, a rename). Nothing is written when nothing
- * changed since the last read or write ({@link UserHistory#changes()}: learning, unlearning, a
- * removed word, the weight).</li>
+ * <li>A save is incremental: it appends the changes since the last save (learnt, unlearnt and
+ * removed words, the weight) to the history's journal ({@link HistoryJournal}), a few dozen
+ * bytes a word, and fsyncs that append; the history file itself is not rewritten. Nothing is
+ * written when nothing changed since the last read or write ({@link UserHistory#changes()}).</li>
+ * <li>Compaction: when the journal would grow past {@link #journalLimit()} bytes (or the
+ * snapshot's own size, when larger: a save's bytes stay within twice the changes', and loading
+ * reads at most as many journal bytes as snapshot bytes), and at {@link #close()}, the save writes
+ * a full snapshot instead (the history's JSON, the same file as Python's): a temporary file,
+ * fsync, a rename, as before. The journal is first renamed to {@code .journal.old} and deleted
+ * once the snapshot is in place, so a crash at any point leaves files that
+ * {@link UserHistoryFile#open} reads back to the last save (see there). The records or the
+ * snapshot are taken under the history's lock, so learning waits for them only, never for the
+ * disk.</li>
  * <li>A clear during a save wins: the save's snapshot, taken before the clear, is not written
  * after it, and the clear deletes the files only once a write under way has finished. So
  * no file holds anything from before the clear once it returns.</li>
@@ -25,7 +34,11 @@ import java.util.List;
  * </ul>
  */
 public final class HistoryStore {
+    /** The default {@link #journalLimit()}. */
+    public static final long DEFAULT_JOURNAL_LIMIT = 64 * 1024;
+
     private final String path;
+    private final long journalLimit;
     /** Held while a file is written or deleted. */
     private final Object fileLock = new Object();
     // Guarded by this.
@@ -35,12 +48,47 @@ public final class HistoryStore {
     private String notice;
     private long savedChanges;
     private long clears;
+    /** Where the history's changes wait for the next save (set on the history read). */
+    private final HistoryJournal.Recorder recorder = new HistoryJournal.Recorder();
+    /** The snapshot on disk: its length (-1: none yet) and CRC-32; the journal's bytes on disk (0: none). */
+    private long snapshotLength = -1;
+    private int snapshotCrc;
+    private long journalLength;
+    /** The next save writes a full snapshot (the journal on disk is behind the history in memory). */
+    private boolean compactionDue;
+    /** Bytes the last save wrote (tests and benchmarks). */
+    private volatile long lastSaveBytes;
+    private volatile boolean lastSaveCompacted;
     /** Tests: runs in a save after the snapshot, before the write. */
     volatile Runnable beforeWrite;
 
     public HistoryStore(String path) {
+        this(path, DEFAULT_JOURNAL_LIMIT);
+    }
+
+    /** A store whose journal is compacted past {@code journalLimit} bytes (or the snapshot's size, when larger). */
+    public HistoryStore(String path, long journalLimit) {
         if (path == null) throw new IllegalArgumentException("path must not be null");
+        if (journalLimit < HistoryJournal.HEADER_LENGTH) {
+            throw new IllegalArgumentException("journalLimit must be >= " + HistoryJournal.HEADER_LENGTH + " bytes, got " + journalLimit);
+        }
         this.path = path;
+        this.journalLimit = journalLimit;
+    }
+
+    /** The journal's bound in bytes before a save compacts it (the snapshot's size, when that is larger). */
+    public long journalLimit() {
+        return journalLimit;
+    }
+
+    /** Bytes the last save that wrote wrote (its journal append, or the whole snapshot when it compacted). */
+    public long lastSaveBytes() {
+        return lastSaveBytes;
+    }
+
+    /** True when the last save that wrote wrote a full snapshot. */
+    public boolean lastSaveCompacted() {
+        return lastSaveCompacted;
     }
 
     public String path() {
@@ -54,7 +102,12 @@ public final class HistoryStore {
         history = opened.history;
         writable = opened.writable;
         notice = opened.notice;
+        snapshotLength = opened.snapshotLength;
+        snapshotCrc = opened.snapshotCrc;
+        journalLength = opened.journalLength;
+        compactionDue = opened.compactionDue;
         savedChanges = history.changes();
+        history.recordChanges(recorder);
         return history;
     }
 
@@ -76,51 +129,141 @@ public final class HistoryStore {
         return bad.exists() ? bad : null;
     }
 
-    /** The files a clear deletes: the history, its temporary file, a damaged copy. */
+    /**
+     * The files a clear deletes: the journal (first: it must not outlive its snapshot), a
+     * compaction's journal, the history, its temporary file, the damaged copies kept aside and
+     * their temporary files.
+     */
     public List<File> files() {
         List<File> out = new ArrayList<File>();
+        out.add(UserHistoryFile.journal(path));
+        out.add(UserHistoryFile.compactingJournal(path));
         out.add(new File(path));
         out.add(new File(path + ".tmp"));
         out.add(UserHistoryFile.badCopy(path));
+        out.add(UserHistoryFile.badJournal(path));
+        out.add(UserHistoryFile.badCompactingJournal(path));
+        out.add(new File(UserHistoryFile.badJournal(path).getPath() + ".tmp"));
+        out.add(new File(UserHistoryFile.badCompactingJournal(path).getPath() + ".tmp"));
         return out;
     }
 
     /**
-     * Write the history if it changed since it was read or written. Returns true when it was
-     * written; false when there was nothing to write or a clear overtook it.
+     * Write what changed since the history was read or written: appended to the journal, or a
+     * full snapshot when the journal is due for compaction (see the class comment). Returns true
+     * when something was written; false when there was nothing to write or a clear overtook it.
      *
      * @throws IOException a one-line reason naming the file (it cannot be written, or a damaged
-     *     file that could not be moved aside is in the way)
+     *     file that could not be moved aside is in the way); the next save then writes a full snapshot
      */
     public boolean save() throws IOException {
-        String json;
-        long changes;
-        long generation;
-        synchronized (this) {
-            if (history == null) return false;
-            synchronized (history) {
-                changes = history.changes();
-                if (changes == savedChanges) return false;
-                if (!writable) {
-                    throw new IOException(path + ": not saving the user history over the damaged file that could not be moved aside");
-                }
-                json = history.toJson();
-            }
-            generation = clears;
-        }
+        return save(false);
+    }
+
+    /**
+     * The keyboard is going away: write a full snapshot if anything is in the journal or changed,
+     * so the next start reads one file. Returns true when something was written.
+     */
+    public boolean close() throws IOException {
+        return save(true);
+    }
+
+    private boolean save(boolean compact) throws IOException {
         synchronized (fileLock) {
+            String json = null;
+            byte[] records = null;
+            long changes;
+            long generation;
+            synchronized (this) {
+                if (history == null) return false;
+                synchronized (history) {
+                    changes = history.changes();
+                    boolean full = compact || compactionDue || snapshotLength < 0;
+                    if (changes == savedChanges && !compactionDue && !(compact && journalLength > 0)) return false;
+                    if (!writable) {
+                        throw new IOException(path + ": not saving the user history over the damaged file that could not be moved aside");
+                    }
+                    HistoryJournal.Pending pending = recorder.drain();
+                    long journalAfter = (journalLength > 0 ? journalLength : HistoryJournal.HEADER_LENGTH) + pending.bytes.length;
+                    full |= pending.overflowed || journalAfter > Math.max(journalLimit, snapshotLength);
+                    if (full) {
+                        json = history.toJson();
+                        history.sortEntries();  // as the snapshot reads back: the journal after it replays bit for bit
+                    }
+                    else records = pending.bytes;
+                    // Until this write succeeds, what was drained is only in memory: a failed write compacts next time.
+                    compactionDue = true;
+                }
+                generation = clears;
+            }
             Runnable hook = beforeWrite;
             if (hook != null) hook.run();
             synchronized (this) {
                 if (generation != clears) return false;  // cleared since the snapshot: it must not come back
             }
-            UserHistory.writeAtomically(path, json.getBytes(StandardCharsets.UTF_8));
+            long written = json != null ? compact(json.getBytes(StandardCharsets.UTF_8)) : append(records);
             synchronized (this) {
-                if (generation == clears && changes > savedChanges) savedChanges = changes;
+                if (generation == clears) {
+                    compactionDue = false;
+                    if (changes > savedChanges) savedChanges = changes;
+                }
             }
+            lastSaveBytes = written;
+            lastSaveCompacted = json != null;
             return true;
         }
     }
+
+    /** Append framed records to the journal (its header first when there is none), fsync; the bytes written. */
+    private long append(byte[] records) throws IOException {
+        File journal = UserHistoryFile.journal(path);
+        RandomAccessFile out = new RandomAccessFile(journal, "rw");
+        long written = records.length;
+        try {
+            if (journalLength == 0) {
+                out.setLength(0);
+                out.write(HistoryJournal.header(snapshotLength, snapshotCrc));
+                written += HistoryJournal.HEADER_LENGTH;
+                journalLength = HistoryJournal.HEADER_LENGTH;
+            }
+            out.seek(journalLength);  // over anything a failed append left
+            out.write(records);
+            out.setLength(journalLength + records.length);
+            out.getFD().sync();
+        } finally {
+            out.close();
+        }
+        synchronized (this) {
+            journalLength += records.length;
+        }
+        return written;
+    }
+
+    /**
+     * Write {@code snapshot} as the history file: the journal renamed to {@code .journal.old},
+     * the snapshot written atomically, {@code .journal.old} deleted; the bytes written.
+     */
+    private long compact(byte[] snapshot) throws IOException {
+        File journal = UserHistoryFile.journal(path);
+        File old = UserHistoryFile.compactingJournal(path);
+        if (journal.exists()) {
+            if (old.exists()) throw new IOException(path + ": cannot compact the history while " + old.getName() + " exists");
+            if (!journal.renameTo(old)) throw new IOException(path + ": cannot rename " + journal.getName() + " to " + old.getName());
+        }
+        if (compactCrashHook != null) compactCrashHook.run();
+        UserHistory.writeAtomically(path, snapshot);
+        synchronized (this) {
+            snapshotLength = snapshot.length;
+            snapshotCrc = HistoryJournal.crc(snapshot, 0, snapshot.length);
+            journalLength = 0;
+        }
+        // Left behind, it is recognised as compacted (it does not belong to the new snapshot) and deleted at the next open.
+        old.delete();
+        return snapshot.length;
+    }
+
+    /** Tests: runs in a compaction after the journal was renamed, before the snapshot is written (throw to "crash"). */
+    volatile Runnable compactCrashHook;
 
     /**
      * Forget what the keyboard learnt: the history in memory (its weight too), the sentences kept
@@ -133,6 +276,10 @@ public final class HistoryStore {
             if (recent != null) recent.clearHistory();  // the history too; a weight being chosen is dropped
             else if (history != null) history.clear();
             savedChanges = history != null ? history.changes() : 0;
+            recorder.discard();  // the files go: the next save writes a snapshot
+            snapshotLength = -1;
+            journalLength = 0;
+            compactionDue = false;
         }
         boolean gone = true;
         synchronized (fileLock) {

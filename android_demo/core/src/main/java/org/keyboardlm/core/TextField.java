@@ -4,9 +4,12 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The keyboard's view of one text field: from the text before the cursor to a
@@ -37,7 +40,12 @@ import java.util.List;
  * {@link #REMEMBERED_PLACES} places learnt are remembered). Not learnt: the text a field holds
  * when it is opened (the first update after {@link #reset}), pastes and cursor jumps over
  * more words, and nothing in a field reset with {@code learn} false (see
- * {@link FieldPolicy#mayLearn}). A backspace does not unlearn ({@link #unlearn} takes a word back when the keyboard asks). Only the keyboard's own typing
+ * {@link FieldPolicy#mayLearn}). A word is final only when the field is left ({@link #reset}):
+ * until then, a word this field learnt that the keyboard's own deletion takes out of the text
+ * (backspacing over it, or into it and changing it) is unlearnt, so typing {@code printer},
+ * backspacing to {@code print} and typing {@code ed} leaves {@code printed} learnt, not both
+ * (see {@link #update(String, boolean)}); {@link #unlearn} takes a word back when the keyboard
+ * asks (a reverted suggestion). Only the keyboard's own typing
  * is learnt: a word is learnt only when all of its whitespace-delimited chunk lies in the text
  * the keyboard itself typed ({@link #update(String, boolean)}, {@link TypedTail}), so a paste
  * or an editor's change is never learnt, not even when a typed space finishes a pasted word.
@@ -83,6 +91,12 @@ public final class TextField {
     private final ArrayDeque<List<String>> finished = new ArrayDeque<List<String>>();
     /** The words the current (or last) update learnt. */
     private final List<Learnt> learntNow = new ArrayList<Learnt>();
+    /** Words this field learnt since its reset, by place: unlearnt if the keyboard deletes them (oldest first, bounded). */
+    private final LinkedHashMap<Long, Learnt> notFinal = new LinkedHashMap<Long, Learnt>();
+    /** The last update's text, its items (before the word being typed) and word being typed; null after a reset. */
+    private String lastText;
+    private List<TextSpec.Item> lastItems;
+    private String lastTyping;
     /** True until the first update after a reset: the text the field already holds is not learnt. */
     private boolean opened = true;
     private int stepsRun;
@@ -151,6 +165,10 @@ public final class TextField {
         committed.clear();
         lastFinished = new ArrayList<String>();
         learntPlaces.clear();
+        notFinal.clear();  // the field is left: what it learnt is final
+        lastText = null;
+        lastItems = null;
+        lastTyping = null;
         typed.reset();
         chunks.clear();
         opened = true;
@@ -207,6 +225,12 @@ public final class TextField {
         int lastEnd = -1;
         for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
         List<TextSpec.Item> sentence = items.subList(lastEnd + 1, items.size());
+        if (byKeyboard && lastText != null && textBeforeCursor.length() < lastText.length() && !notFinal.isEmpty()) {
+            unlearnDeleted(items, typing);
+        }
+        lastText = textBeforeCursor;
+        lastItems = items;
+        lastTyping = typing;
         // A chunk still being typed (no space after it yet) is judged, and learnt, once it is finished.
         learn(items.subList(0, finishedItems), kinds.subList(0, finishedItems));
         stepsRun = 0;
@@ -519,8 +543,57 @@ public final class TextField {
         if ((kinds.get(i) & LEARNABLE) == 0 || !remember(place)) return;
         String prev = i == 0 || (kinds.get(i - 1) & LEARNABLE) == 0 ? null : sentence.get(i - 1);
         if (session.learn(prev, sentence.get(i))) {
-            learntNow.add(new Learnt(prev, sentence.get(i), session.userHistory().clock(), place));
+            Learnt learnt = new Learnt(prev, sentence.get(i), session.userHistory().clock(), place);
+            learntNow.add(learnt);
+            notFinal.put(place, learnt);
+            if (notFinal.size() > REMEMBERED_PLACES) {
+                Iterator<Long> oldest = notFinal.keySet().iterator();
+                oldest.next();
+                oldest.remove();
+            }
         }
+    }
+
+    /**
+     * A keyboard edit shortened the text (a backspace, a revert): every word this field learnt
+     * (and has not left) whose place the last update's text held and this one's does not is
+     * unlearnt. A place is held by the words of the last two sentences before the cursor,
+     * the word being typed included, so backspacing over a word's space or its terminator (the
+     * word is then being typed again, unchanged) keeps it, and backspacing into it (it becomes
+     * {@code printe}) or over all of it takes it out.
+     */
+    private void unlearnDeleted(List<TextSpec.Item> items, String typing) {
+        Set<Long> now = places(items, typing);
+        for (long place : places(lastItems, lastTyping)) {
+            if (now.contains(place)) continue;
+            Learnt learnt = notFinal.get(place);
+            if (learnt != null) unlearn(learnt);
+        }
+    }
+
+    /** The places of the words of the last two sentences of {@code items} then {@code typing}'s tokens. */
+    private static Set<Long> places(List<TextSpec.Item> items, String typing) {
+        List<List<String>> sentences = new ArrayList<List<String>>();
+        List<String> current = new ArrayList<String>();
+        for (TextSpec.Item item : items) {
+            if (item.end) {
+                sentences.add(current);
+                current = new ArrayList<String>();
+            } else {
+                current.add(item.text);
+            }
+        }
+        if (!typing.isEmpty()) current.addAll(TextSpec.tokenize(typing));
+        sentences.add(current);
+        int n = sentences.size();
+        List<String> empty = Collections.<String>emptyList();
+        Set<Long> out = new HashSet<Long>();
+        for (int k = Math.max(0, n - 2); k < n; k++) {
+            List<String> before = k >= 1 ? sentences.get(k - 1) : empty;
+            List<String> sentence = sentences.get(k);
+            for (int i = 0; i < sentence.size(); i++) out.add(place(before, sentence, i));
+        }
+        return out;
     }
 
     /**
@@ -537,6 +610,9 @@ public final class TextField {
      * typing it there again is learnt as new. Returns false when the history no longer held it.
      */
     public boolean unlearn(Learnt learnt) {
+        if (learnt.unlearnt) return false;  // taken back already (deleted, then reverted)
+        learnt.unlearnt = true;
+        notFinal.remove(learnt.place);
         learntPlaces.remove(learnt.place);
         UserHistory history = session.userHistory();
         return history != null && history.unlearnWord(learnt.prev, learnt.word, learnt.clock);
@@ -548,6 +624,8 @@ public final class TextField {
         public final String word;
         final long clock;
         final long place;
+        /** Ranking thread: set once it was unlearnt, so it is never taken back twice. */
+        boolean unlearnt;
 
         Learnt(String prev, String word, long clock, long place) {
             this.prev = prev;

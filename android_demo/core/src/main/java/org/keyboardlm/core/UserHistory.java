@@ -94,6 +94,8 @@ public final class UserHistory {
     private Double weight;
     /** Changes of any kind (learning, unlearning, removal, weight, clearing) since this object was made; not saved. */
     private long changes;
+    /** Where changes are recorded for the history file's journal ({@link HistoryStore}); null: nowhere. */
+    private HistoryJournal.Recorder journal;
 
     /** A history with the defaults of the Python class. */
     public UserHistory() {
@@ -177,6 +179,7 @@ public final class UserHistory {
             top = null;
         }
         if (numPairs > maxPairs) evictPairs();
+        if (journal != null) journal.learn(prev, word, clock);
     }
 
     /**
@@ -205,6 +208,7 @@ public final class UserHistory {
         if (pair.count < GONE) removePair(prev, word);
         if (w.count < GONE) forget(word);
         top = null;
+        if (journal != null) journal.unlearn(prev, word, learntAt);
         return true;
     }
 
@@ -227,6 +231,7 @@ public final class UserHistory {
             contexts.remove(word);
         }
         top = null;
+        if (journal != null) journal.remove(word);
         return true;
     }
 
@@ -491,7 +496,10 @@ public final class UserHistory {
         if (weight != null && !(weight >= 0 && weight <= 1)) {
             throw new IllegalArgumentException("weight must be a number in [0, 1], got " + formatDouble(weight));
         }
-        if (weight == null ? this.weight != null : !weight.equals(this.weight)) changes++;
+        if (weight == null ? this.weight != null : !weight.equals(this.weight)) {
+            changes++;
+            if (journal != null) journal.weight(weight);
+        }
         this.weight = weight;
     }
 
@@ -523,6 +531,44 @@ public final class UserHistory {
         total.clock = 0;
         numPairs = 0;
         top = null;
+        if (journal != null) journal.clear();
+    }
+
+    /**
+     * Put the entries in the order {@link #fromJson} gives them (code point order, as the file
+     * lists them), so that this history and the one read back from {@link #toJson} evict ties and
+     * sum decayed counts in the same order, and replaying the same changes on both gives the same
+     * bits. {@link HistoryStore} calls it when it writes a snapshot.
+     */
+    synchronized void sortEntries() {
+        reorder(words);
+        reorder(contexts);
+        LinkedHashMap<String, LinkedHashMap<String, Entry>> byPrev = new LinkedHashMap<String, LinkedHashMap<String, Entry>>();
+        for (String prev : sorted(pairs.keySet())) {
+            LinkedHashMap<String, Entry> next = pairs.get(prev);
+            reorder(next);
+            byPrev.put(prev, next);
+        }
+        pairs.clear();
+        pairs.putAll(byPrev);
+        top = null;
+    }
+
+    private static void reorder(LinkedHashMap<String, Entry> map) {
+        LinkedHashMap<String, Entry> byKey = new LinkedHashMap<String, Entry>(map.size() * 2);
+        for (String k : sorted(map.keySet())) byKey.put(k, map.get(k));
+        map.clear();
+        map.putAll(byKey);
+    }
+
+    /** Record every change from now on into {@code recorder} (null: stop), for the history file's journal. */
+    synchronized void recordChanges(HistoryJournal.Recorder recorder) {
+        this.journal = recorder;
+    }
+
+    /** The recorder set by {@link #recordChanges}, or null. */
+    synchronized HistoryJournal.Recorder recorder() {
+        return journal;
     }
 
     // -- storing ---------------------------------------------------------------------------
@@ -845,6 +891,11 @@ public final class UserHistory {
 
     /** Read a file written by {@link #save} (or by Python's save); UserHistoryException names the file. */
     public static UserHistory load(String path) throws UserHistoryException {
+        return parse(readAll(path), path);
+    }
+
+    /** The whole file at {@code path}; UserHistoryException names the file when it cannot be read. */
+    static byte[] readAll(String path) throws UserHistoryException {
         byte[] bytes;
         try {
             InputStream in = new FileInputStream(path);
@@ -862,6 +913,11 @@ public final class UserHistory {
         } catch (IOException e) {
             throw new UserHistoryException(path + ": cannot read the user history (" + e.getMessage() + ")");
         }
+        return bytes;
+    }
+
+    /** A history from the bytes of a history file read from {@code path} (named in errors). */
+    static UserHistory parse(byte[] bytes, String path) throws UserHistoryException {
         String text;
         try {
             text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)

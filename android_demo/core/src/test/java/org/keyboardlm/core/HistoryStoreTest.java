@@ -44,9 +44,12 @@ public class HistoryStoreTest {
         assertTrue("a new weight is written", store.save());
         assertTrue(h.removeWord("printer"));
         assertTrue("a removal is written", store.save());
-        UserHistory back = UserHistory.load(store.path());
+        UserHistory back = UserHistoryFile.open(store.path()).history;  // the snapshot and its journal
         assertEquals(h.toJson(), back.toJson());
         assertEquals(0, back.numWords());
+        assertTrue(store.close());
+        assertEquals("closing writes one snapshot, as Python reads it", h.toJson(), UserHistory.load(store.path()).toJson());
+        assertFalse(UserHistoryFile.journal(store.path()).exists());
     }
 
     @Test
@@ -66,7 +69,7 @@ public class HistoryStoreTest {
         assertEquals(0, store.history().numWords());
         store.history().learnWord(null, "after");
         assertTrue(store.save());
-        UserHistory back = UserHistory.load(store.path());
+        UserHistory back = UserHistoryFile.open(store.path()).history;
         assertEquals(0.0, back.count("secret"), 0.0);
         assertTrue(back.count("after") > 0);
     }

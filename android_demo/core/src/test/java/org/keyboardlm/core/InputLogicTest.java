@@ -319,6 +319,84 @@ public class InputLogicTest {
     }
 
     @Test
+    public void aLearntWordBackspacedAwayBeforeTheFieldIsLeftIsUnlearnt() {
+        Keyboard k = new Keyboard().open("", TEXT);
+        k.type("check the printer now ");
+        assertTrue(k.history.count("now", "printer") > 0);
+        double the = k.history.count("the");
+        k.type("\b\b\b\b");
+        assertEquals("check the printer ", k.editor.plain());
+        assertEquals("the deleted word is unlearnt", 0.0, k.history.count("now"), 0.0);
+        assertEquals(0.0, k.history.count("now", "printer"), 0.0);
+        assertTrue("the words before it stay", k.history.count("printer", "the") > 0);
+        k.type("\b\b\b\b\b\b\b\b");
+        assertEquals("check the ", k.editor.plain());
+        assertEquals(0.0, k.history.count("printer"), 0.0);
+        assertEquals(the, k.history.count("the"), 1e-2);
+    }
+
+    @Test
+    public void aLearntWordChangedLaterIsReplacedNotKeptBeside() {
+        Keyboard k = new Keyboard().open("", TEXT);
+        k.type("the printer is ");
+        assertTrue(k.history.count("printer") > 0);
+        // Back over "is " and into the word, then a different ending: only the final word stays learnt.
+        k.type("\b\b\b\b\b\b");
+        assertEquals("the print", k.editor.plain());
+        assertEquals(0.0, k.history.count("printer"), 0.0);
+        assertEquals(0.0, k.history.count("is"), 0.0);
+        k.type("ed ");
+        assertTrue(k.history.count("printed", "the") > 0);
+        assertEquals(0.0, k.history.count("printer"), 0.0);
+    }
+
+    @Test
+    public void backspacingOverASpaceOrATerminatorKeepsTheWordLearntOnce() {
+        Keyboard k = new Keyboard().open("", TEXT);
+        k.type("the printer.");
+        double once = k.history.count("printer");
+        assertTrue(once > 0);
+        k.type("\b");
+        assertEquals("the <printer|>", k.editor.toString());
+        assertEquals("still in the text: still learnt", once, k.history.count("printer"), 0.0);
+        k.type(" ");
+        assertEquals("learnt once, not twice", once, k.history.count("printer"), 1e-3);
+        k.type("\b\b");
+        assertEquals("the <printe|>", k.editor.toString());
+        assertEquals(0.0, k.history.count("printer"), 0.0);
+        k.type("r ");
+        assertEquals(once, k.history.count("printer"), 1e-2);
+    }
+
+    @Test
+    public void aWordIsFinalOnceItsFieldIsLeft() {
+        Keyboard k = new Keyboard().open("", TEXT);
+        k.type("the printer ");
+        double once = k.history.count("printer");
+        // The field is left, and opened again with the same text: deleting the word now is an edit of old text.
+        k.open(k.editor.plain(), TEXT);
+        k.type("\b\b\b\b\b\b\b\b");
+        assertEquals("the ", k.editor.plain());
+        assertEquals(once, k.history.count("printer"), 0.0);
+    }
+
+    @Test
+    public void aRevertedPickThatTheBackspaceAlsoDeletedIsUnlearntOnce() {
+        Keyboard k = new Keyboard().open("", TEXT);
+        k.type("the pri");
+        String w = k.pickCenter();
+        k.settle();
+        k.type(". the pri");
+        assertEquals("the same suggestion at the same place in the next sentence", w, k.center());
+        double before = k.history.count(w);
+        assertTrue(before > 0);
+        k.pickCenter();
+        k.settle();
+        k.type("\b");
+        assertEquals("the first typing stays, decayed; the tap is taken back once", before, k.history.count(w), 1e-2);
+    }
+
+    @Test
     public void aPickIsFollowedByAPhantomSpaceThatYieldsToPunctuation() {
         Keyboard k = new Keyboard().open("", TEXT);
         k.type("the pri");

@@ -133,35 +133,43 @@ public class TextFieldTest {
         assertEquals(1.0, h.count("there", "hello"), 0.0);
         f.update("hello there");  // a backspace into the word, then the space again
         f.update("hello there ");
-        f.update("hello ");  // the cursor moves back, then forward again
-        f.update("hello there ");
+        f.update("hello ", false);  // the cursor moves back, then forward again (not the keyboard's edits)
+        f.update("hello there ", false);
         assertEquals("the same word at the same place is not learnt twice", 2, h.clock());
+        assertEquals(1.0, h.count("there", "hello"), 0.0);
+        for (String back : new String[] {"hello there", "hello ther", "hello the", "hello th", "hello t", "hello "}) {
+            f.update(back);  // backspaces over the word, before the field is left: it is unlearnt
+        }
+        assertEquals(0.0, h.count("there", "hello"), 0.0);
         text = type(f, "hello ", "then ");  // the word replaced: the new one is learnt
         assertEquals(3, h.clock());
-        assertEquals(1.0, h.count("then", "hello"), 0.0);
+        // After the cursor moves "hello" is no longer the keyboard's own typing: "then" follows it as a sentence start.
+        assertEquals(1.0, h.count("then", UserHistory.START), 0.0);
         text = type(f, text, "hello. hello ");  // the same word in a new sentence is new
         assertEquals(5, h.clock());
         assertEquals(2.0, h.count("hello", UserHistory.START), 0.01);
         assertEquals("a terminator finishes a word too", 1.0, h.count("hello", "then"), 0.01);
         for (String back : new String[] {"hello then hello. hello", "hello then hello. ", "hello then hello.", "hello then hello",
                 "hello then hello.", "hello then hello. ", "hello then hello. hello "}) {
-            f.update(back);  // backspaces over the terminator, then the same text again
+            f.update(back);  // backspaces over the last word and the terminator, then the same text again
         }
-        assertEquals(5, h.clock());
+        assertEquals("the deleted word was unlearnt, then learnt again", 6, h.clock());
+        assertEquals(2.0, h.count("hello", UserHistory.START), 0.01);
+        assertEquals(1.0, h.count("hello", "then"), 0.01);
         text = type(f, text, "wor");
         TextField.Edit e = TextField.pick(text, "world");  // a tapped suggestion finishes a word too
         text = text.substring(0, text.length() - e.deleteBefore) + e.insert;
         f.update(text);
-        assertEquals(6, h.clock());
+        assertEquals(7, h.clock());
         assertEquals(1.0, h.count("world", "hello"), 0.0);
         f.update(text + "one two three four five six ");  // a paste
-        assertEquals(6, h.clock());
+        assertEquals(7, h.clock());
         // A field opened with text: that text is not learnt, what is typed after it is.
         f.reset(true);
         f.update("words already in the field ");
-        assertEquals(6, h.clock());
-        type(f, "words already in the field ", "too ");
         assertEquals(7, h.clock());
+        type(f, "words already in the field ", "too ");
+        assertEquals(8, h.clock());
         // After a word the keyboard did not type, as after nothing: the field's text never reaches the history.
         assertEquals(1.0, h.count("too", UserHistory.START), 0.0);
         assertEquals(0.0, h.count("too", "field"), 0.0);
@@ -169,11 +177,11 @@ public class TextFieldTest {
         f.reset(false);
         f.update("");
         type(f, "", "my secret words ");
-        assertEquals(7, h.clock());
+        assertEquals(8, h.clock());
         assertEquals(0.0, h.count("secret"), 0.0);
         f.setLearning(true);
         type(f, "my secret words ", "now ");
-        assertEquals(8, h.clock());
+        assertEquals(9, h.clock());
     }
 
     @Test
