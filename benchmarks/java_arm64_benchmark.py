@@ -23,6 +23,12 @@ emulated environment (idempotent; downloads Debian packages and the aarch64 whee
     python benchmarks/java_arm64_benchmark.py MODEL.tflite [--passes 3] [--rounds 2] [--emulated-passes 2] [--warmup 2]
 
 Writes benchmarks/results/java_arm64_benchmark.{json,md} (machine, date, command).
+
+With ``--input-logic``, it measures instead the keyboard's whole path per key on both JVMs
+(``InputLogicBenchmark``: ``InputLogic`` over the tests' ``FakeEditor``, the ``StripRanker`` on its own thread,
+from a typed character to its strip shown), with and without a history save and a weight choice under way on a
+third thread; per key the editor reads and the bytes allocated (UI and ranking threads); and the model's load
+time and heap, memory-mapped. Writes benchmarks/results/java_arm64_input_logic.{json,md}.
 """
 
 from __future__ import annotations
@@ -145,6 +151,89 @@ def _table(results: dict) -> list[str]:
     return lines
 
 
+IL_VARIANTS = [("java_aarch64_qemu", False), ("java_aarch64_qemu", True), ("java_host", False), ("java_host", True)]
+
+
+def _input_logic_run(argv: list[str], classes: Path, model: str, words_file: Path, warmup: int, passes: int,
+                     pending: bool, tmp: Path, env=None) -> dict:
+    work = Path(tempfile.mkdtemp(dir=tmp))
+    out = subprocess.run([*argv, *JVM_FLAGS, "-cp", str(classes), "org.keyboardlm.core.InputLogicBenchmark", model,
+                          str(words_file), str(warmup), str(passes), "1" if pending else "0", str(work)],
+                         check=True, capture_output=True, text=True, env=env).stdout
+    lines = {line.split(" ", 1)[0]: line.split()[1:] for line in out.splitlines()}
+    return {"us": [float(x) for x in lines["key_us"]], "reads": [int(x) for x in lines["key_reads"]],
+            "bytes": [int(x) for x in lines["key_bytes"]], "keys": int(lines["keys"][0]),
+            "saves": int(lines["saves"][0]), "choices": int(lines["choices"][0]),
+            "save_bytes": int(lines["save_bytes"][0]), "load_ms": float(lines["load_ms"][0]),
+            "heap_before_mb": float(lines["heap_before_mb"][0]), "heap_model_mb": float(lines["heap_model_mb"][0]),
+            "heap_after_mb": float(lines["heap_after_mb"][0]), "vm": " ".join(lines["vm"]).replace("_", " ")}
+
+
+def _input_logic(args, model: str, aarch64_java: list[str], java_env: dict) -> int:
+    """The --input-logic measurement (see the module docstring)."""
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        classes = tmp / "classes"
+        sources = sorted(str(f) for d in ("main", "bench") for f in (CORE / d).rglob("*.java"))
+        sources.append(str(CORE / "test" / "java" / "org" / "keyboardlm" / "core" / "FakeEditor.java"))
+        subprocess.run(["javac", "--release", "8", "-nowarn", "-d", str(classes), *sources], check=True)
+        words = _words()
+        words_file = tmp / "words.txt"
+        words_file.write_text("\n".join(words) + "\n", encoding="utf-8")
+        for name, pending in IL_VARIANTS:
+            emulated = name == "java_aarch64_qemu"
+            t0 = time.perf_counter()
+            r = _input_logic_run(aarch64_java if emulated else ["java"], classes, model, words_file,
+                                 1 if emulated else args.warmup, args.emulated_passes if emulated else args.passes,
+                                 pending, tmp, java_env if emulated else None)
+            us, reads, allocated = np.array(r.pop("us")) / 1000.0, np.array(r.pop("reads")), np.array(r.pop("bytes"))
+            r.update({"wall_seconds": round(time.perf_counter() - t0, 1), "n": int(us.size),
+                      "p50_ms": float(np.percentile(us, 50)), "p99_ms": float(np.percentile(us, 99)),
+                      "max_ms": float(us.max()), "reads_per_key_mean": float(reads.mean()), "reads_max": int(reads.max()),
+                      "alloc_mean_bytes": float(allocated.mean()), "alloc_p50_bytes": float(np.percentile(allocated, 50))})
+            key = f"{name}, {'save + weight choice under way' if pending else 'idle'}"
+            results[key] = r
+            print(f"{key}: p50 {r['p50_ms']:.3f} ms p99 {r['p99_ms']:.3f} ms, {r['reads_per_key_mean']:.3f} reads/key, "
+                  f"{r['alloc_mean_bytes']:.0f} B/key, {r['saves']} saves, {r['choices']} choices, "
+                  f"{r['wall_seconds']} s", flush=True)
+    name = os.path.basename(model)
+    lines = [f"Key to strip through `InputLogic` (`{name}`, {os.path.getsize(model):,} bytes, memory-mapped): "
+             f"{len(words)} words of the embedded corpus typed one character at a time ({results[next(iter(results))]['keys']} "
+             f"keys a pass) into a multi-line text field with a user history, the editor the JUnit tests' `FakeEditor` "
+             f"(reads counted, no IPC), the `StripRanker` on its own thread; time from `InputLogic.type` to "
+             f"`InputLogic.onStrip` of that text. {args.warmup} untimed + {args.passes} timed passes on the host JVM, "
+             f"1 + {args.emulated_passes} on the emulated one, `{' '.join(JVM_FLAGS)}`. Under way: a third thread "
+             "saving the history (`HistoryStore.save`: journal appends, and compactions when due) and choosing its "
+             "weight (`chooseHistoryWeight` on 20 sentences), one after the other, all the time keys are timed.", "",
+             "| variant | keys | p50 ms | p99 ms | max ms | editor reads per key (max) | allocated per key, both threads, mean (p50) | saves / choices while timing | bytes per save |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, r in results.items():
+        per_save = f"{r['save_bytes'] / r['saves']:.0f}" if r["saves"] else "-"
+        lines.append(f"| {key} | {r['n']} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['max_ms']:.1f} | "
+                     f"{r['reads_per_key_mean']:.3f} ({r['reads_max']}) | {r['alloc_mean_bytes']:,.0f} "
+                     f"({r['alloc_p50_bytes']:,.0f}) | {r['saves']} / {r['choices']} | {per_save} |")
+    q, h = results["java_aarch64_qemu, idle"], results["java_host, idle"]
+    qp, hp = results["java_aarch64_qemu, save + weight choice under way"], results["java_host, save + weight choice under way"]
+    lines += ["", f"- ratio p50 / p99, under way over idle: emulated {qp['p50_ms'] / q['p50_ms']:.2f} / "
+              f"{qp['p99_ms'] / q['p99_ms']:.2f}, host {hp['p50_ms'] / h['p50_ms']:.2f} / {hp['p99_ms'] / h['p99_ms']:.2f}; "
+              f"emulated over host (idle) {q['p50_ms'] / h['p50_ms']:.1f} / {q['p99_ms'] / h['p99_ms']:.1f}",
+              f"- model load, memory-mapped (`ModelFile.load`): {q['load_ms']:.0f} ms emulated, {h['load_ms']:.0f} ms "
+              f"host; heap used after a full GC: {q['heap_before_mb']:.1f} MB before loading, {q['heap_model_mb']:.1f} MB "
+              f"after (emulated; host {h['heap_before_mb']:.1f} -> {h['heap_model_mb']:.1f} MB), "
+              f"{q['heap_after_mb']:.1f} MB after typing (host {h['heap_after_mb']:.1f} MB)",
+              f"- JVMs: {q['vm']} (emulated), {h['vm']} (host)",
+              "", "Caveats: a shared, loaded 2-core machine (qemu's emulation and the pending thread compete with the "
+              "key's two threads for 2 cores); HotSpot under qemu, not ART on a phone; the editor is in-process."]
+    md = "\n".join(lines)
+    _report.write("java_arm64_input_logic", {"model": name, "model_bytes": os.path.getsize(model), "words": WORDS,
+                                             "warmup": args.warmup, "passes": args.passes,
+                                             "emulated_passes": args.emulated_passes, "jvm_flags": JVM_FLAGS,
+                                             "variants": results}, md, args.out)
+    print(md)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model", metavar="MODEL.tflite")
@@ -154,6 +243,8 @@ def main() -> int:
     p.add_argument("--emulated-passes", type=int, default=2, help="timed passes in each emulated process")
     p.add_argument("--note", default="", help="where the model came from, written into the markdown")
     p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--input-logic", action="store_true",
+                   help="measure key to strip through InputLogic (save and weight choice pending), load and heap instead")
     args = p.parse_args()
     if min(args.passes, args.rounds, args.emulated_passes) < 1 or args.warmup < 0:
         p.error("--passes, --rounds and --emulated-passes must be >= 1, --warmup >= 0")
@@ -166,6 +257,8 @@ def main() -> int:
                                   text=True).stdout.strip().splitlines()[-1])
     java_env = dict(os.environ, QEMU_LD_PREFIX=str(env_dir / "java-root"))
     aarch64_java = ["qemu-aarch64-static", str(env_dir / JAVA_ARM64)]
+    if args.input_logic:
+        return _input_logic(args, model, aarch64_java, java_env)
     aarch64_python, python_env = _arm64.emulated_python(str(REPO))
     samples: dict[str, list[dict]] = {n: [] for n in VARIANTS}
     seconds = dict.fromkeys(VARIANTS, 0.0)
