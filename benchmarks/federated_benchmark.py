@@ -25,7 +25,7 @@ from keyboard_lm.data.preprocessing import ClientDataConfig  # noqa: E402
 from keyboard_lm.data.split import SplitConfig  # noqa: E402
 from keyboard_lm.federated.process import FederatedConfig  # noqa: E402
 from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
-from keyboard_lm.federated.trainer import LoopConfig, train_federated  # noqa: E402
+from keyboard_lm.federated.trainer import LoopConfig, RunOptions, train_federated  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 
 SETTINGS = {
@@ -60,7 +60,7 @@ def main():
                     train_federated(corpus, run_dir, ModelConfig(model_type), fed, ClientDataConfig(),
                                     SplitConfig(0.1, seed=0),
                                     LoopConfig(eval_every=args.eval_every, checkpoint_every=args.rounds),
-                                    log=lambda s: print(s, flush=True))
+                                    RunOptions(log=lambda s: print(s, flush=True)))
                 except TrainingDivergedError as e:
                     status = f"diverged: {e}".split(";")[0]
                 with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:

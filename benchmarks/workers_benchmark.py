@@ -72,7 +72,7 @@ def probe(args) -> int:
     from keyboard_lm.federated.client_data import example_client_data
     from keyboard_lm.federated.process import FederatedConfig, build_process
     from keyboard_lm.federated.runtime import import_tff
-    from keyboard_lm.federated.trainer import _dataset_seed, round_datasets, sample_clients
+    from keyboard_lm.federated.rounds import dataset_seed, round_datasets, sample_clients
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -112,7 +112,7 @@ def probe(args) -> int:
         sampled = sample_clients(trainable, args.probe_clients, 0, r + 1)
         if manifest is not None:
             data = wd.round_arguments(manifest, os.path.abspath(args.worker_data), sampled,
-                                      [_dataset_seed(0, r + 1, i) for i in range(len(sampled))])
+                                      [dataset_seed(0, r + 1, i) for i in range(len(sampled))])
         else:
             data, _ = round_datasets(examples, sampled, data_config, 0, r + 1, log=lambda *_: None)
         if arg_bytes is None:

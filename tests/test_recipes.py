@@ -343,7 +343,7 @@ def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_p
 def test_validation_clients_never_train(default_corpus, tmp_path):
     from keyboard_lm.data.preprocessing import ClientDataConfig
     from keyboard_lm.federated.process import FederatedConfig
-    from keyboard_lm.federated.trainer import LoopConfig, train_federated
+    from keyboard_lm.federated.trainer import LoopConfig, RunOptions, train_federated
     from keyboard_lm.models.config import ModelConfig
 
     split = SplitConfig()
@@ -354,8 +354,8 @@ def test_validation_clients_never_train(default_corpus, tmp_path):
                     # 100 draws from ~1,660 training clients, half of them validation: a sampler that drew from
                     # all of them would pick a validation client with probability 1 - 2^-100.
                     FederatedConfig(rounds=2, clients_per_round=50, validation_fraction=0.5, dropout=0.0),
-                    ClientDataConfig(max_batches=1), split, LoopConfig(eval_every=2), vocab_size=300,
-                    track_clients=val_ids + fit_ids, log=lambda *_: None)
+                    ClientDataConfig(max_batches=1), split, LoopConfig(eval_every=2),
+                    RunOptions(vocab_size=300, track_clients=tuple(val_ids + fit_ids), log=lambda *_: None))
     taken = load_run(out).info["participation"]
     assert all(taken[c] == [] for c in val_ids)
     assert sum(len(taken[c]) for c in fit_ids) == 100

@@ -52,7 +52,7 @@ def cmd_demo(args) -> int:
     """The main job: federated training on the embedded corpus, then suggestions."""
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.data.split import split_clients
-    from keyboard_lm.federated.trainer import train_federated
+    from keyboard_lm.federated.trainer import RunOptions, train_federated
 
     init = None
     if not args.scratch:
@@ -70,8 +70,8 @@ def cmd_demo(args) -> int:
     # The demo re-runs into a directory holding its own earlier run; anything else is refused
     # unless --overwrite (see prepare_run_dir).
     train_federated(corpus, args.out, model_config, fed, data_config, split, loop,
-                    data_source={"path": None, "format": "default"}, command="demo", overwrite=args.overwrite,
-                    init=init)
+                    RunOptions(init=init, data_source={"path": None, "format": "default"}, command="demo",
+                               overwrite=args.overwrite))
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.inference import Predictor
     from keyboard_lm.text.tokenizer import tokenize

@@ -148,11 +148,11 @@ def federated_validation(args) -> dict:
         return {"validation_fraction": FED.validation_fraction if args.validation_fraction is None
                 else args.validation_fraction,
                 "lr_decay": FED.lr_decay if args.lr_decay is None else args.lr_decay}
-    if args.validation_fraction or (args.lr_decay is not None and args.lr_decay != 1.0):
-        from keyboard_lm.errors import ConfigError
+    from keyboard_lm.federated.config import without_validation_for_dp
 
-        raise ConfigError("--validation-fraction and --lr-decay choose by the validation clients' text, which "
-                          "--dp's accounting does not cover; a DP run keeps its last round at a constant rate")
+    asked = FederatedConfig(validation_fraction=args.validation_fraction or 0.0,
+                            lr_decay=1.0 if args.lr_decay is None else args.lr_decay)
+    without_validation_for_dp(asked, refuse=True)
     return {"validation_fraction": 0.0, "lr_decay": 1.0}
 
 
@@ -180,7 +180,7 @@ def federated_config_from_args(args, init) -> FederatedConfig:
 
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
-    from keyboard_lm.federated.trainer import train_federated
+    from keyboard_lm.federated.trainer import RunOptions, train_federated
 
     split = split_from_args(args)
     if args.resume:
@@ -232,12 +232,12 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
         worker_record = {"addresses": [f"{h}:{p}" for h, p in workers], "tls": tls is not None}
         log(f"training on {len(workers)} TFF workers ({'TLS' if tls else 'plaintext'}): {args.workers}")
     try:
-        train_federated(corpus, args.out, model_config, fed, data_config, split, loop, resume=args.resume,
-                        vocab_size=args.vocab_size, data_source=data_source(args),
-                        overwrite=args.overwrite, dp=dp, log=log, track_clients=track_clients,
-                        worker_data=getattr(args, "worker_data", None),
-                        worker_data_root=getattr(args, "worker_data_root", None), on_round=on_round,
-                        init=init, workers=worker_record)
+        options = RunOptions(resume=args.resume, init=init, vocab_size=args.vocab_size, dp=dp,
+                             data_source=data_source(args), overwrite=args.overwrite,
+                             track_clients=tuple(track_clients), worker_data=getattr(args, "worker_data", None),
+                             worker_data_root=getattr(args, "worker_data_root", None), workers=worker_record,
+                             on_round=on_round, log=log)
+        train_federated(corpus, args.out, model_config, fed, data_config, split, loop, options)
     finally:
         if watchdog is not None:
             watchdog.stop()

@@ -186,6 +186,23 @@ WARM_START_SERVER = {"server_optimizer": "adam", "server_lr": 0.01}
 SERVER_LR = {"sgd": 1.0, "nesterov": 1.0, "adam": 0.01}
 
 
+def without_validation_for_dp(config: "FederatedConfig", *, refuse: bool, log=print) -> "FederatedConfig":
+    """``config`` with validation and learning-rate decay off, as a DP run needs them (the one home of the rule).
+
+    Choosing a round or a rate by the validation clients' text would release
+    something about them that the DP accounting does not cover. ``refuse``:
+    a ConfigError when ``config`` asks for either (the command line, where the
+    user set it); otherwise one line to ``log`` and both turned off.
+    """
+    if not (config.validation_fraction or config.lr_decay != 1.0):
+        return config
+    if refuse:
+        raise ConfigError("--validation-fraction and --lr-decay choose by the validation clients' text, which "
+                          "--dp's accounting does not cover; a DP run keeps its last round at a constant rate")
+    log("differential privacy: no validation clients and a constant learning rate; the run keeps its last round")
+    return dataclasses.replace(config, validation_fraction=0.0, lr_decay=1.0)
+
+
 def default_federated(warm_start: bool = False, dp: bool = False) -> FederatedConfig:
     """``FederatedConfig()`` from random weights; from a base, with ``WARM_START`` (and, without DP,
     ``WARM_START_SERVER``) applied."""
