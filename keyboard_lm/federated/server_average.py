@@ -8,9 +8,10 @@ average is what evaluation sees, what validation chooses among and what the
 run saves.  It is computed from the released global models only, so it sends
 nothing new to or from clients.
 
-The decay ramps up as min(decay, (1 + r) / (10 + r)) after round r, as
-``tf.train.ExponentialMovingAverage`` does with ``num_updates``, so the first
-rounds' average is not dominated by the initialization.  No TensorFlow here.
+The decay ramps up as min(decay, (1 + r) / (10 + r)) after round r
+(``training.loop.average_decay``, shared with the centralized average), so
+the first rounds' average is not dominated by the initialization.  No
+TensorFlow here.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.training.loop import average_decay
 
 _FILE = re.compile(r"^average_(\d+)\.npz$")
 
@@ -41,7 +43,7 @@ class ServerAverage:
         if len(weights) != len(self.weights):
             raise ValueError(f"the model has {len(weights)} weight arrays, the average {len(self.weights)}")
         self.rounds += 1
-        d = min(self.decay, (1.0 + self.rounds) / (10.0 + self.rounds))
+        d = average_decay(self.decay, self.rounds)
         for avg, w in zip(self.weights, weights):
             avg *= d
             avg += (1.0 - d) * np.asarray(w, dtype=np.float32)

@@ -14,15 +14,17 @@ from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import TrainingDivergedError
-from keyboard_lm.evaluation import evaluate_model, summarize, validation_score
-from keyboard_lm.models.checkpoint import append_metrics_row, prepare_run_dir, save_run, update_run_info
+from keyboard_lm.evaluation import evaluate_model, summarize
+from keyboard_lm.models.checkpoint import prepare_run_dir
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
 from keyboard_lm.models.warm_start import WarmStart, describe
 from keyboard_lm.text.vocabulary import Vocabulary
 from keyboard_lm.training.config import CentralizedConfig, default_config
+from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
+
 
 def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
     """The Keras optimizer ``config`` names, with its rate, clip and (adamw) decoupled weight decay."""
@@ -102,7 +104,7 @@ class WeightAverage:
 
     def _update(self):
         self._steps.assign_add(1.0)
-        d = tf.minimum(self.decay, (1.0 + self._steps) / (10.0 + self._steps))
+        d = tf.minimum(self.decay, average_decay_ramp(self._steps))
         for shadow, var in zip(self._shadow, self._vars):
             shadow.assign(d * shadow + (1.0 - d) * var)
 
@@ -170,19 +172,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     model.compile(optimizer=optimizer, loss=mixed_target_loss if teacher.weight else loss_fn())
     if config.sampled_softmax:
         use_sampled_softmax(model, config.sampled_softmax)
-
-    if teacher.weight:
-        sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
-        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log)
-        targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
-        examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
-        n_examples = len(ex["x"])
-    else:
-        texts = [t for cid in fit_ids for t in corpus.clients[cid]]
-        examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab),
-                                     config.seq_len).cache()
-        n_examples = sum(1 for _ in examples)
-    data = examples.shuffle(n_examples, seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size)
+    data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
     info = {
         "trainer": "centralized", "command": "train --centralized",
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
@@ -198,9 +188,32 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     val_note = f", {len(val_ids)} more for validation" if val_ids else ""
     log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
         f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
+    writer = RunWriter(run_dir, model_config, vocab, info)
+    return _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer, log)
+
+
+def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher, log):
+    """(the shuffled, batched training examples, their count): next words, or mixed with the n-gram teacher's."""
+    if teacher.weight:
+        sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
+        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log)
+        targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
+        examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
+        n_examples = len(ex["x"])
+    else:
+        texts = [t for cid in fit_ids for t in corpus.clients[cid]]
+        examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab),
+                                     config.seq_len).cache()
+        n_examples = sum(1 for _ in examples)
+    return examples.shuffle(n_examples, seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size), \
+        n_examples
+
+
+def _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer: RunWriter, log) -> dict:
+    """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop."""
     average = WeightAverage(model, config.weight_average) if config.weight_average else None
-    best = None  # (score, epoch, weights, held-out result) of the epoch the run keeps
-    stale = 0
+    keep = KeepBest(bool(val_ids), config.lr_decay, config.patience, step_key="epoch")
+    kept = None  # (epoch, weights, held-out result) of the epoch the run keeps
     lr = config.learning_rate
     started = time.time()
     for epoch in range(1, config.epochs + 1):
@@ -209,41 +222,34 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         train_loss = float(history.history["loss"][-1])
         if not math.isfinite(train_loss):
             raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
-                                        f"the best weights so far are in {run_dir}")
+                                        f"the best weights so far are in {writer.run_dir}")
         with average.averaged() if average else contextlib.nullcontext():
             result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
             pooled = result["pooled"]
             row = {"epoch": epoch, "train_loss": train_loss, "learning_rate": lr}
-            if val_ids:
-                val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"]
+            val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"] if val_ids else None
+            if val is not None:
                 row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
-                score = validation_score(val)
-            else:
-                score = (epoch, 0.0)  # no validation: the last epoch is kept
-            improved = best is None or score > best[0]
+            verdict = keep.observe(epoch, val, pooled)
+            improved = verdict.improved or not val_ids  # no validation: the last epoch is kept
             if improved:
-                best = (score, epoch, weights_dict(model), result)
-                stale = 0
-            else:
-                stale += 1
+                kept = (epoch, weights_dict(model), result)
         row.update({"seconds": round(time.time() - start, 2), "elapsed_seconds": round(time.time() - started, 2),
-                    "examples_seen": epoch * n_examples, "best_epoch": best[1],
+                    "examples_seen": epoch * n_examples, "best_epoch": kept[0],
                     **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
                                               "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events")}})
-        append_metrics_row(run_dir, row)
+        writer.row("epoch", row)
         if improved:
-            save_run(run_dir, model_config, vocab, best[2],
-                     {**info, "epochs_done": epoch, "best_epoch": epoch, "final_metrics": pooled})
+            writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "final_metrics": pooled})
         else:
-            update_run_info(run_dir, {"epochs_done": epoch})  # the kept weights stay the best epoch's
+            writer.update({"epochs_done": epoch})  # the kept weights stay the best epoch's
         val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
         log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: {summarize(result)}"
             f"  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
-        if val_ids and not improved:
-            if stale >= config.patience:
-                log(f"stopping: no validation improvement for {stale} epochs; keeping epoch {best[1]}")
-                break
-            if config.lr_decay < 1.0:
-                lr *= config.lr_decay
-                optimizer.learning_rate.assign(lr)
-    return best[3]
+        if verdict.stop:
+            log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
+            break
+        if verdict.decay:
+            lr *= config.lr_decay
+            model.optimizer.learning_rate.assign(lr)
+    return kept[2]
