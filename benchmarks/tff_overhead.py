@@ -40,7 +40,7 @@ from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients  # n
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.federated.client_data import batched, example_client_data  # noqa: E402
 from keyboard_lm.federated.process import FederatedConfig, build_process  # noqa: E402
-from keyboard_lm.federated.runtime import import_tff  # noqa: E402
+from keyboard_lm.federated.distributed.runtime import import_tff  # noqa: E402
 from keyboard_lm.federated.trainer import sample_clients  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 from keyboard_lm.models.language_model import build_model  # noqa: E402
@@ -189,7 +189,7 @@ if __name__ == "__main__":
     main()
     # The extra C++ contexts (--concurrency) keep threads that block the interpreter's exit, and their
     # workers outlive it: stop the workers, then leave without waiting for those threads.
-    from keyboard_lm.federated.runtime import stop_workers
+    from keyboard_lm.federated.distributed.runtime import stop_workers
 
     stop_workers()
     sys.stdout.flush()

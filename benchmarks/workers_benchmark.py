@@ -67,11 +67,11 @@ def probe(args) -> int:
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.federated import remote
-    from keyboard_lm.federated import worker_data as wd
+    from keyboard_lm.federated.distributed import remote
+    from keyboard_lm.federated.distributed import worker_data as wd
     from keyboard_lm.federated.client_data import example_client_data
     from keyboard_lm.federated.process import FederatedConfig, build_process
-    from keyboard_lm.federated.runtime import import_tff
+    from keyboard_lm.federated.distributed.runtime import import_tff
     from keyboard_lm.federated.rounds import dataset_seed, round_datasets, sample_clients
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.text.vocabulary import Vocabulary
@@ -165,7 +165,7 @@ def main():
         return probe(args)
     import platform
 
-    from keyboard_lm.federated import remote
+    from keyboard_lm.federated.distributed import remote
 
     ports = [remote.free_port(), remote.free_port()]
     procs = [remote.start_worker(port) for port in ports]

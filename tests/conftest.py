@@ -70,7 +70,7 @@ def worker_isolation_unavailable() -> str | None:
     Asked once per test process (the check starts a throwaway child): no TFF worker binary, or namespaces refused.
     """
     from keyboard_lm.errors import KeyboardLMError
-    from keyboard_lm.federated import remote
+    from keyboard_lm.federated.distributed import remote
 
     try:
         remote.worker_binary()

@@ -5,9 +5,9 @@ import pytest
 
 from keyboard_lm.federated.fed_att import FedAttFactory, fedatt_reference
 from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import start_runtime
 
-tff = import_tff()
+tff = start_runtime()
 
 
 def _layers_type():

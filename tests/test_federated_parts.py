@@ -13,11 +13,11 @@ from keyboard_lm.cli import main
 from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import start_runtime
 from keyboard_lm.models.checkpoint import load_run
 from tests.conftest import REPO
 
-tff = import_tff()
+tff = start_runtime()
 
 TINY_FED = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
             "--max-batches", "2"]
@@ -121,13 +121,15 @@ def test_the_batch_cap_samples_from_the_whole_client():
 
 
 def test_the_worker_starts_with_the_first_computation_and_sigterm_stops_it():
-    """Importing the federated layer starts no TFF worker; the first computation starts one; SIGTERM to the
-    process stops that worker too instead of orphaning it (one subprocess checks all three)."""
-    code = ("import time\n"
-            "from keyboard_lm.federated import process, trainer\n"
-            "from keyboard_lm.federated.runtime import import_tff, workers_running, _child_workers\n"
+    """Importing the federated layer starts no TFF worker and installs no handler; once TFF's runtime is
+    started, the first computation starts a worker; SIGTERM to the process stops that worker too instead of
+    orphaning it (one subprocess checks all of it)."""
+    code = ("import signal, time\n"
+            "from keyboard_lm.federated import dp, process, trainer\n"
+            "from keyboard_lm.federated.distributed.runtime import start_runtime, workers_running, _child_workers\n"
+            "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, 'a handler installed on import'\n"
             "print(workers_running(), flush=True)\n"
-            "tff = import_tff(); tff.federated_computation(lambda: 1)()\n"
+            "tff = start_runtime(); tff.federated_computation(lambda: 1)()\n"
             "print(workers_running(), flush=True)\n"
             "print(*_child_workers(), flush=True)\n"
             "time.sleep(120)\n")

@@ -7,12 +7,12 @@ import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated import dp as dp_lib
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import start_runtime
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.privacy.config import DPConfig
 from keyboard_lm.text.vocabulary import Vocabulary
 
-tff = import_tff()
+tff = start_runtime()
 
 SEQ = 6
 MODEL = ModelConfig(vocab_size=60, embedding_dim=8, units=16)

@@ -5,7 +5,7 @@ import socket
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated import remote
+from keyboard_lm.federated.distributed import remote
 
 pytestmark = pytest.mark.heavy
 

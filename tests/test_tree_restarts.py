@@ -164,9 +164,9 @@ def _aggregator(tree_restart, noise_seed=7):
     import tensorflow as tf
 
     from keyboard_lm.federated import dp as dp_lib
-    from keyboard_lm.federated.runtime import import_tff
+    from keyboard_lm.federated.distributed.runtime import start_runtime
 
-    tff = import_tff()
+    tff = start_runtime()
     cfg = DPConfig(mechanism="ftrl", noise_multiplier=1.0, population=3, clients_per_round=3, clip=1.0,
                    tree_restart=tree_restart)
     specs = [tf.TensorSpec([3], tf.float32), tf.TensorSpec([2], tf.float32)]
@@ -216,9 +216,9 @@ def _find_restart_state(state):
 
 
 def test_checkpointed_restart_state_resumes_as_an_uninterrupted_run(tmp_path):
-    from keyboard_lm.federated.runtime import import_tff
+    from keyboard_lm.federated.distributed.runtime import start_runtime
 
-    tff = import_tff()
+    tff = start_runtime()
     process = _aggregator(2)
     straight, _ = _rounds(process, process.initialize(), 5)
     first, state = _rounds(process, process.initialize(), 3)
@@ -263,7 +263,7 @@ def test_train_with_restarts_accounts_per_tree_and_resumes_into_the_same_trees(t
     import tensorflow as tf
 
     from keyboard_lm.federated.dp import build_dp_process
-    from keyboard_lm.federated.runtime import import_tff
+    from keyboard_lm.federated.distributed.runtime import start_runtime
 
     run = load_run(out)
     seq = run.info["client_data"]["max_seq_len"]

@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated import remote, worker_tls
+from keyboard_lm.federated.distributed import remote, worker_tls
 from tests.conftest import worker_isolation_unavailable
 from tests.test_remote_workers import SMALL, _drive, _losses
 

@@ -15,7 +15,7 @@ from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, dat
                                   positive_int, split_from_args)
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import SERVER_LR, FederatedConfig, LoopConfig, default_federated
-from keyboard_lm.federated.remote import WORKER_GRACE
+from keyboard_lm.federated.distributed.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.training.config import CentralizedConfig, default_config
@@ -211,7 +211,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
         init = init.check_overlap(corpus, split, log)
     on_round = watchdog = worker_record = None
     if getattr(args, "workers", None):
-        from keyboard_lm.federated import remote
+        from keyboard_lm.federated.distributed import remote
 
         if fed.algorithm == "fedatt":
             from keyboard_lm.errors import ConfigError
@@ -220,7 +220,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
             # first aggregate before the second, which a split-and-merge round cannot compute.
             raise ConfigError("--workers: FedAtt cannot run on TFF's mergeable context (its second aggregate "
                               "depends on the first); run it on one machine")
-        from keyboard_lm.federated.worker_tls import tls_from_flags
+        from keyboard_lm.federated.distributed.worker_tls import tls_from_flags
 
         workers = remote.parse_workers(args.workers)
         tls = tls_from_flags(args.tls_cert, args.tls_key, args.tls_ca, "--tls-ca")

@@ -17,7 +17,7 @@ from keyboard_lm.data.corpora import Corpus
 from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples, encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import DataError
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import import_tff
 from keyboard_lm.text.vocabulary import Vocabulary
 
 tff = import_tff()
@@ -51,7 +51,7 @@ def client_batches(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset:
 
     The same function builds a round's data in the driver (from numpy arrays)
     and on a TFF worker that reads the client's shard itself
-    (``keyboard_lm.federated.worker_data``), so both give the same batches for
+    (``keyboard_lm.federated.distributed.worker_data``), so both give the same batches for
     the same ``seed``.  The shuffle is a stateless permutation of the whole
     client, redrawn each epoch from (seed, epoch): it depends on nothing but
     its arguments (tf.data's ``shuffle`` also depends on the process-wide

@@ -39,7 +39,7 @@ import math
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.process import client_optimizer_for, compose_fed_avg, model_fn_for, server_optimizer_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import import_tff, start_runtime
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
 from keyboard_lm.privacy.config import DPConfig, DPOptions
 from keyboard_lm.privacy.profile import ADVANTAGE, format_profile, privacy_profile, profile_deltas
@@ -238,6 +238,7 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
     ``server_optimizer`` applies to DP-FedAvg; DP-FTRL takes ``server_lr``
     and ``server_momentum``.
     """
+    start_runtime()
     model_fn = model_fn_for(model_config, input_spec, metrics, dropout)
     client_model_fn = model_fn_for(model_config, input_spec, metrics, dropout, zero_init=True)
     if dp.mechanism == "fedavg":

@@ -28,7 +28,7 @@ from keyboard_lm.federated.client_optimizer import ClippedSGD
 # FederatedConfig is re-exported: callers import it from here as from federated.config.
 from keyboard_lm.federated.config import AggregationConfig, FederatedConfig  # noqa: F401
 from keyboard_lm.federated.nesterov import NesterovSGD
-from keyboard_lm.federated.runtime import import_tff
+from keyboard_lm.federated.distributed.runtime import import_tff, start_runtime
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
 from keyboard_lm.models.metrics import loss_fn, metric_list
@@ -240,6 +240,7 @@ def build_process(model_config: ModelConfig, config: FederatedConfig, input_spec
     ``config.seed`` (``tf.keras.utils.set_random_seed``, as
     ``train_federated`` does), so that the seed in the key decides them.
     """
+    start_runtime()
     built_from = {k: v for k, v in dataclasses.asdict(config).items() if k not in _DRIVER_FIELDS}
     key = (repr(model_config), repr(built_from), repr(input_spec), metrics, loop, zero_init_clients)
     if reuse and key in _BUILT:

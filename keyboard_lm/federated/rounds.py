@@ -90,7 +90,7 @@ class RoundData:
     By default the driver reads each client's batches (``round_datasets``; a
     client whose data fails is dropped and counted). With ``worker_data`` the
     clients' shards are written there once, TFF's process reads them on the
-    workers (``federated.worker_data``), and a round sends only shard paths
+    workers (``federated.distributed.worker_data``), and a round sends only shard paths
     (under ``worker_data_root``, default ``worker_data``) and seeds; a shard
     that cannot be read fails the round with one clear error.
     """
@@ -101,7 +101,7 @@ class RoundData:
         self.data_config, self.seed, self.log = data_config, seed, log
         self.manifest = self.root = self.examples = None
         if worker_data is not None:
-            from keyboard_lm.federated import worker_data as wd
+            from keyboard_lm.federated.distributed import worker_data as wd
 
             self.manifest = wd.write_shards(worker_data, encoded, vocab_sha256, data_config.max_seq_len,
                                             corpus_fingerprint, log)
@@ -113,14 +113,14 @@ class RoundData:
         """``process``, reading its clients' shards on the workers when the data is there."""
         if self.manifest is None:
             return process
-        from keyboard_lm.federated import worker_data as wd
+        from keyboard_lm.federated.distributed import worker_data as wd
 
         return wd.compose(process, self.data_config)
 
     def arguments(self, sampled: list[str], round_num: int) -> tuple[list, int]:
         """(TFF's client arguments, clients dropped because their data failed)."""
         if self.manifest is not None:
-            from keyboard_lm.federated import worker_data as wd
+            from keyboard_lm.federated.distributed import worker_data as wd
 
             seeds = [dataset_seed(self.seed, round_num, i) for i in range(len(sampled))]
             return wd.round_arguments(self.manifest, self.root, sampled, seeds), 0
@@ -133,7 +133,7 @@ class RoundData:
         except Exception as e:  # noqa: BLE001 - whatever TFF's runtime raises for a shard it cannot read
             if self.manifest is None:
                 raise
-            from keyboard_lm.federated import worker_data as wd
+            from keyboard_lm.federated.distributed import worker_data as wd
 
             clear = wd.read_error(e, self.root, round_num)
             if clear is None:

@@ -72,7 +72,7 @@ class RunOptions:
       worker_data: a directory the training clients' shards are written to
         once; each round then sends the workers only shard paths (under
         ``worker_data_root``, default ``worker_data``) and seeds, and the
-        workers read the data themselves (``federated.worker_data``).
+        workers read the data themselves (``federated.distributed.worker_data``).
       workers: how the run reaches its remote TFF workers (``{"addresses":
         [...], "tls": bool}``, set up by the caller with
         ``remote.set_remote_context``), recorded in run.json; None: the local worker.
@@ -270,9 +270,9 @@ class FederatedRun:
     def _process(self) -> None:
         """TFF's process and its first state (the base's weights when started from one)."""
         from keyboard_lm.federated.process import build_process
-        from keyboard_lm.federated.runtime import import_tff
+        from keyboard_lm.federated.distributed.runtime import start_runtime
 
-        tff = import_tff()
+        tff = start_runtime()
         input_spec = (tf.TensorSpec([None, self.data_config.max_seq_len], tf.int32),) * 2
         tf.keras.utils.set_random_seed(self.config.seed)
         # Training computes the loss and example counts only: recall is measured

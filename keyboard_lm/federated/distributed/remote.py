@@ -66,7 +66,7 @@ def wait_for_port(host: str, port: int, timeout: float = 30.0) -> None:
 
 def isolation_error() -> str | None:
     """None if ``start_worker`` can put the worker in a network namespace here, else the system's reason."""
-    from keyboard_lm.federated import worker_relay
+    from keyboard_lm.federated.distributed import worker_relay
 
     return worker_relay.check()
 
@@ -122,7 +122,7 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
                           "give --tls-cert, --tls-key and --tls-client-ca (or --insecure on a trusted network)")
     cmd = [worker_binary(), f"--port={port}", f"--max_concurrent_computation_calls={max_concurrent_calls}",
            f"--grpc_max_message_length_megabytes={max_message_mb}"]
-    from keyboard_lm.federated import worker_relay
+    from keyboard_lm.federated.distributed import worker_relay
 
     listener = _listener(bind, port)
     relay = [*worker_relay.command(), f"--listen-fd={listener.fileno()}", f"--parent={os.getpid()}",
@@ -258,7 +258,7 @@ class Watchdog:
                  first_round_timeout: float = 1800.0, tls=None):
         self.credentials = None
         if tls is not None:
-            from keyboard_lm.federated.worker_tls import channel_credentials
+            from keyboard_lm.federated.distributed.worker_tls import channel_credentials
 
             self.credentials = channel_credentials(tls)
         self.workers, self.interval, self.grace, self.exit_code = workers, interval, grace, exit_code
@@ -344,14 +344,14 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
     a worker that accepts TCP but not the channel is one clear error here, not
     a round that waits for it.
     """
-    from keyboard_lm.federated.runtime import import_tff, release_local_worker
+    from keyboard_lm.federated.distributed.runtime import release_local_worker, start_runtime
 
     credentials = None
     if tls is not None:
-        from keyboard_lm.federated.worker_tls import channel_credentials
+        from keyboard_lm.federated.distributed.worker_tls import channel_credentials
 
         credentials = channel_credentials(tls)
-    tff = import_tff()
+    tff = start_runtime()
     for host, port in workers:
         wait_for_port(host, port, 10.0)
         _check_channel(host, port, credentials)

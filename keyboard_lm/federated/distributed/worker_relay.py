@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ssl_context = None
     if args.tls_cert:
         from keyboard_lm.errors import ConfigError
-        from keyboard_lm.federated.worker_tls import TLSFiles, server_context
+        from keyboard_lm.federated.distributed.worker_tls import TLSFiles, server_context
 
         try:
             ssl_context = server_context(TLSFiles(args.tls_cert, args.tls_key, args.tls_client_ca))

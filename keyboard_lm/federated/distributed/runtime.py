@@ -4,9 +4,11 @@ TFF 0.87 runs computations in a ``worker_binary`` subprocess that it starts on
 first use, wired to the parent's stdout, and only stops from a finalizer that
 may never run.  Left behind, that process keeps the parent's stdout open, so a
 pipeline such as ``keyboard-lm train ... | tee log`` never ends.
-``import_tff`` wraps TFF's default context so that the first computation
-(not the import) starts the worker, with its output sent to /dev/null, and
-registers an exit hook that stops the workers this process started.  A
+``start_runtime`` (called when a run starts, by the process builders and by
+workers; importing the federated layer installs nothing) wraps TFF's default
+context so that the first computation starts the worker, with its output
+sent to /dev/null, and registers an exit hook that stops the workers this
+process started.  A
 SIGTERM (``kill``, a job scheduler) ends the process through that same hook,
 not around it, unless the program installed its own handler.
 
@@ -122,11 +124,12 @@ def stop_workers() -> None:
 
 
 def import_tff():
-    """Import tensorflow_federated with the exit hook in place; returns the module.
+    """Import tensorflow_federated quietly; returns the module.
 
-    Importing starts nothing: the worker starts when a computation first runs.
+    Importing installs nothing and starts nothing: ``start_runtime`` sets up
+    the exit hook, the SIGTERM handler and the quiet first invocation when a
+    run (or a process builder, or a worker) first needs TFF to compute.
     """
-    global _registered
     import logging
     import warnings
 
@@ -134,6 +137,20 @@ def import_tff():
     import tensorflow_federated as tff
 
     logging.getLogger("absl").setLevel(logging.ERROR)
+    return tff
+
+
+def start_runtime():
+    """TFF ready to compute in this process (idempotent); returns the module.
+
+    Registers the exit hook that stops the workers this process starts, makes
+    SIGTERM end the process through it (unless the program set its own
+    handler), and wraps TFF's default context so that the first computation
+    starts the worker with its output sent to /dev/null. The worker itself
+    starts with that first computation.
+    """
+    global _registered
+    tff = import_tff()
     if not _registered:
         atexit.register(stop_workers)
         _exit_on_sigterm()
