@@ -45,8 +45,11 @@ def test_personal_budget_covers_model_and_encoder_files():
     except ImportError:
         from export.budget import DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
 
-    assert DEFAULT_PERSONAL_BUDGET_BYTES == int(1.6 * 2**20) == DEFAULT_BUDGET_BYTES + int(0.2 * 2**20)
-    check_personal_budget(1_400_000, 277_721)  # exactly at the default budget
+    # The default personalization budget is the model's budget plus 0.2 MiB for the char encoder.
+    check_personal_budget(DEFAULT_BUDGET_BYTES, int(0.2 * 2**20))
+    with pytest.raises(ConfigError):
+        check_personal_budget(DEFAULT_BUDGET_BYTES, int(0.2 * 2**20) + 1)
+    check_personal_budget(1_400_000, DEFAULT_PERSONAL_BUDGET_BYTES - 1_400_000)  # exactly at the default budget
     with pytest.raises(ConfigError) as e:
         check_personal_budget(1_400_000, 277_722)
     assert "1,400,000 bytes" in str(e.value) and "277,722 bytes" in str(e.value) and "by 1;" in str(e.value)

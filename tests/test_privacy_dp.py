@@ -129,8 +129,12 @@ def test_refuses_combinations_dp_cannot_honour(kwargs, dp_kwargs, word):
         dp_lib.check_dp_settings(_dp(**dp_kwargs), **kwargs)
 
 
-def test_accepts_the_default_non_dp_clip_setting():
-    dp_lib.check_dp_settings(_dp(), clip="adaptive", population=3)
+def test_accepts_the_default_non_dp_clip_setting_where_a_fixed_clip_is_refused():
+    """The non-DP default (adaptive) is ignored under DP, whose clip is the clip; a fixed non-DP clip the
+    user set is refused in the same call."""
+    assert dp_lib.check_dp_settings(_dp(), clip="adaptive", population=3) is None
+    with pytest.raises(ConfigError, match="--dp-clip"):
+        dp_lib.check_dp_settings(_dp(), clip=5.0, population=3)
 
 
 def test_builders_refuse_the_other_mechanism_and_missing_specs():

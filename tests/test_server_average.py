@@ -25,8 +25,21 @@ def test_average_follows_the_ramped_decay_from_the_initial_weights():
     assert avg.rounds == 30
     for a, e in zip(avg.weights, expected):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
-    # Early rounds weigh the new model most (the ramp), late ones the history (the decay).
-    assert min(0.9, 2 / 11) < 0.2 and min(0.9, 31 / 40) < 0.9 <= min(0.9, 100 / 109)
+
+
+
+def test_early_rounds_weigh_the_new_model_and_late_ones_the_history():
+    """The ramp: after round 1 the average is 2/11 the initial model and 9/11 the new one; from round 80 on
+    (ramp 81/90 = 0.9) the decay itself, 0.9, holds."""
+    avg = ServerAverage(0.9, [np.zeros(2)])
+    avg.update([np.ones(2)])
+    np.testing.assert_allclose(avg.weights[0], 9 / 11, rtol=1e-6)
+    late = ServerAverage(0.9, [np.zeros(2)], rounds=99)
+    late.update([np.ones(2)])  # round 100: min(0.9, 101 / 110) = 0.9
+    np.testing.assert_allclose(late.weights[0], 0.1, rtol=1e-6)
+    mid = ServerAverage(0.9, [np.zeros(2)], rounds=29)
+    mid.update([np.ones(2)])  # round 30: the ramp, 31 / 40, is still below the decay
+    np.testing.assert_allclose(mid.weights[0], 9 / 40, rtol=1e-6)
 
 
 def test_average_saves_loads_and_prunes(tmp_path):
