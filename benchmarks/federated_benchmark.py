@@ -21,11 +21,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 from keyboard_lm.data.corpora import load_shakespeare  # noqa: E402
-from keyboard_lm.data.preprocessing import ClientDataConfig  # noqa: E402
+from keyboard_lm.data.config import ClientDataConfig  # noqa: E402
 from keyboard_lm.data.split import SplitConfig  # noqa: E402
-from keyboard_lm.federated.process import FederatedConfig  # noqa: E402
+from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
 from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
-from keyboard_lm.federated.trainer import LoopConfig, RunOptions, train_federated  # noqa: E402
+from keyboard_lm.federated.trainer import RunOptions, train_federated  # noqa: E402
+from keyboard_lm.federated.config import LoopConfig  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 
 SETTINGS = {

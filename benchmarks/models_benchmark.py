@@ -29,7 +29,8 @@ from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.evaluation import evaluate_predict_fn  # noqa: E402
 from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
 from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
-from keyboard_lm.training.centralized import CentralizedConfig, train_centralized  # noqa: E402
+from keyboard_lm.training.centralized import train_centralized  # noqa: E402
+from keyboard_lm.training.config import CentralizedConfig  # noqa: E402
 
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "perplexity")
 

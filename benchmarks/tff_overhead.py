@@ -36,12 +36,14 @@ import tensorflow as tf  # noqa: E402
 
 from benchmarks import _report  # noqa: E402
 from keyboard_lm.data.corpora import load_default, load_shakespeare  # noqa: E402
-from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients  # noqa: E402
+from keyboard_lm.data.preprocessing import encode_clients  # noqa: E402
+from keyboard_lm.data.config import ClientDataConfig  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.federated.client_data import batched, example_client_data  # noqa: E402
-from keyboard_lm.federated.process import FederatedConfig, build_process  # noqa: E402
+from keyboard_lm.federated.process import build_process  # noqa: E402
+from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
 from keyboard_lm.federated.distributed.runtime import import_tff  # noqa: E402
-from keyboard_lm.federated.trainer import sample_clients  # noqa: E402
+from keyboard_lm.federated.rounds import sample_clients  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 from keyboard_lm.models.language_model import build_model  # noqa: E402
 from keyboard_lm.models.metrics import loss_fn  # noqa: E402

@@ -65,12 +65,14 @@ def probe(args) -> int:
     import tensorflow as tf
 
     from keyboard_lm.data.corpora import load_corpus
-    from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
+    from keyboard_lm.data.preprocessing import encode_clients
+    from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.federated.distributed import remote
     from keyboard_lm.federated.distributed import worker_data as wd
     from keyboard_lm.federated.client_data import example_client_data
-    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.federated.process import build_process
+    from keyboard_lm.federated.config import FederatedConfig
     from keyboard_lm.federated.distributed.runtime import import_tff
     from keyboard_lm.federated.rounds import dataset_seed, round_datasets, sample_clients
     from keyboard_lm.models.config import ModelConfig

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keyboard_lm.data.preprocessing import ClientDataConfig
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig
 from keyboard_lm.federated.client_data import build_federated_data, text_client_data
 from keyboard_lm.text import Vocabulary, tokenizer

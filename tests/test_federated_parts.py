@@ -10,9 +10,11 @@ import pytest
 import tensorflow as tf
 
 from keyboard_lm.cli import main
-from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples
+from keyboard_lm.data.preprocessing import batch_examples
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated.aggregation import AggregationConfig, build_aggregator
+from keyboard_lm.federated.aggregation import build_aggregator
+from keyboard_lm.federated.config import AggregationConfig
 from keyboard_lm.federated.distributed.runtime import start_runtime
 from keyboard_lm.models.checkpoint import load_run
 from tests.conftest import REPO
@@ -75,8 +77,9 @@ def test_compressed_runs_say_they_are_not_bit_reproducible(tmp_path):
 
 def test_a_client_whose_dataset_fails_mid_round_is_dropped_and_the_run_goes_on(default_corpus):
     from keyboard_lm.data.preprocessing import encode_clients
-    from keyboard_lm.federated.process import FederatedConfig, build_process
-    from keyboard_lm.federated.trainer import round_datasets
+    from keyboard_lm.federated.process import build_process
+    from keyboard_lm.federated.config import FederatedConfig
+    from keyboard_lm.federated.rounds import round_datasets
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.text import Vocabulary
 
@@ -157,7 +160,8 @@ def test_trains_process_matches_tffs_own_builder_round_for_round(algorithm):
     the same batches, its rounds must equal those of TFF's builder with its
     defaults (dataset-reduce loop, client models drawn at random).
     """
-    from keyboard_lm.federated.process import FederatedConfig, build_process, model_fn_for
+    from keyboard_lm.federated.process import build_process, model_fn_for
+    from keyboard_lm.federated.config import FederatedConfig
     from keyboard_lm.models.config import ModelConfig
 
     model_config = ModelConfig("cifg", 50, 8, 16)
@@ -191,7 +195,8 @@ def test_trains_process_matches_tffs_own_builder_round_for_round(algorithm):
 
 
 def test_zero_initialized_client_models_do_not_touch_initial_weights():
-    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.federated.process import build_process
+    from keyboard_lm.federated.config import FederatedConfig
     from keyboard_lm.models.config import ModelConfig
 
     spec = (tf.TensorSpec([None, 6], tf.int32),) * 2
@@ -204,7 +209,8 @@ def test_a_process_built_again_from_the_same_parts_is_reused_and_draws_the_same_
     tracing, from the global seeds the trainer sets from it), and not on what only the driver reads."""
     import dataclasses
 
-    from keyboard_lm.federated.process import FederatedConfig, build_process
+    from keyboard_lm.federated.process import build_process
+    from keyboard_lm.federated.config import FederatedConfig
     from keyboard_lm.models.config import ModelConfig
 
     def build(config, reuse=True):

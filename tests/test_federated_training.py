@@ -9,8 +9,8 @@ import pytest
 
 from keyboard_lm.cli import main
 from keyboard_lm.federated.aggregation import upload_bytes
-from keyboard_lm.federated.process import FederatedConfig
-from keyboard_lm.federated.trainer import sample_clients
+from keyboard_lm.federated.config import FederatedConfig
+from keyboard_lm.federated.rounds import sample_clients
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.checkpoint import load_run
 
@@ -187,9 +187,10 @@ def test_run_killed_mid_training_resumes_to_the_same_result(uninterrupted, tmp_p
 
 
 def test_a_failing_client_is_skipped_and_counted(default_corpus):
-    from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
+    from keyboard_lm.data.preprocessing import encode_clients
+    from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.federated.client_data import example_client_data
-    from keyboard_lm.federated.trainer import round_datasets
+    from keyboard_lm.federated.rounds import round_datasets
     from keyboard_lm.text import Vocabulary
 
     ids = default_corpus.client_ids[:3]

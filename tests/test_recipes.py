@@ -300,7 +300,7 @@ def test_iid_run_records_its_partition_and_eval_reloads_it(tmp_path, capsys):
 
 def test_default_federated_train_smoke(tmp_path):
     """Two rounds of `keyboard-lm train` with its default recipe (small model) on the embedded corpus."""
-    from keyboard_lm.federated.process import FederatedConfig
+    from keyboard_lm.federated.config import FederatedConfig
 
     out = str(tmp_path / "fed")
     assert main(["train", "--out", out, *TINY, "--rounds", "2", "--max-batches", "2"]) == 0
@@ -341,9 +341,10 @@ def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_p
 
 
 def test_validation_clients_never_train(default_corpus, tmp_path):
-    from keyboard_lm.data.preprocessing import ClientDataConfig
-    from keyboard_lm.federated.process import FederatedConfig
-    from keyboard_lm.federated.trainer import LoopConfig, RunOptions, train_federated
+    from keyboard_lm.data.config import ClientDataConfig
+    from keyboard_lm.federated.config import FederatedConfig
+    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.config import LoopConfig
     from keyboard_lm.models.config import ModelConfig
 
     split = SplitConfig()

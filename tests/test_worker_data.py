@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keyboard_lm.data.preprocessing import ClientDataConfig
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.federated.distributed import worker_data as wd
 from keyboard_lm.federated.client_data import client_batches

@@ -15,10 +15,10 @@ def demo_recipe(rounds: int | None = None, seed: int = 0, base=None):
     averaging on the embedded corpus (docs/training.md has the measurement).  ``base=None`` is the recipe
     from random weights the demo ran before the base existed.
     """
-    from keyboard_lm.data.preprocessing import ClientDataConfig
+    from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.data.split import SplitConfig
-    from keyboard_lm.federated.process import FederatedConfig
-    from keyboard_lm.federated.trainer import LoopConfig
+    from keyboard_lm.federated.config import FederatedConfig
+    from keyboard_lm.federated.config import LoopConfig
     from keyboard_lm.models.config import ModelConfig
 
     if base is not None:

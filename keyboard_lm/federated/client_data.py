@@ -14,7 +14,8 @@ import dataclasses
 import tensorflow as tf
 
 from keyboard_lm.data.corpora import Corpus
-from keyboard_lm.data.preprocessing import ClientDataConfig, batch_examples, encode_clients
+from keyboard_lm.data.preprocessing import batch_examples, encode_clients
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import DataError
 from keyboard_lm.federated.distributed.runtime import import_tff

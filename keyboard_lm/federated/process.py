@@ -25,8 +25,7 @@ import tensorflow as tf
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.aggregation import build_aggregator
 from keyboard_lm.federated.client_optimizer import ClippedSGD
-# FederatedConfig is re-exported: callers import it from here as from federated.config.
-from keyboard_lm.federated.config import AggregationConfig, FederatedConfig  # noqa: F401
+from keyboard_lm.federated.config import AggregationConfig, FederatedConfig
 from keyboard_lm.federated.nesterov import NesterovSGD
 from keyboard_lm.federated.distributed.runtime import import_tff, start_runtime
 from keyboard_lm.models.config import ModelConfig

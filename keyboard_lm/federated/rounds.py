@@ -20,8 +20,8 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keyboard_lm.data.preprocessing import ClientDataConfig
-from keyboard_lm.errors import ConfigError, TrainingDivergedError
+from keyboard_lm.data.config import ClientDataConfig
+from keyboard_lm.errors import TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model
 from keyboard_lm.federated.client_data import client_batches, example_client_data
 

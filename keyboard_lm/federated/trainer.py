@@ -27,16 +27,16 @@ from typing import Callable
 import tensorflow as tf
 
 from keyboard_lm.data.corpora import Corpus
-from keyboard_lm.data.preprocessing import ClientDataConfig, encode_clients
+from keyboard_lm.data.preprocessing import encode_clients
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import summarize
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated, without_validation_for_dp
-from keyboard_lm.federated.rounds import (CHECKPOINT_DIR, ClientSampler, Evaluator, RoundData,  # noqa: F401
-                                          client_round_dataset, dataset_seed, round_datasets, sample_clients)
+from keyboard_lm.federated.rounds import CHECKPOINT_DIR, ClientSampler, Evaluator, RoundData
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.checkpoint import METRICS_FILE, load_run, prepare_run_dir, run_command, save_run
+from keyboard_lm.models.checkpoint import METRICS_FILE, load_run, prepare_run_dir, run_command
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.warm_start import WarmStart, describe

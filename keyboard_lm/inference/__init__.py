@@ -2,5 +2,6 @@
 
 from keyboard_lm.inference.model_file import ModelFile, ModelFileError
 from keyboard_lm.inference.predictor import Predictor, Session
+from keyboard_lm.inference.user_history import UserHistory
 
-__all__ = ["ModelFile", "ModelFileError", "Predictor", "Session"]
+__all__ = ["ModelFile", "ModelFileError", "Predictor", "Session", "UserHistory"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import math
 import os
 
 import numpy as np

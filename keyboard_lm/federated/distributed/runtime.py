@@ -31,6 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 _WORKER_NAME = "worker_binary"
 _registered = False
+_exit_hook = False
 #: Pids of the local workers TFF started for this process's default context.
 _local_workers: set[int] = set()
 
@@ -126,10 +127,13 @@ def stop_workers() -> None:
 def import_tff():
     """Import tensorflow_federated quietly; returns the module.
 
-    Importing installs nothing and starts nothing: ``start_runtime`` sets up
-    the exit hook, the SIGTERM handler and the quiet first invocation when a
-    run (or a process builder, or a worker) first needs TFF to compute.
+    Importing starts nothing and changes no signal handling: it only
+    registers the exit hook (``stop_workers``) under which TFF's own
+    finalizers run while the interpreter is still whole, instead of failing
+    noisily in its shutdown. ``start_runtime`` does the rest when a run (or a
+    process builder, or a worker) first needs TFF to compute.
     """
+    global _exit_hook
     import logging
     import warnings
 
@@ -137,22 +141,24 @@ def import_tff():
     import tensorflow_federated as tff
 
     logging.getLogger("absl").setLevel(logging.ERROR)
+    if not _exit_hook:
+        atexit.register(stop_workers)
+        _exit_hook = True
     return tff
 
 
 def start_runtime():
     """TFF ready to compute in this process (idempotent); returns the module.
 
-    Registers the exit hook that stops the workers this process starts, makes
-    SIGTERM end the process through it (unless the program set its own
-    handler), and wraps TFF's default context so that the first computation
-    starts the worker with its output sent to /dev/null. The worker itself
-    starts with that first computation.
+    Makes SIGTERM end the process through the exit hook that stops the
+    workers this process starts (unless the program set its own handler), and
+    wraps TFF's default context so that the first computation starts the
+    worker with its output sent to /dev/null. The worker itself starts with
+    that first computation.
     """
     global _registered
     tff = import_tff()
     if not _registered:
-        atexit.register(stop_workers)
         _exit_on_sigterm()
         _quiet_first_invocation()
         _registered = True

@@ -30,7 +30,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from keyboard_lm.data.preprocessing import ClientDataConfig
+from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.federated.client_data import client_batches
 from keyboard_lm.federated.distributed.runtime import import_tff
