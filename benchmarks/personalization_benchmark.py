@@ -102,7 +102,7 @@ def main():
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.partition import apply_partition
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.inference.predictor import HISTORY_WEIGHT
+    from keyboard_lm.inference.session import HISTORY_WEIGHT
     from keyboard_lm.text.tokenizer import sentences
 
     run, model_path, predictor, known = open_run(args.run, args.model, args.char_encoder)

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.predictor import HISTORY_WEIGHTS
+from keyboard_lm.inference.personalization import HISTORY_WEIGHTS
 from tests.conftest import REPO
 
 GOLDEN = REPO / "tests" / "golden"

@@ -122,8 +122,8 @@ def test_personalize_learns_the_users_words_on_device(small_run, small_tflite, e
     assert s.complete("quux")[0][0] == "quuxifying"
     # a personal word typed as context enters through its embedding, not as <oov>
     a, b = predictor.session(), predictor.session()
-    a.personal = s.personal; a._personal_changed()
-    b.personal = s.personal; b._personal_changed()
+    a.personal = s.personal; a.personal_changed()
+    b.personal = s.personal; b.personal_changed()
     a.commit("my good zorblaxen")
     b.commit("my good unknownwordzz")  # outside vocabulary and personal words: <oov>
     assert a.suggestions(3) != b.suggestions(3)
@@ -262,3 +262,35 @@ def test_shenoy_grid_is_chosen_on_validation_emr3_and_the_vocab_bias_learns_know
     assert dict(c.suggestions(5)) == pytest.approx(dict(b.suggestions(5)))
     with pytest.raises(ConfigError, match="grid is empty"):
         predictor.session().personalize_sentences(tokenized, grid=[])
+
+
+def test_the_char_encoder_is_safe_to_share_between_threads(encoder_path):
+    """Eight threads encode batches of different sizes through one CharEncoderFile: each gets exactly what a
+    lone call returns (without the lock, one thread's resize or input lands between another's set and read)."""
+    import threading
+
+    from keyboard_lm.inference.personal import CharEncoderFile
+
+    encoder = CharEncoderFile(encoder_path)
+    # batch sizes 1 to 512: a long invoke (TFLite releases the GIL in it) beside another thread's resize
+    batches = [[f"w{t}x{i}abcdefgh" for i in range(4 ** (t % 4) * (2 if t % 2 else 1))] for t in range(8)]
+    expected = [encoder.encode(b) for b in batches]
+    errors, barrier = [], threading.Barrier(len(batches))
+
+    def work(t):
+        barrier.wait()
+        try:
+            for _ in range(100):
+                got = encoder.encode(batches[t])
+                if got.shape != expected[t].shape or not np.array_equal(got, expected[t]):
+                    errors.append((t, got.shape))
+                    return
+        except Exception as e:  # noqa: BLE001 - TFLite's "reference to internal data" and the like
+            errors.append((t, repr(e)[:200]))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(len(batches))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[:3]

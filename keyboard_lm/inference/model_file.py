@@ -124,10 +124,14 @@ class ModelFile:
         out = self._runners()[1](token=np.array([token], np.int32), state=state)
         return out["log_probs"][0], out["state"]
 
-    def _personal_runner(self):
+    def require_personal_signatures(self) -> None:
+        """Raise ModelFileError naming the file unless it has the ``step_personal`` signature personal words need."""
         if not self.has_personal_signatures:
             raise ModelFileError(f"{self.path}: the model has no step_personal signature (exported before personal "
                                  "words existed); re-export the run with this version's keyboard-lm export")
+
+    def _personal_runner(self):
+        self.require_personal_signatures()
         return self._runners()[2]
 
     def step_hidden(self, token: int, state: np.ndarray):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 
 import numpy as np
 
@@ -400,7 +401,11 @@ CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
 
 
 class CharEncoderFile:
-    """The exported char encoder (second .tflite, appended-zip metadata), run with the TFLite runtime only."""
+    """The exported char encoder (second .tflite, appended-zip metadata), run with the TFLite runtime only.
+
+    Safe to share between threads (a predictor serves many): one interpreter, and a lock around each
+    ``encode``, whose resize, set, invoke and read must not interleave with another thread's.
+    """
 
     def __init__(self, path: str, runtime: str | None = None):
         import json
@@ -421,15 +426,17 @@ class CharEncoderFile:
         self._interp = interpreter_class(runtime)(model_content=data, num_threads=1)
         self._in = self._interp.get_input_details()[0]
         self._out = self._interp.get_output_details()[0]
+        self._lock = threading.Lock()
 
     def encode(self, words) -> np.ndarray:
         """[len(words), d] zero-shot embeddings; empty/whitespace or over-long words raise ConfigError."""
         ids = _byte_ids(list(words), self.max_bytes)
-        self._interp.resize_tensor_input(self._in["index"], ids.shape)
-        self._interp.allocate_tensors()
-        self._interp.set_tensor(self._in["index"], ids)
-        self._interp.invoke()
-        return self._interp.get_tensor(self._out["index"]).copy()
+        with self._lock:
+            self._interp.resize_tensor_input(self._in["index"], ids.shape)
+            self._interp.allocate_tensors()
+            self._interp.set_tensor(self._in["index"], ids)
+            self._interp.invoke()
+            return self._interp.get_tensor(self._out["index"]).copy()
 
 
 def _byte_ids(words, max_bytes: int) -> np.ndarray:

@@ -48,7 +48,7 @@ class PrefixCache:
 
     def __init__(self, model: ModelFile, size: int, bos_position: tuple):
         self.model, self.vocab, self.size = model, model.vocab, size
-        self._bos_position = bos_position
+        self.bos_position = bos_position
         self._zero_state = bos_position[0]
         # input prefix (tuple of ids) -> (state before its last input, state after it, top ids [K], top log-probs [K])
         self._states: collections.OrderedDict = collections.OrderedDict()
@@ -124,7 +124,7 @@ class PrefixCache:
         if done == len(inputs):
             return position
         if done == 0 and inputs[0] == SPECIAL_TOKENS.bos_id:
-            position, done = self._bos_position, 1
+            position, done = self.bos_position, 1
             new = [(inputs[:1], position)]
         else:
             new = []

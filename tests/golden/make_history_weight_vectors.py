@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from keyboard_lm.inference import Predictor  # noqa: E402
-from keyboard_lm.inference.predictor import HISTORY_WEIGHTS  # noqa: E402
+from keyboard_lm.inference.personalization import HISTORY_WEIGHTS  # noqa: E402
 from keyboard_lm.inference.user_history import UserHistory  # noqa: E402
 from keyboard_lm.text import tokenizer  # noqa: E402
 
