@@ -15,7 +15,8 @@ first used, so ``import keyboard_lm.inference`` on a phone-sized install stays
 TensorFlow-free.
 """
 
-from keyboard_lm.data.corpora import Corpus, load_corpus
+from keyboard_lm.data.corpora import load_corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import ConfigError, DataError, KeyboardLMError
 from keyboard_lm.text import SPECIAL_TOKENS, TEXT_SPEC_VERSION, SpecialTokens, Vocabulary, sentences, tokenize

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.examples import corpus_examples
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 from keyboard_lm.text.vocabulary import Vocabulary

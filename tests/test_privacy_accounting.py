@@ -1,5 +1,3 @@
-import math
-
 import pytest
 
 from keyboard_lm.errors import ConfigError

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.examples import sentence_examples
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import log_softmax

@@ -269,7 +269,7 @@ def test_train_with_restarts_accounts_per_tree_and_resumes_into_the_same_trees(t
     seq = run.info["client_data"]["max_seq_len"]
     process = build_dp_process(run.model_config, DPOptions.from_record(dp).for_population(n, 40),
                                (tf.TensorSpec([None, seq], tf.int32),) * 2, metrics=False)
-    manager = import_tff().program.FileProgramStateManager(os.path.join(out, "checkpoints"))
+    manager = start_runtime().program.FileProgramStateManager(os.path.join(out, "checkpoints"))
     state, version = asyncio.run(manager.load_latest(process.initialize()))
     assert version == 4 and int(_find_restart_state(state).indicator_state) == 4
     # The model card carries the restart and the profile as run.json has them.

@@ -8,114 +8,18 @@ line of every bad record; with ``skip_bad=True`` they skip it and count it in
 
 from __future__ import annotations
 
-import collections
-import dataclasses
 import json
 import os
 import re
 from importlib import resources
 from typing import Callable
 
+from keyboard_lm.data.corpus import Collector, Corpus
+from keyboard_lm.data.mbox import load_maildir, load_mbox
 from keyboard_lm.errors import DataError
 
 
-@dataclasses.dataclass(frozen=True)
-class Corpus:
-    """Text records grouped by client.
-
-    Attributes:
-      name: what the corpus is (format and source), for reports.
-      clients: client id -> its text records, in file order.
-      skipped: one ``SkippedRecord`` per record skipped (by ``skip_bad``, or
-        always for the empty speeches/turns of the bundled corpora).
-    """
-
-    name: str
-    clients: dict[str, list[str]]
-    skipped: tuple["SkippedRecord", ...] = ()
-
-    @property
-    def client_ids(self) -> list[str]:
-        return sorted(self.clients)
-
-    @property
-    def num_records(self) -> int:
-        return sum(len(v) for v in self.clients.values())
-
-    def fingerprint(self) -> str:
-        """sha256 over the sorted client ids and each client's record count and characters.
-
-        Runs record it, so ``eval`` can tell the corpus a run was trained on
-        from another one (a different file, format or partition).
-        """
-        import hashlib
-
-        h = hashlib.sha256()
-        for cid in self.client_ids:
-            records = self.clients[cid]
-            h.update(f"{cid}\t{len(records)}\t{sum(len(t) for t in records)}\n".encode("utf-8"))
-        return h.hexdigest()
-
-    def sentences(self, client_ids=None):
-        """Tokenized sentences of the given clients (all by default), in order."""
-        from keyboard_lm.text.tokenizer import sentences
-
-        for cid in self.client_ids if client_ids is None else client_ids:
-            for text in self.clients[cid]:
-                yield from sentences(text)
-
-    def subset(self, client_ids) -> "Corpus":
-        missing = [c for c in client_ids if c not in self.clients]
-        if missing:
-            raise DataError(f"{self.name}: unknown client ids {missing[:5]}")
-        return Corpus(self.name, {c: self.clients[c] for c in client_ids}, self.skipped)
-
-
-@dataclasses.dataclass(frozen=True)
-class SkippedRecord:
-    """A record that was not used: where it is, the kind of problem, details."""
-
-    where: str
-    reason: str
-    detail: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
-
-
-class _Collector:
-    """Collects records and bad-record reports for one reader."""
-
-    def __init__(self, source: str, skip_bad: bool):
-        self.source = source
-        self.skip_bad = skip_bad
-        self.clients: dict[str, list[str]] = collections.defaultdict(list)
-        self.skipped: list[SkippedRecord] = []
-
-    def bad(self, where: str, reason: str, detail: str = "") -> None:
-        record = SkippedRecord(where, reason, detail)
-        if not self.skip_bad:
-            raise DataError(f"{record}; use --skip-bad to skip such records and count them")
-        self.skipped.append(record)
-
-    def add(self, client: str, text: str, where: str, empty_ok: bool = False) -> None:
-        """Add a record; an empty one is bad, or with ``empty_ok`` only counted."""
-        if not text.strip():
-            if empty_ok:
-                self.skipped.append(SkippedRecord(where, "empty text", f"client {client!r}"))
-            else:
-                self.bad(where, "empty text", f"client {client!r}")
-            return
-        self.clients[client].append(text)
-
-    def corpus(self, name: str) -> Corpus:
-        if not self.clients:
-            detail = f" ({len(self.skipped)} bad records skipped)" if self.skipped else ""
-            raise DataError(f"{self.source}: the corpus has no clients with text{detail}")
-        return Corpus(name, dict(self.clients), tuple(self.skipped))
-
-
-def _read_lines(path: str, collector: _Collector):
+def _read_lines(path: str, collector: Collector):
     """Yield (line_number, text) of a UTF-8 file; bad bytes are reported per line."""
     try:
         with open(path, "rb") as f:
@@ -133,7 +37,7 @@ def _read_lines(path: str, collector: _Collector):
 
 def load_jsonl(path: str, skip_bad: bool = False) -> Corpus:
     """One JSON object per line: ``{"user": "...", "text": "..."}``."""
-    collector = _Collector(path, skip_bad)
+    collector = Collector(path, skip_bad)
     for number, line in _read_lines(path, collector):
         if not line.strip():
             continue
@@ -165,7 +69,7 @@ def load_textdir(path: str, skip_bad: bool = False) -> Corpus:
     """A directory with one UTF-8 text file per user; each non-blank line is a record."""
     if not os.path.isdir(path):
         raise DataError(f"{path}: not a directory (--format textdir wants one text file per user)")
-    collector = _Collector(path, skip_bad)
+    collector = Collector(path, skip_bad)
     names = sorted(n for n in os.listdir(path) if not n.startswith("."))
     for name in names:
         file_path = os.path.join(path, name)
@@ -194,7 +98,7 @@ def load_shakespeare(path: str, skip_bad: bool = False) -> Corpus:
     always skipped and counted in ``Corpus.skipped`` (they are a property of
     the file, not a reading error).
     """
-    collector = _Collector(path, skip_bad)
+    collector = Collector(path, skip_bad)
     role, start, lines = None, 0, []
     blank_before = True
 
@@ -233,7 +137,7 @@ def load_default(path: str | None = None, skip_bad: bool = False) -> Corpus:
 
     # libyaml's parser (in PyYAML's wheels) reads the corpus 30x faster than the pure-Python one; both are safe.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    collector = _Collector("chatterbot-corpus", skip_bad)
+    collector = Collector("chatterbot-corpus", skip_bad)
     english = resources.files("chatterbot_corpus") / "data" / "english"
     for entry in sorted(english.iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yml") or entry.name in _DEFAULT_EXCLUDED:
@@ -250,20 +154,6 @@ def load_default(path: str | None = None, skip_bad: bool = False) -> Corpus:
                 if isinstance(turn, str):
                     collector.add(f"{topic}/{n}", turn, f"{where} conversation {n}", empty_ok=True)
     return collector.corpus("default:chatterbot-corpus/english")
-
-
-def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
-    """An mbox file of e-mail, one client per sender (``keyboard_lm.data.mbox``)."""
-    from keyboard_lm.data.mbox import load_mbox as read
-
-    return read(path, skip_bad=skip_bad)
-
-
-def load_maildir(path: str, skip_bad: bool = False) -> Corpus:
-    """A Maildir directory of e-mail, one client per sender (``keyboard_lm.data.mbox``)."""
-    from keyboard_lm.data.mbox import load_maildir as read
-
-    return read(path, skip_bad=skip_bad)
 
 
 #: --format name -> reader(path, skip_bad).  ``stackoverflow`` is served by

@@ -36,7 +36,7 @@ import mailbox
 import os
 import re
 
-from keyboard_lm.data.corpora import Corpus, _Collector
+from keyboard_lm.data.corpus import Collector, Corpus
 from keyboard_lm.errors import DataError
 
 #: A quoted line: "> ...", Supercite's "Ann> ..." or "| ...".
@@ -177,7 +177,7 @@ def _timestamp(message) -> float | None:
     return when.timestamp()
 
 
-def _read_messages(messages, collector: _Collector) -> dict[str, list[tuple[float, int, str, str]]]:
+def _read_messages(messages, collector: Collector) -> dict[str, list[tuple[float, int, str, str]]]:
     """sender -> [(time, order, where, own text)] of ``messages`` ((where, message) pairs in file order)."""
     dated: dict[str, list[tuple[float, int, str, str]]] = {}
     last_time = float("-inf")
@@ -192,7 +192,7 @@ def _read_messages(messages, collector: _Collector) -> dict[str, list[tuple[floa
     return dated
 
 
-def _corpus(dated, collector: _Collector, path: str, name: str, what: str) -> Corpus:
+def _corpus(dated, collector: Collector, path: str, name: str, what: str) -> Corpus:
     if not dated and not collector.skipped:
         raise DataError(f"{path}: no messages found in the {what}")
     for who in sorted(dated):
@@ -218,7 +218,7 @@ def load_mbox(path: str, skip_bad: bool = False) -> Corpus:
     if not first.startswith(b"From "):
         raise DataError(f"{path}: not an mbox file (its first line does not start with 'From ', which "
                         "separates messages in the mbox format)")
-    collector = _Collector(path, skip_bad)
+    collector = Collector(path, skip_bad)
     box = mailbox.mbox(path, factory=_parse, create=False)
     try:
         dated = _read_messages(((f"{path}: message {n}", m) for n, m in enumerate(box, start=1)), collector)
@@ -235,7 +235,7 @@ def load_maildir(path: str, skip_bad: bool = False) -> Corpus:
     """
     if not all(os.path.isdir(os.path.join(path, d)) for d in ("cur", "new")):
         raise DataError(f"{path}: not a Maildir (expected the subdirectories cur/ and new/)")
-    collector = _Collector(path, skip_bad)
+    collector = Collector(path, skip_bad)
     box = mailbox.Maildir(path, factory=_parse, create=False)
     keys = sorted(box.keys())
 

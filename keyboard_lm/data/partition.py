@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.errors import ConfigError
 
 PARTITIONS = ("natural", "iid", "record")

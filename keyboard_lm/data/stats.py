@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.vocabulary import DEFAULT_VOCAB_SIZE, Vocabulary

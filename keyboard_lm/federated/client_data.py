@@ -13,7 +13,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.preprocessing import batch_examples, encode_clients
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig, split_clients

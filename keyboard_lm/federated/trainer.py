@@ -26,7 +26,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.preprocessing import encode_clients
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients

@@ -19,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.examples import corpus_examples
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError

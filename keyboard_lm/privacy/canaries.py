@@ -55,7 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import log_softmax
 from keyboard_lm.text.spec import SPECIAL_TOKENS

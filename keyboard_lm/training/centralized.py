@@ -10,7 +10,7 @@ import time
 
 import tensorflow as tf
 
-from keyboard_lm.data.corpora import Corpus
+from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import TrainingDivergedError
