@@ -82,7 +82,7 @@ def ensure_encoder(run_dir: str, model_path: str, corpus, log, name: str) -> tup
     import json
     import zipfile
 
-    from keyboard_lm.personal.encoder_training import build_char_encoder_file, run_training_clients
+    from keyboard_lm.char_encoder.training import build_char_encoder_file, run_training_clients
 
     path = os.path.join(run_dir, f"char_encoder_{name}.tflite")
     if not os.path.exists(path):
@@ -97,7 +97,7 @@ def ensure_encoder(run_dir: str, model_path: str, corpus, log, name: str) -> tup
 def users_of(run_dir: str, corpus, min_sentences: int, seed: int):
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.models.checkpoint import load_run
-    from keyboard_lm.personal.evaluation import split_user
+    from keyboard_lm.char_encoder.evaluation import split_user
 
     split = load_run(run_dir).info["data"]["split"]
     _, heldout = split_clients(corpus.client_ids, SplitConfig(split["heldout_fraction"], split["seed"]))
@@ -221,8 +221,8 @@ class FineTuner:
 
 
 def metrics(preds, targets, known) -> dict:
-    """Shenoy's EMR3/KEMR3 (keyboard_lm.personal.evaluation.exact_match) and the share of OOV words hit."""
-    from keyboard_lm.personal.evaluation import exact_match
+    """Shenoy's EMR3/KEMR3 (keyboard_lm.char_encoder.evaluation.exact_match) and the share of OOV words hit."""
+    from keyboard_lm.char_encoder.evaluation import exact_match
 
     result = exact_match(preds, targets, known)
     oov_hits = [t in p for p, t in zip(preds, targets) if t not in known]
@@ -232,7 +232,7 @@ def metrics(preds, targets, known) -> dict:
 
 def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     from keyboard_lm.inference.predictor import Predictor
-    from keyboard_lm.personal.evaluation import encode_keeping_spelling, oov_rate
+    from keyboard_lm.char_encoder.evaluation import encode_keeping_spelling, oov_rate
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
     model_path = ensure_model(run_dir)

@@ -62,7 +62,7 @@ TITLES = {"global": "global model", "history@0.3": "user history, weight 0.3 for
 
 def _personalize(session, method: str, past, validation) -> dict:
     """What ``method`` learns from the user's past sentences (validation: the early-stop split)."""
-    from keyboard_lm.inference.personal import SHENOY_GRID
+    from keyboard_lm.inference.personal_words import SHENOY_GRID
 
     report: dict = {}
     adapter = method.split("+")[-1]

@@ -121,7 +121,7 @@ def test_transitive_check_sees_through_a_helper(tmp_path):
 LAYERS = (("keyboard_lm.errors",), ("keyboard_lm.text",),
           ("keyboard_lm.data", "keyboard_lm.baselines", "keyboard_lm.inference", "keyboard_lm.models"),
           ("keyboard_lm.evaluation", "keyboard_lm.export", "keyboard_lm"),
-          ("keyboard_lm.personal", "keyboard_lm.privacy", "keyboard_lm.training"),
+          ("keyboard_lm.char_encoder", "keyboard_lm.privacy", "keyboard_lm.training"),
           ("keyboard_lm.federated",), ("keyboard_lm.cli",))
 
 

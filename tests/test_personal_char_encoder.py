@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.personal.char_encoder import (
+from keyboard_lm.char_encoder.model import (
     CharEncoderConfig, build_char_encoder, encode_spellings, train_char_encoder, vocabulary_targets)
 
 
@@ -42,7 +42,7 @@ def test_encoder_learns_tied_embeddings_of_a_trained_run(small_run):
 
 
 def test_vocabulary_words_leave_out_specials_and_over_long_words():
-    from keyboard_lm.personal.char_encoder import vocabulary_word_ids
+    from keyboard_lm.char_encoder.model import vocabulary_word_ids
 
     tokens = ["<pad>", "<bos>", "<eos>", "<oov>", "the", "x" * 9, "naïve"]
     words, ids, too_long = vocabulary_word_ids(tokens, max_bytes=8)
@@ -51,7 +51,7 @@ def test_vocabulary_words_leave_out_specials_and_over_long_words():
 
 def test_context_statistics_and_top3_threshold_match_brute_force():
     """logsumexp of the other logits, and top-3 membership with specials excluded, on random logits with ties."""
-    from keyboard_lm.personal.char_encoder import context_statistics, third_best_excluding
+    from keyboard_lm.char_encoder.model import context_statistics, third_best_excluding
 
     rng = np.random.default_rng(0)
     # halves: every logit is exact in float32 whatever the summation order, and ties occur

@@ -16,11 +16,11 @@ import pytest
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.export.char_encoder_export import RESERVED_KEYS, char_encoder_bytes
-from keyboard_lm.inference.personal import CharEncoderFile
-from keyboard_lm.personal.char_encoder import (
+from keyboard_lm.inference.personal_words import CharEncoderFile
+from keyboard_lm.char_encoder.model import (
     N_SPECIAL, CharEncoderConfig, ContextExamples, build_char_encoder, encode_spellings, fit_char_encoder,
     train_char_encoder)
-from keyboard_lm.personal.encoder_training import (
+from keyboard_lm.char_encoder.training import (
     build_char_encoder_file, model_contexts, run_training_clients)
 
 TINY = CharEncoderConfig(byte_dim=8, channels=16, kernel=3, max_bytes=10, embedding_dim=8)

@@ -2,7 +2,7 @@
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.personal.evaluation import (
+from keyboard_lm.char_encoder.evaluation import (
     encode_keeping_spelling, exact_match, oov_rate, personal_vocabulary, split_user)
 from keyboard_lm.text.vocabulary import Vocabulary
 

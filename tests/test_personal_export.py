@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.personal import CharEncoderFile, PersonalState, _byte_ids
-from keyboard_lm.personal.char_encoder import CharEncoderConfig, build_char_encoder, encode_spellings
+from keyboard_lm.inference.personal_words import CharEncoderFile, PersonalState, _byte_ids
+from keyboard_lm.char_encoder.model import CharEncoderConfig, build_char_encoder, encode_spellings
 
 try:
     from keyboard_lm.export.char_encoder_export import export_char_encoder

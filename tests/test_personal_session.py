@@ -14,9 +14,9 @@ import pytest
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
-from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, PersonalState
+from keyboard_lm.inference.personal_words import MAX_PERSONAL_WORDS, PersonalState
 from keyboard_lm.inference.predictor import Predictor
-from keyboard_lm.personal.char_encoder import CharEncoderConfig, build_char_encoder
+from keyboard_lm.char_encoder.model import CharEncoderConfig, build_char_encoder
 from tests.conftest import assert_in_top_k
 
 try:
@@ -269,7 +269,7 @@ def test_the_char_encoder_is_safe_to_share_between_threads(encoder_path):
     lone call returns (without the lock, one thread's resize or input lands between another's set and read)."""
     import threading
 
-    from keyboard_lm.inference.personal import CharEncoderFile
+    from keyboard_lm.inference.personal_words import CharEncoderFile
 
     encoder = CharEncoderFile(encoder_path)
     # batch sizes 1 to 512: a long invoke (TFLite releases the GIL in it) beside another thread's resize

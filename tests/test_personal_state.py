@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, PersonalState
+from keyboard_lm.inference.personal_words import MAX_PERSONAL_WORDS, PersonalState
 
 
 def _state(n=3, d=8, fp="model-a"):

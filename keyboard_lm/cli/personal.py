@@ -12,7 +12,7 @@ def cmd_personal_encoder(args) -> int:
     import collections
 
     from keyboard_lm.models.checkpoint import load_run
-    from keyboard_lm.personal.encoder_training import build_char_encoder_file, run_training_clients
+    from keyboard_lm.char_encoder.training import build_char_encoder_file, run_training_clients
 
     run = load_run(args.run_dir)
     default_data_to_run(args, run.info)

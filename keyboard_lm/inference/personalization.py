@@ -3,7 +3,7 @@ personal words and their adapter.
 
 ``Session.personalize`` and its siblings call these; a session holds what they learn (its ``history``
 and ``personal`` state) and ranks with it. Nothing here leaves the device, and no TensorFlow is used:
-the adapter trains in numpy (``keyboard_lm.inference.personal``).
+the adapter trains in numpy (``keyboard_lm.inference.personal_words``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.personal import MAX_PERSONAL_WORDS, PersonalState
+from keyboard_lm.inference.personal_words import MAX_PERSONAL_WORDS, PersonalState
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 

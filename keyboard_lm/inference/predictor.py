@@ -14,7 +14,7 @@ import numpy as np
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
-from keyboard_lm.inference.personal import CharEncoderFile
+from keyboard_lm.inference.personal_words import CharEncoderFile
 from keyboard_lm.inference.prefix_cache import PREFIX_CACHE_SIZE, PrefixCache
 from keyboard_lm.inference.session import Session, check_k
 from keyboard_lm.inference.user_history import UserHistory

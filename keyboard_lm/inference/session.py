@@ -16,7 +16,7 @@ and the stateless ``Predictor.suggest`` (which replays only the current chunk
 of the last sentence) returns what the streaming session returns.
 
 Personal words (Shenoy & Nguyen): a Session may hold a
-``PersonalState`` (keyboard_lm.inference.personal): the user's own words
+``PersonalState`` (keyboard_lm.inference.personal_words): the user's own words
 outside the vocabulary, embedded by the char encoder (a second small .tflite
 given to ``Predictor.load(..., char_encoder=)``) and adapted by a per-user
 residual MLP trained on the phone (``Session.personalize``). Their logits
@@ -66,7 +66,7 @@ import numpy as np
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference import personalization
-from keyboard_lm.inference.personal import PersonalState
+from keyboard_lm.inference.personal_words import PersonalState
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS

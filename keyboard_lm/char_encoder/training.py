@@ -26,7 +26,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.export.budget import DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
 from keyboard_lm.inference.model_file import METADATA_FILE
 from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
-from keyboard_lm.personal.char_encoder import (
+from keyboard_lm.char_encoder.model import (
     N_SPECIAL, CharEncoderConfig, ContextExamples, fit_char_encoder, vocabulary_word_ids)
 
 #: Metric keys copied into the encoder file (numbers describing held-out words, never the words).

@@ -440,7 +440,7 @@ class CharEncoderFile:
 
 
 def _byte_ids(words, max_bytes: int) -> np.ndarray:
-    # the same spelling encoding as keyboard_lm.personal.char_encoder.encode_spellings (tested equal)
+    # the same spelling encoding as keyboard_lm.char_encoder.model.encode_spellings (tested equal)
     out = np.zeros((len(words), max_bytes + 2), np.int32)
     for i, word in enumerate(words):
         if not isinstance(word, str) or not word.strip():
