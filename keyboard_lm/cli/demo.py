@@ -17,8 +17,7 @@ def demo_recipe(rounds: int | None = None, seed: int = 0, base=None):
     """
     from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.data.split import SplitConfig
-    from keyboard_lm.federated.config import FederatedConfig
-    from keyboard_lm.federated.config import LoopConfig
+    from keyboard_lm.federated.config import FederatedConfig, LoopConfig
     from keyboard_lm.models.config import ModelConfig
 
     if base is not None:
