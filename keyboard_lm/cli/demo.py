@@ -2,78 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from keyboard_lm.cli.args import non_negative_int, positive_int
-
-
-def demo_recipe(rounds: int | None = None, seed: int = 0, base=None):
-    """(model, federated, client data, split, loop) settings of ``demo`` on the embedded corpus.
-
-    ``base`` (the ModelConfig of the shipped base, the default): the base's CIFG fine-tuned by federated
-    averaging on the embedded corpus (docs/training.md has the measurement).  ``base=None`` is the recipe
-    from random weights the demo ran before the base existed.
-    """
-    from keyboard_lm.data.config import ClientDataConfig
-    from keyboard_lm.data.split import SplitConfig
-    from keyboard_lm.federated.config import FederatedConfig, LoopConfig
-    from keyboard_lm.models.config import ModelConfig
-
-    if base is not None:
-        rounds = rounds or DEMO_BASE_ROUNDS
-        # The base's model, quantization-aware, so the int8 file computes exactly what was evaluated.
-        model_config = dataclasses.replace(base, quantization="dynamic-range")
-        fed = FederatedConfig(algorithm="fedavg", server_optimizer="adam", server_lr=DEMO_BASE_SERVER_LR,
-                              client_lr=DEMO_BASE_CLIENT_LR, clients_per_round=20, rounds=rounds, seed=seed,
-                              validation_fraction=0.0, lr_decay=1.0, weight_average=0.0)
-        data_config = ClientDataConfig(max_seq_len=20, batch_size=10, epochs=DEMO_BASE_LOCAL_EPOCHS,
-                                       max_batches=120)
-    else:
-        rounds = rounds or 100
-        # A smaller CIFG than Hard et al.'s (D=64, H=256): the embedded corpus has
-        # only ~27k words, and the paper size trains slower and no better on it from random weights.
-        model_config = ModelConfig("cifg", embedding_dim=64, units=256, quantization="dynamic-range")
-        # No validation clients: with 10% set aside, seed 0 drew a client whose local loss exploded at round 4.
-        fed = FederatedConfig(algorithm="fedavg", server_optimizer="adam", server_lr=0.02, client_lr=1.0,
-                              clients_per_round=20, rounds=rounds, seed=seed, validation_fraction=0.0,
-                              lr_decay=1.0, weight_average=0.0)
-        data_config = ClientDataConfig(max_seq_len=20, batch_size=10, epochs=5, max_batches=120)
-    loop = LoopConfig(eval_every=max(1, rounds // 10), checkpoint_every=max(1, rounds // 10))
-    return model_config, fed, data_config, SplitConfig(0.1, seed=0), loop
-
-
-#: The demo's fine-tuning of the base (measured in docs/training.md).
-DEMO_BASE_ROUNDS, DEMO_BASE_SERVER_LR, DEMO_BASE_CLIENT_LR, DEMO_BASE_LOCAL_EPOCHS = 40, 0.002, 0.3, 1
+from keyboard_lm.federated.demo import DEMO_BASE_ROUNDS
 
 
 def cmd_demo(args) -> int:
     """The main job: federated training on the embedded corpus, then suggestions."""
-    from keyboard_lm.data.corpora import load_default
     from keyboard_lm.data.split import split_clients
-    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.demo import train_demo
 
-    init = None
-    if not args.scratch:
-        from keyboard_lm.models.warm_start import load_warm_start
-
-        init = load_warm_start("base")
-    corpus = load_default()
-    model_config, fed, data_config, split, loop = demo_recipe(
-        args.rounds, args.seed, base=init.base.model_config if init is not None else None)
-    start = "the shipped base model" if init is not None else "random weights"
-    print(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, "
-          f"run directory {args.out}")
-    if init is not None:
-        init = init.check_overlap(corpus, split)
-    # The demo re-runs into a directory holding its own earlier run; anything else is refused
-    # unless --overwrite (see prepare_run_dir).
-    train_federated(corpus, args.out, model_config, fed, data_config, split, loop,
-                    RunOptions(init=init, data_source={"path": None, "format": "default"}, command="demo",
-                               overwrite=args.overwrite))
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.inference import Predictor
     from keyboard_lm.text.tokenizer import tokenize
+
+    run = train_demo(args.out, rounds=args.rounds, seed=args.seed, scratch=args.scratch, overwrite=args.overwrite)
+    corpus, split = run["corpus"], run["split"]
 
     model_path = os.path.join(args.out, "model.tflite")
     card = export_run(args.out, model_path)
