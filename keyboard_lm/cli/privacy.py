@@ -116,11 +116,6 @@ def cmd_privacy_fit(args) -> int:
     return 0
 
 
-CANARY_FILE = "canaries.json"
-
-
-AUDIT_FILE = "audit.json"
-
 
 def _canary_repeats(text: str) -> list[int]:
     from keyboard_lm.errors import ConfigError
@@ -142,59 +137,31 @@ def cmd_audit_canaries(args) -> int:
     the run is trained into ``--out`` with every ``train`` option (``--dp``
     included), and canaries.json, audit.json and the table are written.
     """
-    from keyboard_lm.data.split import split_clients
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.privacy import audit as au
     from keyboard_lm.privacy import canaries as cn
 
     if args.run:
         run_dir = args.run
-        path = os.path.join(run_dir, CANARY_FILE)
-        if not os.path.exists(path):
-            raise ConfigError(f"{run_dir}: no {CANARY_FILE}; --run re-audits a run made by `audit canaries`")
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        placements = saved["placements"]
-        fmt = cn.CanaryFormat.from_dict(placements["format"])
-        controls = [cn.Canary(fmt, fmt.parse(t)) for t in saved["controls"]]
+        placements, controls = au.load_canaries(run_dir)
     else:
         if args.out is None:
             raise ConfigError("audit canaries needs --out RUN_DIR (to train) or --run RUN_DIR (to re-audit)")
         if args.centralized or args.resume:
             raise ConfigError("audit canaries trains a new federated run; --centralized and --resume do not apply")
-        if args.canaries < 1 or args.controls < 0:
-            raise ConfigError(f"--canaries must be >= 1 and --controls >= 0, got {args.canaries}, {args.controls}")
+        au.check_counts(args.canaries, args.controls)  # bad counts and flags fail before any data is read
         repeats = _canary_repeats(args.canary_repeats)
-        dp_options(args)  # bad DP flags fail before any data is read
+        dp_options(args)
         init = warm_start_from_args(args)
-        corpus = load_corpus_from_args(args)
-        split = split_from_args(args)
-        train_ids, _ = split_clients(corpus.client_ids, split)
         fraction = federated_validation(args)["validation_fraction"]
-        if fraction:  # canaries go to clients that train, not to the validation clients
-            from keyboard_lm.data.split import validation_clients
-
-            train_ids = validation_clients(train_ids, fraction, split.seed)[0]
-        made = cn.make_canaries(args.canaries + args.controls, seed=args.canary_seed)
-        planted, controls = made[:args.canaries], made[args.canaries:]
-        per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
-        corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=args.canary_seed)
+        corpus, placements, controls = au.plant(
+            load_corpus_from_args(args), split_from_args(args), canaries=args.canaries, controls=args.controls,
+            repeats=repeats, seed=args.canary_seed, validation_fraction=fraction)
         run_dir = args.out
-        train_federated_from_args(args, corpus=corpus, track_clients=[p["client"] for p in placements["canaries"]],
-                                  init=init)
-        with open(os.path.join(run_dir, CANARY_FILE), "w", encoding="utf-8") as f:
-            json.dump({"placements": placements, "controls": [c.text for c in controls]}, f, indent=1)
-    rows = cn.audit_run(run_dir, placements, controls=controls)
-    info = load_run(run_dir).info
-    rounds_of = info.get("participation") or {}
-    for row in rows:
-        # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
-        row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
-    dp = info.get("differential_privacy")
-    report = {"rows": rows, "differential_privacy": dp, "rounds": info.get("rounds_done"),
-              "final_metrics": info.get("final_metrics")}
-    with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=1)
+        train_federated_from_args(args, corpus=corpus, track_clients=au.tracked_clients(placements), init=init)
+        au.save_canaries(run_dir, placements, controls)
+    report = au.audit(run_dir, placements, controls)
+    rows, dp = report["rows"], report["differential_privacy"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -203,7 +170,7 @@ def cmd_audit_canaries(args) -> int:
         print(cn.format_audit(rows))
         print("rounds each canary's client trained in: " +
               ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
-        print(f"written: {os.path.join(run_dir, AUDIT_FILE)}")
+        print(f"written: {os.path.join(run_dir, au.AUDIT_FILE)}")
     return 0
 
 
