@@ -101,12 +101,12 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
         "signatures": {"step": ["token", "state", "top_ids", "top_log_probs"], "step_full": ["token", "state", "log_probs"],
                        "step_personal": ["token", "token_weight", "embedding", "state", "logits", "output"]},
         "embedding_dim": module.embedding_dim,
-        "seq_len": run.info.get("hyperparameters", {}).get("seq_len", 20),
-        "split": run.info.get("data", {}).get("split"),
+        "seq_len": run.record.seq_len,
+        "split": run.record.split,
         # The corpus the model was trained on (format and fingerprint; no path of the training
         # machine), so `keyboard-lm eval MODEL.tflite` can refuse another corpus.
-        "data": {"source": {"format": (run.info.get("data", {}).get("source") or {}).get("format")},
-                 "fingerprint": run.info.get("data", {}).get("fingerprint")},
+        "data": {"source": {"format": run.record.data_source.get("format")},
+                 "fingerprint": run.record.data_fingerprint},
     }
 
 

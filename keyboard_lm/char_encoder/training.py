@@ -43,7 +43,7 @@ def _as_run(run: str | Run) -> Run:
 
 def _check_corpus(run: Run, corpus: Corpus) -> None:
     """Refuse a corpus other than the run's: its split would name other clients."""
-    expected = (run.info.get("data") or {}).get("fingerprint")
+    expected = run.record.data_fingerprint
     if expected and expected != corpus.fingerprint():
         raise ConfigError(f"{corpus.name} is not the corpus {run.path} was trained on (fingerprint "
                           f"{corpus.fingerprint()[:12]} != {expected[:12]}); load the run's corpus "
@@ -59,12 +59,12 @@ def run_training_clients(run: str | Run, corpus: Corpus) -> list[str]:
     """
     run = _as_run(run)
     _check_corpus(run, corpus)
-    split = (run.info.get("data") or {}).get("split")
+    split = run.record.split
     if not split:
         raise ConfigError(f"{run.path}: run.json records no data split; pass the training client ids explicitly")
     train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**split))
-    fraction = (run.info.get("hyperparameters") or {}).get("validation_fraction")
-    if run.info.get("trainer") == "centralized" and fraction:
+    fraction = run.record.hyperparameters.get("validation_fraction")
+    if run.record.trainer == "centralized" and fraction:
         train_ids, _ = validation_clients(train_ids, fraction, split["seed"])
     return train_ids
 
@@ -76,7 +76,7 @@ def _check_clients(run: Run, corpus: Corpus, client_ids) -> list[str]:
     missing = [c for c in client_ids if c not in corpus.clients]
     if missing:
         raise ConfigError(f"{corpus.name}: unknown client ids {missing[:5]}")
-    split = (run.info.get("data") or {}).get("split")
+    split = run.record.split
     if split:
         _check_corpus(run, corpus)
         heldout = set(split_clients(corpus.client_ids, SplitConfig(**split))[1])
@@ -105,7 +105,7 @@ def model_contexts(run: str | Run, corpus: Corpus, client_ids, *, max_positions:
     if max_positions < 1:
         raise ConfigError(f"max_positions must be >= 1, got {max_positions}")
     client_ids = _check_clients(run, corpus, client_ids)
-    seq_len = int((run.info.get("hyperparameters") or {}).get("seq_len", 20))
+    seq_len = run.record.seq_len
     ys, xs = [], []
     for x, y in corpus_examples(corpus.sentences(client_ids), run.vocab, seq_len):
         xs.append(x)

@@ -126,7 +126,7 @@ def data_path(path_or_args) -> str | None:
 
 def default_data_to_run(args, info: dict) -> None:
     """Without --data/--format, use the corpus the run (or model) was trained on."""
-    source = (info.get("data") or {}).get("source") or {}
+    source = (info.get("data") or {}).get("source") or {}  # run.json or a model card's "data"
     if args.data is None and args.format == "default" and source:
         args.data, args.format = source.get("path"), source.get("format", "default")
         if args.partition == "natural" and source.get("partition", "natural") != "natural":

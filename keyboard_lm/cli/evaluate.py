@@ -25,8 +25,7 @@ def cmd_eval(args) -> int:
         from keyboard_lm.models.checkpoint import build_loaded_model, load_run
 
         run = load_run(args.run_dir)
-        vocab, split_info = run.vocab, run.info.get("data", {}).get("split", {})
-        seq_len = run.info.get("hyperparameters", {}).get("seq_len", 20)
+        vocab, split_info, seq_len = run.vocab, run.record.split or {}, run.record.seq_len
         keras_model = build_loaded_model(run)
         predict, kind, info = None, run.model_config.model_type, run.info
     default_data_to_run(args, info)

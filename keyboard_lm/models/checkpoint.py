@@ -32,14 +32,55 @@ RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE = "run.json", "vocab.txt", "wei
 
 
 @dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """What run.json says about a run, typed: the fields the library reads, with the defaults runs made
+    before a field existed get (``RunRecord.of(info)``). The trainers write run.json; everything that
+    reads it goes through this."""
+
+    trainer: str | None
+    command: str
+    seq_len: int
+    split: dict | None
+    data_fingerprint: str | None
+    data_source: dict
+    corpus: str | None
+    federated: dict | None
+    hyperparameters: dict
+    init_from: dict | None
+    differential_privacy: dict | None
+    final_metrics: dict | None
+    rounds_done: int | None
+    epochs_done: int | None
+    participation: dict
+    parameters: int | None
+
+    @classmethod
+    def of(cls, info: dict) -> "RunRecord":
+        data = info.get("data") or {}
+        hyper = info.get("hyperparameters") or {}
+        return cls(trainer=info.get("trainer"), command=run_command(info), seq_len=int(hyper.get("seq_len", 20)),
+                   split=data.get("split"), data_fingerprint=data.get("fingerprint"),
+                   data_source=data.get("source") or {}, corpus=data.get("corpus"), federated=info.get("federated"),
+                   hyperparameters=hyper, init_from=info.get("init_from"),
+                   differential_privacy=info.get("differential_privacy"), final_metrics=info.get("final_metrics"),
+                   rounds_done=info.get("rounds_done"), epochs_done=info.get("epochs_done"),
+                   participation=info.get("participation") or {}, parameters=info.get("parameters"))
+
+
+@dataclasses.dataclass(frozen=True)
 class Run:
-    """A loaded run directory."""
+    """A loaded run directory: its model, vocabulary and weights, run.json as written (``info``) and
+    typed (``record``)."""
 
     path: str
     model_config: ModelConfig
     vocab: Vocabulary
     weights: dict[str, np.ndarray]
     info: dict
+
+    @property
+    def record(self) -> RunRecord:
+        return RunRecord.of(self.info)
 
 
 def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:

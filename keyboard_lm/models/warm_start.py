@@ -143,8 +143,8 @@ class WarmStart:
                 "weights_sha256": self.weights_sha256, "vocab": self.vocab,
                 "model": self.base.model_config.to_dict(), "base_vocab_size": len(self.base.vocab),
                 "shared_words": shared, "new_words": len(vocab) - shared,
-                "base_metrics": self.base.info.get("final_metrics"),
-                "base_corpus": (self.base.info.get("data") or {}).get("corpus"),
+                "base_metrics": self.base.record.final_metrics,
+                "base_corpus": self.base.record.corpus,
                 "base_overlap": self.overlap}
 
 

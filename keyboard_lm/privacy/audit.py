@@ -80,13 +80,13 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
     if placements is None:
         placements, controls = load_canaries(run_dir)
     rows = cn.audit_run(run_dir, placements, controls=controls)
-    info = load_run(run_dir).info
-    rounds_of = info.get("participation") or {}
+    record = load_run(run_dir).record
+    rounds_of = record.participation
     for row in rows:
         # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
         row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
-    report = {"rows": rows, "differential_privacy": info.get("differential_privacy"),
-              "rounds": info.get("rounds_done"), "final_metrics": info.get("final_metrics")}
+    report = {"rows": rows, "differential_privacy": record.differential_privacy, "rounds": record.rounds_done,
+              "final_metrics": record.final_metrics}
     with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     return report
