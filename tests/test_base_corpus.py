@@ -8,6 +8,9 @@ import os
 import pytest
 
 from benchmarks.base_corpus import builder as pt
+from benchmarks.base_corpus import debs
+from benchmarks.base_corpus import prose
+from benchmarks.base_corpus import sources
 from keyboard_lm.data.corpora import load_jsonl
 from keyboard_lm.errors import DataError
 
@@ -167,9 +170,9 @@ def _changelog(root, package, version):
            gzip.compress(f"{package} ({version}) unstable; urgency=medium\n".encode(), mtime=0), "wb")
 
 
-#: The sources whose readers live in builder.py; the others have tests of their own
+#: The sources whose readers live in sources.py; the others have tests of their own
 #: (test_base_corpus_markup.py, test_base_corpus_texts.py).
-BUILDER_SOURCES = tuple(s for s in pt.deb_sources() if s.extractor.__module__ == pt.__name__)
+BUILDER_SOURCES = tuple(s for s in debs.deb_sources() if s.extractor.__module__ == sources.__name__)
 PACKAGES = tuple(s.package for s in BUILDER_SOURCES)
 
 
@@ -207,18 +210,18 @@ def trees(tmp_path):
 
 
 def test_prose_rule_keeps_sentences_and_drops_code_paths_and_fragments():
-    assert pt.prose_verdict(PROSE) is None
-    assert pt.prose_verdict("Use os.path.join() to join two paths, as the example shows.") is None
-    assert pt.prose_verdict("e.g. in 1999, 10-16 MB of data were downloaded by the users.") is None
-    assert pt.prose_verdict("Next topic") == "too_short"
-    assert pt.prose_verdict("x = {'a': [1, 2], 'b': (3, 4)}; print(x['a'][0])") == "mostly_symbols"
-    assert pt.prose_verdict('"/usr/share/doc/apt-doc/guide.html/index.html" from the apt-doc package') \
+    assert prose.prose_verdict(PROSE) is None
+    assert prose.prose_verdict("Use os.path.join() to join two paths, as the example shows.") is None
+    assert prose.prose_verdict("e.g. in 1999, 10-16 MB of data were downloaded by the users.") is None
+    assert prose.prose_verdict("Next topic") == "too_short"
+    assert prose.prose_verdict("x = {'a': [1, 2], 'b': (3, 4)}; print(x['a'][0])") == "mostly_symbols"
+    assert prose.prose_verdict('"/usr/share/doc/apt-doc/guide.html/index.html" from the apt-doc package') \
         == "mostly_symbols"
 
 
 def test_sphinx_page_keeps_prose_and_counts_code_tables_navigation(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_python_doc(trees["python3.11-doc"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_python_doc(trees["python3.11-doc"], tally))
     texts = [t for _, t in records]
     assert {d for d, _ in records} == {"python3.11-doc/library/os"}
     assert texts == [PROSE, "Return a list containing the names of the entries in the directory given by path.",
@@ -235,21 +238,21 @@ def test_sphinx_page_keeps_prose_and_counts_code_tables_navigation(trees):
 
 
 def test_docbook_page_english_only_without_screens_tables_and_navigation(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_debian_handbook(trees["debian-handbook"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_debian_handbook(trees["debian-handbook"], tally))
     assert records == [("debian-handbook/sect.apt-get", PROSE + " It runs apt update first."),
                        ("debian-handbook/sect.apt-get", PROSE2)]
     d = tally.dropped
     assert d["code_block"][0] == 1 and d["table"][0] >= 1 and d["toc"][0] >= 1 and d["heading"][0] >= 1
     assert d["navigation"][0] >= 3 and d["footnote_marker"][0] >= 1
     assert tally.files_skipped == {"other_language": 1} and tally.files_read == 1
-    reference = list(pt.extract_debian_reference(trees["debian-reference-en"], pt.Tally()))
+    reference = list(sources.extract_debian_reference(trees["debian-reference-en"], prose.Tally()))
     assert [d for d, _ in reference] == ["debian-reference-en/ch02"] * 2
 
 
 def test_mallard_page_resolves_links_drops_code_blocks_and_variants(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_gnome_user_docs(trees["gnome-user-docs"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_gnome_user_docs(trees["gnome-user-docs"], tally))
     by_doc = {}
     for doc, text in records:
         by_doc.setdefault(doc, []).append(text)
@@ -268,8 +271,8 @@ def test_mallard_page_resolves_links_drops_code_blocks_and_variants(trees):
 
 
 def test_wordnet_gloss_becomes_definition_and_example_records(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_wordnet(trees["wordnet-base"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_wordnet(trees["wordnet-base"], tally))
     assert records == [
         ("wordnet-base/verb.body/breathe.00001740", "draw air into, and expel out of, the lungs"),
         ("wordnet-base/verb.body/breathe.00001740", "I can breathe better when the air is clean"),
@@ -283,8 +286,8 @@ def test_wordnet_gloss_becomes_definition_and_example_records(trees):
 
 
 def test_gcide_keeps_senses_and_quotations_without_header_tags_and_synonyms(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_gcide(trees["dict-gcide"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_gcide(trees["dict-gcide"], tally))
     assert records == [
         ("dict-gcide/Abandon", "To cast or drive out; to banish; to expel; to reject."),
         ("dict-gcide/Abandon", "That he might... abandon them from him."),
@@ -302,8 +305,8 @@ def test_gcide_keeps_senses_and_quotations_without_header_tags_and_synonyms(tree
 
 
 def test_jargon_keeps_prose_paragraphs_without_tags_and_code(trees):
-    tally = pt.Tally()
-    records = list(pt.extract_jargon(trees["dict-jargon"], tally))
+    tally = prose.Tally()
+    records = list(sources.extract_jargon(trees["dict-jargon"], tally))
     assert records == [
         ("dict-jargon/hacker", "A person who enjoys exploring the details of programmable systems and how to "
                                "stretch their capabilities, as opposed to most users."),
@@ -316,34 +319,34 @@ def test_jargon_keeps_prose_paragraphs_without_tags_and_code(trees):
 
 def test_bad_dictd_files_are_reported_with_their_path(tmp_path):
     with pytest.raises(DataError, match="usr/share/dictd: not found"):
-        list(pt.extract_gcide(str(tmp_path), pt.Tally()))
+        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
     (tmp_path / "usr/share/dictd").mkdir(parents=True)
     with pytest.raises(DataError, match="gcide.index: not found"):
-        list(pt.extract_gcide(str(tmp_path), pt.Tally()))
+        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
     _write(tmp_path / "usr/share/dictd/gcide.index", "word\t!!\tA\n")
     _write(tmp_path / "usr/share/dictd/gcide.dict.dz", gzip.compress(b"word\n"), "wb")
     with pytest.raises(DataError, match=r"gcide.index:1: not a dictd index line"):
-        list(pt.extract_gcide(str(tmp_path), pt.Tally()))
+        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
 
 
 def test_cap_keeps_whole_documents_in_a_fixed_order_and_counts_the_rest():
     records = [(f"doc{i % 5}", f"word{i} " * 10) for i in range(50)]
-    tally = pt.Tally()
+    tally = prose.Tally()
     capped = pt.cap_records(records, 125, tally)
     assert sum(len(t.split()) for _, t in capped) <= 125
     assert sum(len(t.split()) for _, t in capped) + tally.dropped["cap"][1] == 500
-    assert pt.cap_records(records, 125, pt.Tally()) == capped  # deterministic
+    assert pt.cap_records(records, 125, prose.Tally()) == capped  # deterministic
     assert [r for r in records if r in capped] == capped  # original order
-    assert pt.cap_records(records, None, pt.Tally()) == records
+    assert pt.cap_records(records, None, prose.Tally()) == records
 
 
 def test_the_corpus_reads_the_nineteen_public_packages_and_no_evaluation_corpus():
-    names = [s.name for s in pt.deb_sources()]
+    names = [s.name for s in debs.deb_sources()]
     assert names == ["python3.11-doc", "debian-handbook", "debian-reference-en", "gnome-user-docs", "wordnet-base",
                      "dict-gcide", "dict-jargon", "bible-kjv-text", "linux-doc", "perl-doc", "git-doc",
                      "gnu-standards", "debian-policy", "doc-debian", "debian-history", "manpages", "dict-foldoc",
                      "dict-devil", "gnome-devel-docs"]
-    assert "linux-doc-6.1" in pt.packages() and "linux-doc" not in pt.packages()  # the metapackage's text
+    assert "linux-doc-6.1" in debs.packages() and "linux-doc" not in debs.packages()  # the metapackage's text
     assert not {"tinyshakespeare", "chatterbot-corpus", "spamassassin"} & set(names)
 
 

@@ -5,7 +5,7 @@ import gzip
 import pytest
 
 from benchmarks.base_corpus import markup as mk
-from benchmarks.base_corpus.builder import Tally
+from benchmarks.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 
 PROSE = "The package manager keeps a list of every package that is installed on the system."

@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from benchmarks.base_corpus import texts
-from benchmarks.base_corpus.builder import Tally
+from benchmarks.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 from tests.test_base_corpus import _b64, _write
 

@@ -24,7 +24,7 @@ verbatim paragraphs, ``.EX``/``.nf`` regions, ``<pre>``), ``table``,
 ``.TP`` tags), ``field_list``, ``synopsis``, ``comment``, ``license``,
 ``toc``, ``navigation``, ``directive`` (reST directives that carry no prose),
 ``index_term``, ``roff_request`` and ``unknown_escape``; then the prose rule
-(``too_short``, ``mostly_symbols``) and ``duplicate`` of ``builder._Keeper``.
+(``too_short``, ``mostly_symbols``) and ``duplicate`` of ``builder.Keeper``.
 Whole files not read are counted with ``Tally.skip_file`` by reason.  Files
 are read in sorted order; nothing depends on the clock.
 """
@@ -38,9 +38,9 @@ import os
 import re
 from typing import Callable, Iterator
 
-from benchmarks.base_corpus.builder import (
-    Record, Tally, _Keeper, _html_documents, _read_text, _require_dir, clean_whitespace, docbook_rule,
-    emit_pieces, html_paragraphs, sphinx_root, sphinx_rule)
+from benchmarks.base_corpus.prose import (Keeper, Record, Tally, clean_whitespace, docbook_rule, emit_pieces,
+                                          html_paragraphs, sphinx_root, sphinx_rule)
+from benchmarks.base_corpus.sources import html_documents, read_text, require_dir
 from keyboard_lm.errors import DataError
 
 Piece = tuple["str | None", str]  # (drop reason or None to keep, text)
@@ -49,7 +49,7 @@ Piece = tuple["str | None", str]  # (drop reason or None to keep, text)
 def _open_text(path: str) -> str:
     """A text file, gunzipped when it ends in ``.gz``, decoded as UTF-8 (bad bytes replaced)."""
     if not path.endswith(".gz"):
-        return _read_text(path)
+        return read_text(path)
     try:
         with gzip.open(path, "rb") as f:
             data = f.read()
@@ -408,7 +408,7 @@ def extract_linux_doc(root: str, tally: Tally | None = None) -> Iterator[Record]
                 tally.skip_file("not_prose_file")
                 continue
             files.append((rel_name, os.path.join(dirpath, name)))
-    keeper = _Keeper(tally)
+    keeper = Keeper(tally)
     for rel_name, path in sorted(files):
         text = _open_text(path)
         tally.files_read += 1
@@ -585,7 +585,7 @@ def extract_perl_doc(root: str, tally: Tally | None = None) -> Iterator[Record]:
     man = os.path.join(root, "usr/share/man")
     if os.path.isdir(man):
         tally.skip_file("rendered_man_page", sum(len(f) for _, _, f in os.walk(man)))
-    keeper = _Keeper(tally)
+    keeper = Keeper(tally)
     for name in sorted(os.listdir(pod_dir)):
         if not name.endswith(".pod"):
             tally.skip_file("not_pod")
@@ -811,8 +811,8 @@ def extract_manpages(root: str, tally: Tally | None = None) -> Iterator[Record]:
     characters are mapped (unknown ones dropped as ``unknown_escape``).
     """
     tally = tally if tally is not None else Tally()
-    man = _require_dir(os.path.join(root, "usr/share/man"), "manpages roff pages")
-    keeper = _Keeper(tally)
+    man = require_dir(os.path.join(root, "usr/share/man"), "manpages roff pages")
+    keeper = Keeper(tally)
     for d in sorted(os.listdir(man)):
         path = os.path.join(man, d)
         if not os.path.isdir(path):
@@ -875,8 +875,8 @@ def extract_gnu_standards(root: str, tally: Tally | None = None) -> Iterator[Rec
     GNU Free Documentation License node.
     """
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/doc/gnu-standards"), "gnu-standards HTML")
-    keeper = _Keeper(tally)
+    base = require_dir(os.path.join(root, "usr/share/doc/gnu-standards"), "gnu-standards HTML")
+    keeper = Keeper(tally)
     info = os.path.join(root, "usr/share/info")
     if os.path.isdir(info):
         tally.skip_file("same_text_as_html", len(os.listdir(info)))
@@ -885,7 +885,7 @@ def extract_gnu_standards(root: str, tally: Tally | None = None) -> Iterator[Rec
             tally.skip_file("not_html")
             continue
         book = name[:-5]
-        markup = _read_text(os.path.join(base, name))
+        markup = read_text(os.path.join(base, name))
         tally.files_read += 1
         starts = [m for m in _TEXINFO_NODE.finditer(markup)]
         front = markup[:starts[0].start()] if starts else markup
@@ -955,7 +955,7 @@ def extract_git_doc(root: str, tally: Tally | None = None) -> Iterator[Record]:
     descriptions are kept), index pages.
     """
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/doc/git-doc"), "git-doc HTML")
+    base = require_dir(os.path.join(root, "usr/share/doc/git-doc"), "git-doc HTML")
     files = []
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames.sort()
@@ -978,7 +978,7 @@ def extract_git_doc(root: str, tally: Tally | None = None) -> Iterator[Record]:
             return ""
         return text
 
-    yield from _html_documents([(f"git-doc/{d}", p) for d, p in files], asciidoc_rule, None, tally,
+    yield from html_documents([(f"git-doc/{d}", p) for d, p in files], asciidoc_rule, None, tally,
                                lambda doc: _GIT_PAGES.get(doc.split("/", 1)[1]), edit)
 
 
@@ -1011,8 +1011,8 @@ def extract_debian_policy(root: str, tally: Tally | None = None) -> Iterator[Rec
     admonition titles, legal notices; the genindex/search pages.
     """
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/doc/debian-policy"), "debian-policy HTML")
-    keeper = _Keeper(tally)
+    base = require_dir(os.path.join(root, "usr/share/doc/debian-policy"), "debian-policy HTML")
+    keeper = Keeper(tally)
 
     def book_files(sub: str) -> list[tuple[str, str]]:
         d = os.path.join(base, sub)
@@ -1053,7 +1053,7 @@ def extract_debian_policy(root: str, tally: Tally | None = None) -> Iterator[Rec
     for book, rule, is_root, files, page_reason in jobs:
         for page, path in files:
             doc = f"debian-policy/{book}/{page}" if page else f"debian-policy/{book}"
-            pieces = html_paragraphs(_read_text(path), rule, is_root)
+            pieces = html_paragraphs(read_text(path), rule, is_root)
             tally.files_read += 1
             yield from emit_pieces(doc, pieces, keeper, tally, page_reason(page) if page else None)
 

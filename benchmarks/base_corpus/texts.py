@@ -55,9 +55,10 @@ import re
 import struct
 from typing import Iterator
 
-from benchmarks.base_corpus.builder import (
-    Record, Tally, _html_documents, _Keeper, _read_text, _require_dir, clean_whitespace, dictd_entries, docbook_rule,
-    emit_pieces, extract_mallard_help, prose_verdict)
+from benchmarks.base_corpus.prose import (Keeper, Record, Tally, clean_whitespace, docbook_rule, emit_pieces,
+                                          prose_verdict)
+from benchmarks.base_corpus.sources import (dictd_entries, extract_mallard_help, html_documents, read_text,
+                                            require_dir)
 from keyboard_lm.errors import DataError
 
 # --------------------------------------------------------------------------------------------------------------
@@ -178,14 +179,14 @@ def extract_bible_kjv(root: str, tally: Tally | None = None) -> Iterator[Record]
     saying,``) are kept once.
     """
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/lib"), "bible-kjv-text data")
+    base = require_dir(os.path.join(root, "usr/lib"), "bible-kjv-text data")
     path = os.path.join(base, "bible.data")
     if not os.path.isfile(path):
         raise DataError(f"{path}: not found (bible-kjv-text data)")
     text = read_bible_data(path)
     tally.files_read += 1
     tally.skip_file("concordance", int(os.path.isfile(path + ".conc")))
-    keeper = _Keeper(tally)
+    keeper = Keeper(tally)
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -217,8 +218,8 @@ def _dictd_header(entry: str) -> bool:
 def _dictd_source(root: str, name: str, package: str, parse, tally: Tally | None) -> Iterator[Record]:
     """Like the builder's ``_extract_dictd``, but ``parse`` returns [(document, text), ...] per entry."""
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/dictd"), f"{package} dictd database")
-    keeper = _Keeper(tally)
+    base = require_dir(os.path.join(root, "usr/share/dictd"), f"{package} dictd database")
+    keeper = Keeper(tally)
     for entry in dictd_entries(base, name, tally):
         for doc, text in parse(entry, tally):
             kept = keeper.keep(text)
@@ -589,7 +590,7 @@ def _read_maybe_gzip(path: str) -> str:
                 return f.read().decode("utf-8", errors="replace")
         except (OSError, EOFError) as e:
             raise DataError(f"{path}: cannot read as gzip: {e}") from None
-    return _read_text(path)
+    return read_text(path)
 
 
 def _count_files(path: str) -> int:
@@ -612,10 +613,10 @@ def extract_doc_debian(root: str, tally: Tally | None = None) -> Iterator[Record
     registrations).  One document per file: ``doc-debian/constitution``.
     """
     tally = tally if tally is not None else Tally()
-    base = _require_dir(os.path.join(root, "usr/share/doc/debian"), "doc-debian documents")
+    base = require_dir(os.path.join(root, "usr/share/doc/debian"), "doc-debian documents")
     for other in ("usr/share/doc/doc-debian", "usr/share/doc-base"):
         tally.skip_file("package_metadata", _count_files(os.path.join(root, other)))
-    keeper = _Keeper(tally)
+    keeper = Keeper(tally)
     for name in sorted(os.listdir(base)):
         path = os.path.join(base, name)
         if not os.path.isfile(path):
@@ -655,8 +656,8 @@ def extract_debian_history(root: str, tally: Tally | None = None) -> Iterator[Re
     top (read from doc-debian and as the ``manifesto`` chapter).
     """
     tally = tally if tally is not None else Tally()
-    top = _require_dir(os.path.join(root, "usr/share/doc/debian-history"), "debian-history documents")
-    docs = _require_dir(os.path.join(top, "docs"), "debian-history HTML")
+    top = require_dir(os.path.join(root, "usr/share/doc/debian-history"), "debian-history documents")
+    docs = require_dir(os.path.join(top, "docs"), "debian-history HTML")
     files = []
     for dirpath, dirnames, filenames in os.walk(docs):
         dirnames.sort()
@@ -696,10 +697,10 @@ def extract_debian_history(root: str, tally: Tally | None = None) -> Iterator[Re
             tally.skip_file("same_text_elsewhere")  # constitution, social contract (doc-debian), manifesto
         else:
             tally.skip_file("not_text", _count_files(path))
-    yield from _html_documents(files, docbook_rule, None, tally)
-    keeper = _Keeper(tally)  # the HTML part dedupes on its own; the dedications share nothing with it
+    yield from html_documents(files, docbook_rule, None, tally)
+    keeper = Keeper(tally)  # the HTML part dedupes on its own; the dedications share nothing with it
     for doc, path in dedications:
-        text = _read_text(path)
+        text = read_text(path)
         tally.files_read += 1
         yield from emit_pieces(doc, plaintext_paragraphs(text), keeper, tally)
 
