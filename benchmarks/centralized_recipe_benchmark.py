@@ -109,7 +109,7 @@ def _gap(run_dir: str, data: str) -> dict:
     from keyboard_lm.data.corpora import load_shakespeare
     from keyboard_lm.data.examples import corpus_examples
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+    from keyboard_lm.models.run_dir import build_loaded_model, load_run
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
     run = load_run(run_dir)

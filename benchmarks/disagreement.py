@@ -82,7 +82,7 @@ def analyse(run_dir: str, data: str, fmt: str, order: int = 5, seq_len: int = 20
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.examples import corpus_examples
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+    from keyboard_lm.models.run_dir import build_loaded_model, load_run
     from keyboard_lm.text.spec import SPECIAL_TOKENS as SP
 
     run = load_run(run_dir)

@@ -29,7 +29,7 @@ from keyboard_lm.data.examples import corpus_examples  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.evaluation import evaluate_predict_fn, log_softmax  # noqa: E402
 from keyboard_lm.inference.model_file import ModelFile  # noqa: E402
-from keyboard_lm.models.checkpoint import build_loaded_model, load_run  # noqa: E402
+from keyboard_lm.models.run_dir import build_loaded_model, load_run  # noqa: E402
 
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_3", "perplexity")
 

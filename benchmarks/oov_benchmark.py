@@ -96,7 +96,7 @@ def ensure_encoder(run_dir: str, model_path: str, corpus, log, name: str) -> tup
 
 def users_of(run_dir: str, corpus, min_sentences: int, seed: int):
     from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.char_encoder.evaluation import split_user
 
     split = load_run(run_dir).info["data"]["split"]
@@ -127,7 +127,7 @@ class FineTuner:
     def __init__(self, run_dir: str, learning_rate: float, max_epochs: int, batch_size: int = 16):
         import tensorflow as tf
 
-        from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+        from keyboard_lm.models.run_dir import build_loaded_model, load_run
 
         self.tf = tf
         self.run = load_run(run_dir)

@@ -35,7 +35,7 @@ import sys
 
 import numpy as np
 
-from keyboard_lm.models.checkpoint import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run, sha256_file
+from keyboard_lm.models.run_dir import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run, sha256_file
 
 
 def _card_sources(report: dict) -> list[dict]:
@@ -98,7 +98,7 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
     from keyboard_lm.data.corpora import load_jsonl
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_model
-    from keyboard_lm.models.checkpoint import build_loaded_model
+    from keyboard_lm.models.run_dir import build_loaded_model
 
     run = load_run(run_dir)
     previous = load_run(continues).info["card"] if continues else None

@@ -42,7 +42,7 @@ from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.federated.client_data import batched, example_client_data  # noqa: E402
 from keyboard_lm.federated.process import build_process  # noqa: E402
 from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
-from keyboard_lm.federated.distributed.runtime import import_tff  # noqa: E402
+from keyboard_lm.federated.distributed.tff_runtime import import_tff  # noqa: E402
 from keyboard_lm.federated.rounds import sample_clients  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 from keyboard_lm.models.language_model import build_model  # noqa: E402
@@ -191,7 +191,7 @@ if __name__ == "__main__":
     main()
     # The extra C++ contexts (--concurrency) keep threads that block the interpreter's exit, and their
     # workers outlive it: stop the workers, then leave without waiting for those threads.
-    from keyboard_lm.federated.distributed.runtime import stop_workers
+    from keyboard_lm.federated.distributed.tff_runtime import stop_workers
 
     stop_workers()
     sys.stdout.flush()

@@ -48,7 +48,7 @@ def _split(records: list[str]) -> tuple[list[str], list[str], list[str]]:
 def open_run(run_dir: str, model: str | None = None, char_encoder: str | None = None):
     """(run, model path, predictor, the vocabulary's words): the run's .tflite, exported next to it if missing."""
     from keyboard_lm.inference.predictor import Predictor
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
     run = load_run(run_dir)

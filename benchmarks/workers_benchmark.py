@@ -73,7 +73,7 @@ def probe(args) -> int:
     from keyboard_lm.federated.client_data import example_client_data
     from keyboard_lm.federated.process import build_process
     from keyboard_lm.federated.config import FederatedConfig
-    from keyboard_lm.federated.distributed.runtime import import_tff
+    from keyboard_lm.federated.distributed.tff_runtime import import_tff
     from keyboard_lm.federated.rounds import dataset_seed, round_datasets, sample_clients
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.text.vocabulary import Vocabulary

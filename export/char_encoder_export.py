@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import atomic_write
+from keyboard_lm.models.run_dir import atomic_write
 
 CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
 CHAR_ENCODER_META = "char_encoder.json"

@@ -38,7 +38,7 @@ from keyboard_lm.export.step_module import StepModule
 from keyboard_lm.export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
-from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
+from keyboard_lm.models.run_dir import Run, build_loaded_model, load_run
 from keyboard_lm.models.config import QUANTIZATION
 from keyboard_lm.models.quantization import rounding_error_steps
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION

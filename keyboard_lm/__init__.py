@@ -39,7 +39,7 @@ _LAZY = {
     "DPConfig": "keyboard_lm.privacy.config",
     "DPOptions": "keyboard_lm.privacy.config",
     "load_warm_start": "keyboard_lm.models.warm_start",
-    "load_run": "keyboard_lm.models.checkpoint",
+    "load_run": "keyboard_lm.models.run_dir",
     "evaluate_model": "keyboard_lm.evaluation",
     # export
     "export_run": "keyboard_lm.export.tflite_export",

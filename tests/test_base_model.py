@@ -47,7 +47,7 @@ def test_the_base_suggests_english_before_any_user_text(base):
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn
-    from keyboard_lm.models.checkpoint import build_loaded_model
+    from keyboard_lm.models.run_dir import build_loaded_model
 
     corpus = load_default()
     heldout = split_clients(corpus.client_ids, SplitConfig())[1]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from keyboard_lm.cli import main
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 
 SMALL = ["--units", "32", "--embedding-dim", "16", "--vocab-size", "800", "--epochs", "2", "--optimizer", "sgd",
          "--lr", "1.0"]

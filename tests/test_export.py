@@ -14,7 +14,7 @@ from keyboard_lm.cli import main
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn, log_softmax
 from keyboard_lm.inference.model_file import ModelFile
-from keyboard_lm.models.checkpoint import build_loaded_model, load_run, save_run
+from keyboard_lm.models.run_dir import build_loaded_model, load_run, save_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model, weights_dict
 from keyboard_lm.text import Vocabulary

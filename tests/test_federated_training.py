@@ -12,7 +12,7 @@ from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.config import FederatedConfig
 from keyboard_lm.federated.rounds import sample_clients
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 
 SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
          "--max-batches", "3", "--seed", "3"]
@@ -207,7 +207,7 @@ def test_quantization_aware_federated_run_exports_exactly(tmp_path):
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.evaluation import log_softmax
     from keyboard_lm.inference.model_file import ModelFile
-    from keyboard_lm.models.checkpoint import build_loaded_model
+    from keyboard_lm.models.run_dir import build_loaded_model
 
     out = str(tmp_path / "fed")
     assert main(["train", "--out", out, "--rounds", "2", "--quantization-aware", *SMALL]) == 0

@@ -8,7 +8,7 @@ import pytest
 from keyboard_lm.cli import main
 from keyboard_lm.data.examples import sentence_examples
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 from keyboard_lm.training.ngram_teacher import (TeacherConfig, client_folds, cross_fitted_examples,
                                                 mixed_targets)

@@ -28,7 +28,7 @@ def test_encoding_keeps_multibyte_spelling_and_markers():
 
 
 def test_encoder_learns_tied_embeddings_of_a_trained_run(small_run):
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
 
     run = load_run(small_run)
     table = next(v for k, v in run.weights.items() if "embedding" in k)

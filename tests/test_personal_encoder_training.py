@@ -179,7 +179,7 @@ def test_context_examples_refuse_inconsistent_arrays():
 
 @pytest.fixture(scope="module")
 def run_and_corpus(small_run, default_corpus):
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
 
     return load_run(small_run), default_corpus
 
@@ -197,7 +197,7 @@ def test_training_clients_are_the_runs_and_held_out_clients_are_refused(run_and_
 def test_contexts_are_the_tied_output_inputs_of_the_runs_examples(run_and_corpus):
     """Every non-special position of the clients' examples, in order: h . E^T is the model's logits there."""
     from keyboard_lm.data.examples import corpus_examples
-    from keyboard_lm.models.checkpoint import build_loaded_model
+    from keyboard_lm.models.run_dir import build_loaded_model
 
     run, corpus = run_and_corpus
     clients = run_training_clients(run, corpus)[:150]

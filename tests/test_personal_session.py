@@ -48,7 +48,7 @@ def predictor(small_tflite, encoder_path):
 
 def test_step_personal_matches_step_full_and_takes_an_embedding(small_run, tmp_path):
     from keyboard_lm.export.tflite_export import export_run
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
 
     path = str(tmp_path / "float.tflite")
     export_run(small_run, path, quantization="none")

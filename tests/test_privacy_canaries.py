@@ -353,7 +353,7 @@ def test_keras_model_exposes_the_planted_canary_not_the_unplanted_one(trained):
 
 
 def test_audit_run_loads_a_run_directory(trained, tmp_path):
-    from keyboard_lm.models.checkpoint import save_run
+    from keyboard_lm.models.run_dir import save_run
     from keyboard_lm.models.language_model import weights_dict
 
     model, config, vocab, record, control = trained

@@ -11,7 +11,7 @@ import pytest
 
 from keyboard_lm.cli import main
 from keyboard_lm.data.partition import apply_partition
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 from keyboard_lm.privacy import accounting
 from keyboard_lm.privacy.sampling import ftrl_schedule, poisson_sample, tree_sensitivity
 

@@ -15,7 +15,7 @@ from keyboard_lm.cli import main
 from keyboard_lm.data.partition import apply_partition, repartition_iid
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+from keyboard_lm.models.run_dir import build_loaded_model, load_run
 from keyboard_lm.training.config import CentralizedConfig
 
 TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300"]

@@ -116,7 +116,7 @@ def _losses(run_dir):
 def test_two_local_workers_give_the_single_process_rounds(spread, variant):
     import numpy as np
 
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
 
     root, results = spread
     for name in (f"local-{variant}", f"remote-{variant}"):
@@ -251,7 +251,7 @@ def test_workers_read_their_clients_data_themselves(spread):
 
     import numpy as np
 
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
 
     root, results = spread
     code, out, err = results["worker-data"]

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from keyboard_lm.cli import main
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 
 TINY_CENTRAL = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--epochs", "1",
                 "--optimizer", "adam", "--lr", "0.01", "--ngram-teacher", "0"]

@@ -8,7 +8,7 @@ import pytest
 from keyboard_lm.cli import main
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.checkpoint import load_run
+from keyboard_lm.models.run_dir import load_run
 from tests.test_federated_training import SMALL, _rows
 
 

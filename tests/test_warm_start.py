@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import Run, load_run
+from keyboard_lm.models.run_dir import Run, load_run
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.warm_start import EMBEDDING, WarmStart, load_warm_start
 from keyboard_lm.text.vocabulary import Vocabulary

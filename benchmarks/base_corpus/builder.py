@@ -80,7 +80,7 @@ from benchmarks.base_corpus.debs import (changelog_version, deb_field, deb_sourc
 from benchmarks.base_corpus.prose import MIN_PLAIN_SHARE, MIN_PROSE_SHARE, MIN_WORDS, Record, Tally
 from benchmarks.base_corpus.sources import require_dir
 from keyboard_lm.errors import DataError
-from keyboard_lm.models.checkpoint import sha256_file
+from keyboard_lm.models.run_dir import sha256_file
 
 
 

@@ -25,7 +25,7 @@ from keyboard_lm.data.split import SplitConfig, split_clients, validation_client
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.export.budget import DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
 from keyboard_lm.inference.model_file import METADATA_FILE
-from keyboard_lm.models.checkpoint import Run, build_loaded_model, load_run
+from keyboard_lm.models.run_dir import Run, build_loaded_model, load_run
 from keyboard_lm.char_encoder.model import (
     N_SPECIAL, CharEncoderConfig, ContextExamples, fit_char_encoder, vocabulary_word_ids)
 

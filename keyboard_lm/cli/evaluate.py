@@ -22,7 +22,7 @@ def cmd_eval(args) -> int:
         info = {"data": model.meta.get("data") or {}}
     else:
         from keyboard_lm.evaluation import evaluate_model
-        from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+        from keyboard_lm.models.run_dir import build_loaded_model, load_run
 
         run = load_run(args.run_dir)
         vocab, split_info, seq_len = run.vocab, run.record.split or {}, run.record.seq_len
@@ -63,7 +63,7 @@ def _base_overlap(init: dict, corpus, client_ids) -> tuple[dict, list[str]]:
     names, if it still exists and ships a fingerprint.
     """
     from keyboard_lm.data.overlap import count_parts, describe_overlap, load_fingerprint
-    from keyboard_lm.models.checkpoint import WEIGHTS_FILE, sha256_file
+    from keyboard_lm.models.run_dir import WEIGHTS_FILE, sha256_file
     from keyboard_lm.models.warm_start import BASE_NAME, base_model_dir
 
     path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")

@@ -11,7 +11,7 @@ from keyboard_lm.cli.args import (add_data_args, check_same_corpus, default_data
 def cmd_personal_encoder(args) -> int:
     import collections
 
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.char_encoder.training import build_char_encoder_file, run_training_clients
 
     run = load_run(args.run_dir)

@@ -185,7 +185,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     split = split_from_args(args)
     if args.resume:
         # The run directory holds the settings; only --rounds (and the data path) may be given again.
-        from keyboard_lm.models.checkpoint import load_run
+        from keyboard_lm.models.run_dir import load_run
 
         saved = load_run(args.out).info
         default_data_to_run(args, saved)

@@ -39,7 +39,7 @@ import math
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.process import client_optimizer_for, compose_fed_avg, model_fn_for, server_optimizer_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.distributed.runtime import import_tff, start_runtime
+from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
 from keyboard_lm.privacy.config import DPConfig, DPOptions
 from keyboard_lm.privacy.profile import ADVANTAGE, format_profile, privacy_profile, profile_deltas

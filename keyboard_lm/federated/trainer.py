@@ -1,6 +1,6 @@
 """The federated training loop: sampling, rounds, evaluation, checkpoints, resume.
 
-One run directory holds everything (see ``keyboard_lm.models.checkpoint``):
+One run directory holds everything (see ``keyboard_lm.models.run_dir``):
 run.json, vocab.txt, weights.npz, metrics.csv, plus ``checkpoints/`` (TFF
 program state every N rounds, for ``--resume``), ``tensorboard/`` and
 ``metrics.png``.
@@ -36,7 +36,7 @@ from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated, without_validation_for_dp
 from keyboard_lm.federated.rounds import CHECKPOINT_DIR, ClientSampler, Evaluator, RoundData
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.checkpoint import METRICS_FILE, load_run, prepare_run_dir, run_command
+from keyboard_lm.models.run_dir import METRICS_FILE, load_run, prepare_run_dir, run_command
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.warm_start import WarmStart, describe
@@ -270,7 +270,7 @@ class FederatedRun:
     def _process(self) -> None:
         """TFF's process and its first state (the base's weights when started from one)."""
         from keyboard_lm.federated.process import build_process
-        from keyboard_lm.federated.distributed.runtime import start_runtime
+        from keyboard_lm.federated.distributed.tff_runtime import start_runtime
 
         tff = start_runtime()
         input_spec = (tf.TensorSpec([None, self.data_config.max_seq_len], tf.int32),) * 2

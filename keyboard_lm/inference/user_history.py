@@ -253,7 +253,7 @@ class UserHistory:
     def save(self, path: str) -> None:
         """Write the history as JSON (atomically: a crash leaves the previous file).
 
-        Not ``models.checkpoint.atomic_write``: that module reaches TensorFlow, which inference never imports.
+        Not ``models.run_dir.atomic_write``: that module reaches TensorFlow, which inference never imports.
         """
         tmp = f"{path}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:

@@ -35,7 +35,7 @@ from importlib import resources
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.checkpoint import RUN_FILE, WEIGHTS_FILE, Run, load_run, sha256_file
+from keyboard_lm.models.run_dir import RUN_FILE, WEIGHTS_FILE, Run, load_run, sha256_file
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.text.vocabulary import Vocabulary
 

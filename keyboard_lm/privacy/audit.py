@@ -74,7 +74,7 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
 
     ``placements``/``controls`` default to the run's own canaries.json.
     """
-    from keyboard_lm.models.checkpoint import load_run
+    from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.privacy import canaries as cn
 
     if placements is None:

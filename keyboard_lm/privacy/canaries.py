@@ -488,14 +488,14 @@ def keras_predict_fn(model, seq_len: int):
 
 
 def audit_run(run_dir: str, placements: dict, **kwargs) -> list[dict]:
-    """``audit`` of the model in a run directory (``models.checkpoint.load_run``).
+    """``audit`` of the model in a run directory (``models.run_dir.load_run``).
 
     ``kwargs`` go to ``audit``.  Whether the run was trained on the planted
     corpus is for the caller to check: ``placements["corpus_fingerprint"]``
     against the run's ``info["data"]["fingerprint"]`` (a clean run audited
     with the same placements is the usual baseline).
     """
-    from keyboard_lm.models.checkpoint import build_loaded_model, load_run
+    from keyboard_lm.models.run_dir import build_loaded_model, load_run
 
     fmt, _ = _read_placements(placements)
     run = load_run(run_dir)

@@ -15,7 +15,7 @@ from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
-from keyboard_lm.models.checkpoint import prepare_run_dir
+from keyboard_lm.models.run_dir import prepare_run_dir
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
@@ -137,7 +137,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     without validation share it.  Held-out clients are reported every epoch
     but never used for a decision.
 
-    Writes the run directory (see ``keyboard_lm.models.checkpoint``) after
+    Writes the run directory (see ``keyboard_lm.models.run_dir``) after
     every epoch and returns the held-out evaluation of the kept weights.
     ``run_dir`` must be new or empty unless ``overwrite`` (see
     ``prepare_run_dir``); ``data_source`` (path and format) is recorded with

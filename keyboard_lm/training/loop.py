@@ -18,7 +18,7 @@ import dataclasses
 import os
 
 from keyboard_lm.evaluation import validation_score
-from keyboard_lm.models.checkpoint import METRICS_FILE, append_metrics_row, save_run, update_run_info
+from keyboard_lm.models.run_dir import METRICS_FILE, append_metrics_row, save_run, update_run_info
 
 
 def average_decay_ramp(updates):
