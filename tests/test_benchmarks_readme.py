@@ -1,0 +1,39 @@
+"""benchmarks/README.md names every benchmark script and every result file family of benchmarks/results/."""
+
+import fnmatch
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "benchmarks")
+
+
+def _patterns(text: str) -> list[str]:
+    """Glob patterns of every backticked name in the README: `a.{json,md}`, `b_*.*`, `c.*`, `d.md`."""
+    out = []
+    for token in re.findall(r"`([^`\s]+)`", text):
+        token = token.split("/")[-1]
+        m = re.search(r"\{([^}]*)\}", token)
+        options = m.group(1).split(",") if m else [""]
+        for option in options:
+            out.append(token[:m.start()] + option + token[m.end():] if m else token)
+    return out
+
+
+def _readme() -> str:
+    with open(os.path.join(BENCH, "README.md"), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_every_script_is_listed():
+    text = _readme()
+    scripts = [n for n in os.listdir(BENCH) if n.endswith((".py", ".sh")) and not n.startswith("__")]
+    missing = [n for n in scripts if f"`{n}`" not in text and not re.search(rf"`{re.escape(n)}[` ]", text)]
+    assert not missing, f"benchmarks/README.md does not list {missing}"
+
+
+def test_every_result_file_belongs_to_a_listed_family():
+    patterns = _patterns(_readme())
+    results = sorted(os.listdir(os.path.join(BENCH, "results")))
+    missing = [n for n in results if not any(fnmatch.fnmatch(n, p) for p in patterns)]
+    assert not missing, f"result files no row of benchmarks/README.md names: {missing}"
