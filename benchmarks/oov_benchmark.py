@@ -260,8 +260,14 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
                 if per_word and not args.per_word:
                     continue
                 s = enc_predictor.session()
-                report = s.personalize_sentences(per, val, max_words=args.max_personal_words, epochs=args.epochs,
-                                                 learning_rate=args.lr, per_word=per_word)
+                if per_word:  # the research variant: each word's own offset and bias
+                    from keyboard_lm.inference.adapter_research import train_variants
+
+                    report = train_variants(s, per, val, per_word=True, max_words=args.max_personal_words,
+                                            epochs=args.epochs, learning_rate=args.lr)
+                else:
+                    report = s.personalize_sentences(per, val, max_words=args.max_personal_words, epochs=args.epochs,
+                                                     learning_rate=args.lr)
                 preds[f"{variant}/{name}"] += session_predictions(s, test)
                 if name == args.encoders[0] and not per_word:
                     adapt_s.append(report["seconds"])

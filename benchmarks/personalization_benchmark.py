@@ -62,7 +62,7 @@ TITLES = {"global": "global model", "history@0.3": "user history, weight 0.3 for
 
 def _personalize(session, method: str, past, validation) -> dict:
     """What ``method`` learns from the user's past sentences (validation: the early-stop split)."""
-    from keyboard_lm.inference.personal_words import SHENOY_GRID
+    from keyboard_lm.inference.adapter_research import SHENOY_GRID, train_variants
 
     report: dict = {}
     adapter = method.split("+")[-1]
@@ -71,9 +71,9 @@ def _personalize(session, method: str, past, validation) -> dict:
     elif adapter == "adapter":
         report = session.personalize_sentences(past, validation)
     elif adapter == "shenoy":
-        report = session.personalize_sentences(past, validation, grid=SHENOY_GRID, stop_on="emr3")
+        report = train_variants(session, past, validation, variants=SHENOY_GRID, stop_on="emr3")
     elif adapter == "bias":
-        report = session.personalize_sentences(past, validation, adapter_options={"vocab_bias": True})
+        report = train_variants(session, past, validation, variants=[{"vocab_bias": True}])
     if method.startswith("history"):
         # what personalize does: learn the past, choose the weight on the held-out newest text, learn that too
         report.update(session.learn_history(past))

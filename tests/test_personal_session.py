@@ -233,13 +233,15 @@ def test_a_model_exported_without_step_personal_is_named(small_tflite, encoder_p
 
 def test_shenoy_grid_is_chosen_on_validation_emr3_and_the_vocab_bias_learns_known_words(predictor, tmp_path):
     # two shapes from Shenoy & Nguyen's grid (the full grid is benchmarks' work): the kept one has the best EMR3
+    from keyboard_lm.inference.adapter_research import train_variants
+
     s = predictor.session()
     grid = [{"hidden": (16,), "layer_norm": True, "init_scale": 0.01}, {"hidden": (8, 16, 8), "layer_norm": True,
                                                                           "init_scale": 1.0}]
     from keyboard_lm.text.tokenizer import sentences
 
     tokenized = [x for t in TEXTS for x in sentences(t)]
-    report = s.personalize_sentences(tokenized[:-10], tokenized[-10:], grid=grid, stop_on="emr3", epochs=30)
+    report = train_variants(s, tokenized[:-10], tokenized[-10:], variants=grid, stop_on="emr3", epochs=30)
     assert len(report["grid_emr3"]) == 2 and report["stop_on"] == "emr3"
     chosen = grid[report["grid_emr3"].index(max(report["grid_emr3"]))]
     assert report["chosen"]["hidden"] == list(chosen["hidden"]) and s.personal.layer_norm
@@ -250,8 +252,8 @@ def test_shenoy_grid_is_chosen_on_validation_emr3_and_the_vocab_bias_learns_know
     user = ["the lord", "my lord", "good lord", "o lord", "a lord"] * 8
     b = predictor.session()
     before = dict(b.suggestions(len(predictor.vocab)))
-    report = b.personalize_sentences([t.split() for t in user[:30]], [t.split() for t in user[30:]],
-                                     adapter_options={"vocab_bias": True}, epochs=40, learning_rate=0.05)
+    report = train_variants(b, [t.split() for t in user[:30]], [t.split() for t in user[30:]],
+                            variants=[{"vocab_bias": True}], epochs=40, learning_rate=0.05)
     assert report["trained"] and report["personal_words"] == 0 and b.personal.has_vocab_bias
     b.reset()
     after = dict(b.suggestions(len(predictor.vocab)))
@@ -261,7 +263,7 @@ def test_shenoy_grid_is_chosen_on_validation_emr3_and_the_vocab_bias_learns_know
     c.load_personal(str(tmp_path / "bias.personal"))
     assert dict(c.suggestions(5)) == pytest.approx(dict(b.suggestions(5)))
     with pytest.raises(ConfigError, match="grid is empty"):
-        predictor.session().personalize_sentences(tokenized, grid=[])
+        train_variants(predictor.session(), tokenized, variants=[])
 
 
 def test_the_char_encoder_is_safe_to_share_between_threads(encoder_path):

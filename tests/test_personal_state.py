@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.adapter_research import ResearchAdapter
 from keyboard_lm.inference.personal_words import MAX_PERSONAL_WORDS, PersonalState
 
 
@@ -81,7 +82,7 @@ def test_state_round_trips_and_refuses_other_model(tmp_path):
 
 def _two_words_same_spelling_signal(per_word, seed=0):
     """Two personal words with the same char-encoder embedding, each following its own context."""
-    s = PersonalState("fp", 8, hidden=16, per_word=per_word)
+    s = ResearchAdapter("fp", 8, hidden=16, per_word=per_word)
     s.add_words(["alpha", "beta"], np.ones((2, 8), np.float32))
     rng = np.random.default_rng(seed)
     h = rng.standard_normal((200, 8)).astype(np.float32)
@@ -99,7 +100,7 @@ def test_per_word_parameters_separate_words_the_shared_mlp_cannot():
 
 
 def test_adam_with_validation_keeps_the_best_epoch_and_state_round_trips(tmp_path):
-    s = PersonalState("fp", 8, hidden=16, per_word=True)
+    s = ResearchAdapter("fp", 8, hidden=16, per_word=True)
     s.add_words(["alpha", "beta"], np.random.default_rng(0).standard_normal((2, 8)))
     rng = np.random.default_rng(1)
     h, vl = rng.standard_normal((60, 8)).astype(np.float32), rng.standard_normal((60, 5)).astype(np.float32)
@@ -126,7 +127,7 @@ def test_adam_with_validation_keeps_the_best_epoch_and_state_round_trips(tmp_pat
 ])
 def test_every_gradient_of_the_adapter_variants_matches_finite_differences(options):
     rng = np.random.default_rng(4)
-    s = PersonalState("fp", 8, seed=1, **options)
+    s = ResearchAdapter("fp", 8, seed=1, **options)
     s.add_words(["alpha", "beta", "gamma"], rng.standard_normal((3, 8)))
     if s.use_vocab_bias:
         s.vocab_bias = rng.standard_normal(5).astype(np.float32) * 0.1
@@ -152,7 +153,7 @@ def test_every_gradient_of_the_adapter_variants_matches_finite_differences(optio
 
 def test_random_output_layer_moves_the_embeddings_and_zero_keeps_them():
     base = np.random.default_rng(0).standard_normal((2, 8))
-    zero, rand = PersonalState("fp", 8), PersonalState("fp", 8, hidden=(32,), layer_norm=True, init_scale=0.5)
+    zero, rand = PersonalState("fp", 8), ResearchAdapter("fp", 8, hidden=(32,), layer_norm=True, init_scale=0.5)
     for s in (zero, rand):
         s.add_words(["a", "b"], base)
     np.testing.assert_allclose(zero.adapted(), base, rtol=1e-6)
@@ -175,7 +176,7 @@ def test_emr3_counts_top3_hits_and_never_counts_a_suppressed_id():
 
 def test_emr3_early_stopping_keeps_the_best_epoch_and_variant_state_round_trips(tmp_path):
     rng = np.random.default_rng(5)
-    s = PersonalState("fp", 8, hidden=(12, 24, 12), layer_norm=True, init_scale=0.1, vocab_bias=True)
+    s = ResearchAdapter("fp", 8, hidden=(12, 24, 12), layer_norm=True, init_scale=0.1, vocab_bias=True)
     s.add_words(["alpha", "beta"], rng.standard_normal((2, 8)))
     h, vl = rng.standard_normal((80, 8)).astype(np.float32), rng.standard_normal((80, 5)).astype(np.float32)
     t = np.where(h[:, 0] > 0, 5, 6)

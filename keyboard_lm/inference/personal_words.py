@@ -20,28 +20,22 @@ from keyboard_lm.errors import ConfigError
 MAX_PERSONAL_WORDS = 1000
 STATE_FORMAT = "keyboard_lm-personal-1"
 
-#: Shenoy & Nguyen's adapter search: a residual MLP with LayerNorm, the hidden sizes of their grid,
-#: a random output layer at three scales, the epoch and the entry chosen per user on validation EMR3.
-SHENOY_GRID = tuple({"hidden": hidden, "layer_norm": True, "init_scale": scale}
-                    for hidden in ((960,), (128, 256, 128), (256, 512, 256)) for scale in (0.01, 0.1, 1.0))
-
-
 class PersonalState:
     """Personal words, their char-encoder embeddings and a residual adapter d -> hidden... -> d.
 
-    Two adapters are built here:
-      - the project's (the default): one hidden layer of 128, no LayerNorm, the output layer
-        at zero, so an untrained adapter returns the zero-shot char-encoder embeddings;
-      - Shenoy & Nguyen's: LayerNorm on the input (``layer_norm``), hidden sizes from their grid
-        (``hidden=(960,)``, ``(128, 256, 128)`` or ``(256, 512, 256)``) and a random output layer
-        whose scale (``init_scale``) is chosen per user on validation EMR3.
-    ``vocab_bias`` adds a trainable bias on the vocabulary logits (on-device fine-tuning of the
-    output layer's bias, the one part of the frozen model that costs nothing to change).
+    The project's adapter: one hidden layer of 128 (``hidden``), the output layer at zero, so an
+    untrained adapter returns the zero-shot char-encoder embeddings. The variants measured against
+    it (Shenoy & Nguyen's LayerNorm and grid, per-word offsets, a vocabulary bias) are built by the
+    experimental ``keyboard_lm.inference.adapter_research.ResearchAdapter``; a state file of one
+    loads here all the same.
     """
 
-    def __init__(self, fingerprint: str, embedding_dim: int, hidden=128, seed: int = 0,
-                 per_word: bool = False, layer_norm: bool = False, init_scale: float = 0.0,
-                 vocab_bias: bool = False):
+    def __init__(self, fingerprint: str, embedding_dim: int, hidden=128, seed: int = 0):
+        self._build(fingerprint, embedding_dim, hidden, seed)
+
+    def _build(self, fingerprint: str, embedding_dim: int, hidden, seed: int, *, per_word: bool = False,
+               layer_norm: bool = False, init_scale: float = 0.0, vocab_bias: bool = False) -> None:
+        """The adapter's parameters; the keyword options are the research variants' (``adapter_research``)."""
         if not fingerprint:
             raise ConfigError("personal state needs the model fingerprint it belongs to")
         hidden = (int(hidden),) if np.isscalar(hidden) else tuple(int(h) for h in hidden)
@@ -373,9 +367,10 @@ class PersonalState:
         try:
             # files written before the adapter had options hold one hidden layer and no flags
             hidden = tuple(data["hidden"].tolist()) if "hidden" in data else (data["w1"].shape[1],)
-            state = cls(fp, data["base"].shape[1], hidden=hidden, per_word=bool(data["per_word"]),
-                        layer_norm=bool(data["layer_norm"]) if "layer_norm" in data else False,
-                        vocab_bias=bool(data["vocab_bias_used"]) if "vocab_bias_used" in data else False)
+            state = cls.__new__(cls)
+            state._build(fp, data["base"].shape[1], hidden, 0, per_word=bool(data["per_word"]),
+                         layer_norm=bool(data["layer_norm"]) if "layer_norm" in data else False,
+                         vocab_bias=bool(data["vocab_bias_used"]) if "vocab_bias_used" in data else False)
             text = data["words"].tobytes().decode("utf-8")
             state.words = text.split("\n") if text else []
             state.base = data["base"].astype(np.float32)

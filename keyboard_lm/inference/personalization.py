@@ -228,10 +228,8 @@ def learn_history(session, sentences) -> dict:
 
 def personalize_sentences(session, sentences, validation_sentences=None, *, max_words: int = MAX_PERSONAL_WORDS,
                           epochs: int = 100, learning_rate: float = 0.003, validation_fraction: float = 0.1,
-                          patience: int = 5, seed: int = 0, per_word: bool = False,
-                          weight_decay: float = 0.0, stop_on: str = "loss", adapter_options: dict | None = None,
-                          grid=None) -> dict:
-    """``personalize`` on tokenized sentences (lists of normalized tokens).
+                          patience: int = 5, seed: int = 0) -> dict:
+    """``personalize`` on tokenized sentences (lists of normalized tokens): the project's adapter.
 
     The most frequent out-of-vocabulary words of ``sentences`` (at most ``max_words`` and the
     room left under the cap; the rest are counted in ``not_added``, not dropped silently;
@@ -239,19 +237,34 @@ def personalize_sentences(session, sentences, validation_sentences=None, *, max_
     the adapter alone is trained (Adam, full batch) to predict every word of ``sentences``
     with the global model frozen. The epoch with the lowest loss on
     ``validation_sentences`` (or on ``validation_fraction`` of ``sentences``, when there are
-    at least 10) is kept: Shenoy's early-stop split (``stop_on="emr3"``: the epoch with the
-    highest validation EMR3, as Shenoy & Nguyen stop).
+    at least 10) is kept. Returns a report. The variants the project measured against it
+    (Shenoy & Nguyen's grid, per-word offsets, a vocabulary bias) are in the experimental
+    ``keyboard_lm.inference.adapter_research``.
+    """
+    import time
 
-    ``adapter_options`` builds a fresh adapter of another shape (``PersonalState``'s
-    ``hidden``, ``layer_norm``, ``init_scale``, ``vocab_bias``: the trainable bias on the
-    vocabulary logits, which also trains when the user has no word outside the vocabulary);
-    ``grid``, a list of such dicts (``SHENOY_GRID``), trains one adapter per entry and keeps
-    the one with the highest validation EMR3 (``grid_emr3`` in the report).  Both start
-    from the zero-shot embeddings, whose positions are computed once. Returns a report.
+    start = time.perf_counter()
+    sentences, report = prepare_words(session, sentences, max_words, validation_fraction)
+    if session.personal is None or not session.personal.words:
+        report.update(trained=False, reason="no word outside the vocabulary", seconds=time.perf_counter() - start)
+        return report
+    if epochs == 0:  # the words only, zero-shot
+        report.update(trained=False, reason="epochs=0", personal_words=len(session.personal.words),
+                      seconds=time.perf_counter() - start)
+        return report
+    train_positions, validation = split_positions(session, sentences, validation_sentences, validation_fraction, seed)
+    losses = session.personal.train(*train_positions, epochs=epochs, learning_rate=learning_rate, optimizer="adam",
+                                    validation=validation, patience=patience, never=session.predictor.never)
+    return finish_training(session, report, losses, train_positions, validation, start)
+
+
+def prepare_words(session, sentences, max_words: int, validation_fraction: float) -> tuple[list, dict]:
+    """Check the input and add the user's most frequent words outside the vocabulary zero-shot.
+
+    Returns (the non-empty sentences, the report so far: ``sentences``, ``words_added``,
+    ``not_added``, ``unencodable``). Shared by the experimental adapters.
     """
     import collections
-    import random
-    import time
 
     sentences = [list(s) for s in sentences if len(s)]
     if not sentences:
@@ -260,7 +273,6 @@ def personalize_sentences(session, sentences, validation_sentences=None, *, max_
         raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
     if session.predictor.char_encoder is None:
         raise ConfigError("personal words need the char encoder: Predictor.load(model, char_encoder=ENCODER.tflite)")
-    start = time.perf_counter()
     counts = collections.Counter(w for s in sentences for w in s if w not in session.predictor.vocab
                                  and w not in session.predictor.blocked_spellings)
     existing = set(session.personal.words) if session.personal is not None else set()
@@ -270,20 +282,19 @@ def personalize_sentences(session, sentences, validation_sentences=None, *, max_
     candidates = [w for w in candidates if len(w.encode("utf-8")) <= limit]
     room = min(max_words, MAX_PERSONAL_WORDS - len(existing))
     added = add_personal_words(session, candidates[:room])["added"] if candidates[:room] else []
-    report = {"sentences": len(sentences), "words_added": added, "not_added": len(candidates) - len(added),
-              "unencodable": len(unencodable)}
-    variants = list(grid) if grid is not None else [adapter_options] if adapter_options is not None else None
-    if variants is not None and not variants:
-        raise ConfigError("personalize grid is empty")
-    bias_only = bool(variants) and all(v.get("vocab_bias") for v in variants)
-    if (session.personal is None or not session.personal.words) and not bias_only:
-        report.update(trained=False, reason="no word outside the vocabulary", seconds=time.perf_counter() - start)
-        return report
+    return sentences, {"sentences": len(sentences), "words_added": added, "not_added": len(candidates) - len(added),
+                       "unencodable": len(unencodable)}
+
+
+def split_positions(session, sentences, validation_sentences, validation_fraction: float, seed: int):
+    """(training positions, validation positions or None): the model's outputs, logits and targets at every word.
+
+    Without ``validation_sentences``, ``validation_fraction`` of ``sentences`` (when there are at
+    least 10) is held out, drawn with ``seed``. Shared by the experimental adapters.
+    """
+    import random
+
     session.personal_state()
-    if epochs == 0:  # the words only, zero-shot
-        report.update(trained=False, reason="epochs=0", personal_words=len(session.personal.words),
-                      seconds=time.perf_counter() - start)
-        return report
     if validation_sentences is None:
         order = list(range(len(sentences)))
         random.Random(seed).shuffle(order)
@@ -291,37 +302,21 @@ def personalize_sentences(session, sentences, validation_sentences=None, *, max_
         validation_sentences = [sentences[i] for i in order[:n_val]]
         sentences = [sentences[i] for i in order[n_val:]]
     validation_sentences = [list(s) for s in validation_sentences if len(s)]
-    session.personal.per_word = per_word
-    h, lg, t = _positions(session, sentences)
-    validation = _positions(session, validation_sentences) if validation_sentences else None
-    train = dict(epochs=epochs, learning_rate=learning_rate, optimizer="adam", validation=validation,
-                 patience=patience, weight_decay=weight_decay, stop_on=stop_on, never=session.predictor.never)
-    if variants is None:  # the session's adapter, trained further
-        losses = session.personal.train(h, lg, t, **train)
-    else:
-        if len(variants) > 1 and validation is None:
-            raise ConfigError("a personalize grid is chosen on validation EMR3: give validation_sentences "
-                              "or at least 10 sentences")
-        zero_shot, tried = session.personal, []
-        for options in variants:
-            state = PersonalState(zero_shot.fingerprint, zero_shot.base.shape[1], seed=seed, per_word=per_word,
-                                  **options)
-            state.add_words(zero_shot.words, zero_shot.base)
-            state_losses = state.train(h, lg, t, **train)
-            score = state.emr3(*validation, session.predictor.never) if validation is not None else 0.0
-            tried.append((score, state, state_losses))
-        i = max(range(len(tried)), key=lambda j: (tried[j][0], -j))  # the first of equal scores
-        _, session.personal, losses = tried[i]
-        report["grid_emr3"] = [round(x[0], 6) for x in tried]
-        report["chosen"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in variants[i].items()}
+    return _positions(session, sentences), (_positions(session, validation_sentences) if validation_sentences
+                                            else None)
+
+
+def finish_training(session, report: dict, losses, train_positions, validation, start: float) -> dict:
+    """Re-score the session with the trained adapter and complete the report."""
+    import time
+
     session.personal_changed()
     report.update(session.personal.last_training)
-    report.update({"training_positions": len(t),
+    report.update({"training_positions": len(train_positions[2]),
                    "validation_positions": 0 if validation is None else len(validation[2]),
                    "personal_words": len(session.personal.words), "epochs_run": len(losses), "trained": True,
                    "seconds": time.perf_counter() - start})
     return report
-
 
 
 def save_personal(session, path: str) -> None:
