@@ -13,11 +13,13 @@ import dataclasses
 from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, data_source, default_data_to_run,
                                   load_corpus_from_args, non_negative_float, non_negative_int, positive_float,
                                   positive_int, split_from_args)
+from keyboard_lm.cli.flags import add_flags, field_flag, flag, given, options_given
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import SERVER_LR, FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.federated.distributed.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
+from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.training.config import CentralizedConfig, default_config
 
 CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
@@ -30,11 +32,6 @@ def _fed_default(name: str) -> str:
     scratch, warm = getattr(FED, name), getattr(FED_FT, name)
     show = (lambda v: "off" if v is None else f"{v:g}" if isinstance(v, float) else str(v))
     return show(scratch) if scratch == warm else f"{show(scratch)}; {show(warm)} from a base"
-
-
-#: Flags of the "centralized training" group; a federated run refuses them rather than ignore them.
-_CENTRALIZED_ONLY = ("epochs", "optimizer", "lr", "clipnorm", "weight_decay", "weight_drop", "patience",
-                     "ngram_teacher", "sampled_softmax")
 
 
 def _quantization(args) -> str:
@@ -54,13 +51,13 @@ def cmd_train(args) -> int:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
     init = warm_start_from_args(args)
     if args.centralized:
-        given = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
-        if given:
-            raise ConfigError(f"{', '.join(given)}: federated training only, not --centralized")
+        stray = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
+        if stray:
+            raise ConfigError(f"{', '.join(stray)}: federated training only, not --centralized")
         return _train_centralized(args, init)
-    given = [f"--{f.replace('_', '-')}" for f in _CENTRALIZED_ONLY if getattr(args, f, None) is not None]
-    if given:
-        raise ConfigError(f"{', '.join(given)}: centralized training only (add --centralized); federated "
+    stray = options_given(args, CENTRALIZED_FLAGS)  # refused rather than ignored
+    if stray:
+        raise ConfigError(f"{', '.join(stray)}: centralized training only (add --centralized); federated "
                           "runs have --client-lr, --rounds, --local-epochs and --clip")
     return train_federated_from_args(args, init=init)
 
@@ -85,33 +82,26 @@ def warm_start_from_args(args):
 
         init = load_warm_start(args.init_from, args.init_vocab or INIT_VOCAB[0])
     ref = init.base.model_config if init is not None else MODEL
-    for flag, field in (("model", "model_type"), ("embedding_dim", "embedding_dim"), ("units", "units")):
-        if getattr(args, flag, None) is None:
-            setattr(args, flag, getattr(ref, field))
+    for dest, field in (("model", "model_type"), ("embedding_dim", "embedding_dim"), ("units", "units")):
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, getattr(ref, field))
     if init is not None:
         init.check_model(args.model, args.embedding_dim, args.units)
     return init
 
 
-_DP_FLAGS = ("dp_noise_multiplier", "dp_clip", "dp_clip_quantile", "dp_delta", "dp_sampling", "dp_epsilon",
-             "dp_tree_restart")
-
-
 def dp_options(args):
     """The DPOptions of ``train --dp ...`` (None without --dp); every value checked before data is read."""
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.privacy.config import DPOptions
 
     if args.dp is None:
-        given = [f"--{f.replace('_', '-')}" for f in _DP_FLAGS if getattr(args, f) is not None]
-        if given:
-            raise ConfigError(f"{', '.join(given)} given without --dp fedavg|ftrl")
+        stray = options_given(args, DP_FLAGS)
+        if stray:
+            raise ConfigError(f"{', '.join(stray)} given without --dp fedavg|ftrl")
         return None
     if args.dp_clip is None and args.dp_clip_quantile is None:
         raise ConfigError("--dp needs --dp-clip C (or, with --dp fedavg, --dp-clip-quantile Q)")
-    return DPOptions(args.dp, noise_multiplier=args.dp_noise_multiplier, clip=args.dp_clip,
-                     clip_quantile=args.dp_clip_quantile, delta=args.dp_delta, sampling=args.dp_sampling,
-                     target_epsilon=args.dp_epsilon, tree_restart=args.dp_tree_restart)
+    return DPOptions(**given(args, DP_FLAGS, DPOptions))
 
 
 def _train_centralized(args, init=None) -> int:
@@ -122,16 +112,8 @@ def _train_centralized(args, init=None) -> int:
         raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
     if args.dp is not None:
         raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
-    given = {"optimizer": args.optimizer, "learning_rate": args.lr, "epochs": args.epochs,
-             "batch_size": args.batch_size, "dropout": args.dropout, "weight_decay": args.weight_decay,
-             "weight_drop": args.weight_drop, "weight_average": args.weight_average,
-             "validation_fraction": args.validation_fraction, "lr_decay": args.lr_decay,
-             "patience": args.patience, "ngram_teacher": args.ngram_teacher,
-             "sampled_softmax": args.sampled_softmax}
-    if args.clipnorm is not None:
-        given["clipnorm"] = args.clipnorm if args.clipnorm > 0 else None
-    config = dataclasses.replace(default_config(warm_start=init is not None), seq_len=args.seq_len, seed=args.seed,
-                                 **{k: v for k, v in given.items() if v is not None})
+    config = dataclasses.replace(default_config(warm_start=init is not None),
+                                 **given(args, TRAIN_FLAGS, CentralizedConfig))
     corpus, split = load_corpus_from_args(args), split_from_args(args)
     if init is not None:
         init = init.check_overlap(corpus, split)
@@ -156,26 +138,18 @@ def federated_validation(args) -> dict:
     return {"validation_fraction": 0.0, "lr_decay": 1.0}
 
 
-#: Federated flags left unset by the parser: each falls back to ``default_federated``, the recipe from random
-#: weights or, with --init-from, from a base (``WARM_START``).
-_FEDERATED_FLAGS = ("algorithm", "server_optimizer", "server_lr", "server_momentum", "client_lr", "client_clipnorm",
-                    "clients_per_round", "rounds", "fedatt_p", "fedatt_eps", "clip", "dropout")
-
-
 def federated_config_from_args(args, init) -> FederatedConfig:
-    """The federated recipe of a new run: the flags given, over the default recipe for its start."""
-    given = {f: getattr(args, f) for f in _FEDERATED_FLAGS if getattr(args, f, None) is not None}
-    if "client_clipnorm" in given:
-        given["client_clipnorm"] = given["client_clipnorm"] or None  # 0 = off
-    if "server_optimizer" in given and "server_lr" not in given and given["server_optimizer"] in SERVER_LR:
-        given["server_lr"] = SERVER_LR[given["server_optimizer"]]  # the rate belongs to the optimizer
-    if args.weight_average is not None:
-        given["weight_average"] = args.weight_average
-    elif args.dp:
-        given["weight_average"] = 0.0  # under --dp the average is post-processing but unmeasured: off unless asked
-    return dataclasses.replace(default_federated(init is not None, dp=args.dp is not None),
-                               compression=bool(args.compression),
-                               seed=args.seed, **federated_validation(args), **given)
+    """The federated recipe of a new run: the flags given, over the default recipe for its start.
+
+    A flag left out falls back to ``default_federated``, the recipe from random weights or, with
+    --init-from, from a base.
+    """
+    fields = {**given(args, TRAIN_FLAGS, FederatedConfig), **federated_validation(args)}
+    if "server_optimizer" in fields and "server_lr" not in fields and fields["server_optimizer"] in SERVER_LR:
+        fields["server_lr"] = SERVER_LR[fields["server_optimizer"]]  # the rate belongs to the optimizer
+    if args.dp and "weight_average" not in fields:
+        fields["weight_average"] = 0.0  # under --dp the average is post-processing but unmeasured: off unless asked
+    return dataclasses.replace(default_federated(init is not None, dp=args.dp is not None), **fields)
 
 
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
@@ -198,12 +172,10 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
         loop = LoopConfig(**saved["loop"])
         model_config = None
     else:
-        model_config = ModelConfig(args.model, args.vocab_size, args.embedding_dim, args.units,
-                                   _quantization(args))
+        model_config = ModelConfig(**given(args, TRAIN_FLAGS, ModelConfig), quantization=_quantization(args))
         fed = federated_config_from_args(args, init)
-        data_config = ClientDataConfig(max_seq_len=args.seq_len, batch_size=args.batch_size or CLIENT.batch_size,
-                                       epochs=args.local_epochs, max_batches=args.max_batches)
-        loop = LoopConfig(eval_every=args.eval_every, checkpoint_every=args.checkpoint_every)
+        data_config = ClientDataConfig(**given(args, TRAIN_FLAGS, ClientDataConfig))
+        loop = LoopConfig(**given(args, TRAIN_FLAGS, LoopConfig))
     dp = None if args.resume else dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
@@ -245,159 +217,187 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     return 0
 
 
+class _BothDefaults:
+    """``{both.NAME}`` in a help template: a federated field's default, and its default from a base if different."""
+
+    def __getattr__(self, name: str) -> str:
+        return _fed_default(name)
+
+
+#: What a help template may name: the default configs (from random weights and from a base) and a few constants.
+_HELP = dict(cen=CEN, ft=FT, fed=FED, client=CLIENT, loop=LOOP, model=MODEL, both=_BothDefaults(),
+             init_vocab=INIT_VOCAB[0], worker_grace=WORKER_GRACE,
+             server_lr_table=", ".join(f"{k} {v:g}" for k, v in SERVER_LR.items()))
+_BOTH = (CentralizedConfig, FederatedConfig)
+
+#: ``train``'s main options, in --help order (the data and split flags come first, from cli.args).
+MAIN_FLAGS = (
+    flag("--centralized", "server-trained baseline: SGD on the pooled training clients (default: federated)",
+         action="store_true"),
+    field_flag("--model", ModelConfig, "cifg | si-cifg | lstm | gru ({model.model_type}; with --init-from, the "
+               "base's)", field="model_type", default=None),
+    field_flag("--vocab-size", ModelConfig, "incl. 4 special tokens (%(default)s)", type=positive_int,
+               default=VOCAB_SIZE),
+    field_flag("--embedding-dim", ModelConfig, "D, tied embedding and projection ({model.embedding_dim}; with "
+               "--init-from, the base's)", type=positive_int, default=None),
+    field_flag("--units", ModelConfig, "H, cell size ({model.units}; with --init-from, the base's)",
+               type=positive_int, default=None),
+    flag("--init-from", "start from the weights of another run, or of the base model shipped with the package "
+         "(pretrained on public English text, docs/training.md); default: random", metavar="base|RUN_DIR",
+         default=None),
+    flag("--init-vocab", "with --init-from: build the vocabulary on this corpus and carry over the rows of the "
+         "words the base knows (target), or keep the base's vocabulary (base) ({init_vocab})",
+         choices=INIT_VOCAB, default=None),
+    flag("--quantization-aware", "train computing with the int8 roundings of export mode MODE (dynamic-range, "
+         "the default, or weight-only), so the exported model computes exactly what was trained and evaluated",
+         nargs="?", const="dynamic-range", choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE"),
+    field_flag("--seq-len", {CentralizedConfig: "seq_len", ClientDataConfig: "max_seq_len"},
+               "tokens per example (%(default)s)", type=positive_int, default=CEN.seq_len),
+    field_flag("--batch-size", (CentralizedConfig, ClientDataConfig), "examples per batch (centralized "
+               "{cen.batch_size}, federated client batch {client.batch_size})", type=positive_int, default=None),
+    flag("--out", "run directory to write", metavar="RUN_DIR"),
+    flag("--overwrite", "replace the run already in RUN_DIR, or write into a non-empty directory (default: "
+         "refuse; only the run's own files are removed)", action="store_true"),
+    field_flag("--seed", _BOTH, "seed of initialization, client sampling and shuffling (%(default)s); the split "
+               "has --split-seed", type=non_negative_int, default=CEN.seed),
+    field_flag("--dropout", _BOTH, "dropout on embedding and cell outputs (centralized {cen.dropout}, "
+               "{ft.dropout} from a base; federated {both.dropout})", type=non_negative_float, default=None),
+    field_flag("--weight-average", _BOTH, "keep and evaluate an exponential moving average of the weights with "
+               "this decay per step (centralized {cen.weight_average}) or per round (federated "
+               "{fed.weight_average}, 0 with --dp unless given); 0 = off", type=non_negative_float, default=None,
+               metavar="DECAY"),
+    field_flag("--validation-fraction", _BOTH, "share of training clients, never trained on, whose recall@3 "
+               "picks the epoch or round the run keeps and decays the learning rate; 0 = keep the last "
+               "({cen.validation_fraction}; federated {fed.validation_fraction}, 0 with --dp)",
+               type=non_negative_float, default=None),
+    field_flag("--lr-decay", _BOTH, "learning-rate factor after an evaluation without validation gain "
+               "(centralized {cen.lr_decay}; federated {fed.lr_decay}, on the client rate)", type=positive_float,
+               default=None),
+)
+
+#: The "centralized training" group: CentralizedConfig's own fields; a federated run refuses them.
+CENTRALIZED_FLAGS = tuple(field_flag(option, CentralizedConfig, text, **kw) for option, text, kw in (
+    ("--epochs", "most passes over the pooled data ({cen.epochs}; {ft.epochs} from a base)",
+     dict(type=positive_int)),
+    ("--optimizer", "({cen.optimizer})", dict(choices=("sgd", "adam", "adamw"))),
+    ("--lr", "initial learning rate ({cen.learning_rate})", dict(type=positive_float, field="learning_rate")),
+    ("--clipnorm", "gradient norm clip, 0 = off ({cen.clipnorm})", dict(type=non_negative_float, zero_off=True)),
+    ("--weight-decay", "decoupled weight decay, with --optimizer adamw ({cen.weight_decay})",
+     dict(type=non_negative_float)),
+    ("--weight-drop", "DropConnect on the cell's recurrent weights, one mask per batch (Merity et al. 2018) "
+     "({cen.weight_drop}; {ft.weight_drop} from a base)", dict(type=non_negative_float)),
+    ("--patience", "epochs without validation gain before stopping ({cen.patience})", dict(type=positive_int)),
+    ("--ngram-teacher", "mix a cross-fitted Kneser-Ney 5-gram's next-word distribution into each training target "
+     "with this weight (distillation); 0 = off ({cen.ngram_teacher})",
+     dict(type=non_negative_float, metavar="WEIGHT")),
+    ("--sampled-softmax", "train with a softmax over the target and N sampled words instead of the whole "
+     "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full ({cen.sampled_softmax})",
+     dict(type=non_negative_int, metavar="N")),
+))
+
+#: The "federated training (TFF)" group: FederatedConfig, ClientDataConfig and LoopConfig fields, then the
+#: distributed runtime's flags.
+FEDERATED_FLAGS = (
+    field_flag("--algorithm", FederatedConfig, "fedavg | fedsgd | fedatt ({both.algorithm})", default=None),
+    field_flag("--server-optimizer", FederatedConfig, "sgd | nesterov (FedAvgM) | adam (FedAdam) "
+               "({both.server_optimizer}; under --dp the mechanism's own server step)", default=None),
+    field_flag("--server-lr", FederatedConfig, "server learning rate ({both.server_lr}; with --server-optimizer "
+               "alone: {server_lr_table})", type=float, default=None),
+    field_flag("--server-momentum", FederatedConfig, "Nesterov momentum ({both.server_momentum})", type=float,
+               default=None),
+    field_flag("--client-lr", FederatedConfig, "client SGD learning rate ({both.client_lr})", type=float,
+               default=None),
+    field_flag("--client-clipnorm", FederatedConfig, "clip each client step's gradient to this global L2 norm; "
+               "0 = off ({both.client_clipnorm})", zero_off=True, type=non_negative_float, default=None,
+               metavar="NORM"),
+    field_flag("--clients-per-round", FederatedConfig, "K, sampled uniformly; at most the number of training "
+               "clients ({both.clients_per_round})", type=positive_int, default=None),
+    field_flag("--rounds", FederatedConfig, "rounds to run ({both.rounds}); with --resume, the round to reach "
+               "(default: the run's own count)", type=positive_int, default=None),
+    field_flag("--local-epochs", ClientDataConfig, "client epochs per round (%(default)s)", field="epochs",
+               type=positive_int, default=CLIENT.epochs),
+    field_flag("--max-batches", ClientDataConfig, "cap on batches per client and round, drawn from all of the "
+               "client's examples (%(default)s)", type=positive_int, default=CLIENT.max_batches),
+    field_flag("--clip", FederatedConfig, "update clipping, the same for every algorithm: adaptive (TFF's "
+               "adaptive zeroing and quantile clipping, the default), none, or a fixed L2 norm", default=None,
+               metavar="adaptive|none|NORM"),
+    field_flag("--fedatt-p", FederatedConfig, "FedAtt norm order p ({fed.fedatt_p})", type=float, default=None),
+    field_flag("--fedatt-eps", FederatedConfig, "FedAtt step size eps ({fed.fedatt_eps})", type=float,
+               default=None),
+    field_flag("--compression", FederatedConfig, "stochastic 8-bit quantized uploads", action="store_true"),
+    field_flag("--eval-every", LoopConfig, "evaluate held-out clients every N rounds and at the end "
+               "(%(default)s)", type=positive_int, default=LOOP.eval_every),
+    field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds (%(default)s)",
+               type=positive_int, default=LOOP.checkpoint_every),
+    flag("--resume", "continue RUN_DIR from its latest checkpoint", action="store_true"),
+    flag("--workers", "spread each round's clients over these TFF workers (keyboard-lm worker), merged by TFF's "
+         "mergeable context; default: one local worker", metavar="HOST:PORT,..."),
+    flag("--tls-ca", "with --workers: reach the workers over TLS, trusting the CA (PEM) that signed their "
+         "certificate (worker --tls-cert); needs --tls-cert and --tls-key", metavar="FILE"),
+    flag("--tls-cert", "with --tls-ca: the client certificate (PEM) presented to the workers, signed by their "
+         "--tls-client-ca", metavar="FILE"),
+    flag("--tls-key", "with --tls-ca: the client certificate's private key (PEM)", metavar="FILE"),
+    flag("--round-timeout", "with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
+         "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)", type=float,
+         default=None, metavar="S"),
+    flag("--worker-grace", "with --workers: end the run (exit 3, resumable) when a worker has refused "
+         "connections or not answered probes for S seconds (default: {worker_grace:g} s)", type=float,
+         default=None, metavar="S"),
+    flag("--worker-data", "write the training clients' encoded shards to DIR once; each round the workers read "
+         "their clients' data from there instead of receiving it from this process (docs/distributed.md)",
+         metavar="DIR"),
+    flag("--worker-data-root", "where the workers find the --worker-data directory (default: the same path, "
+         "e.g. a shared filesystem)", metavar="PATH"),
+)
+
+#: The user-level DP group: the fields of privacy.config.DPOptions.
+DP_FLAGS = tuple(field_flag(option, DPOptions, text, default=None, **kw) for option, text, kw in (
+    ("--dp", "DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic participation "
+     "schedule, zCDP accounting); unweighted, the DP clip replaces --clip",
+     dict(field="mechanism", choices=("fedavg", "ftrl"))),
+    ("--dp-noise-multiplier", "Gaussian noise std / clip (or give --dp-epsilon)",
+     dict(field="noise_multiplier", type=float, metavar="Z")),
+    ("--dp-epsilon", "calibrate Z so that eps after --rounds rounds is EPS (dp_accounting)",
+     dict(field="target_epsilon", type=float, metavar="EPS")),
+    ("--dp-clip", "L2 clip of each client update", dict(field="clip", type=float, metavar="C")),
+    ("--dp-clip-quantile", "adaptive clip at the Q quantile of update norms (--dp fedavg)",
+     dict(field="clip_quantile", type=float, metavar="Q")),
+    ("--dp-delta", "delta of the reported (eps, delta) (1 / population^1.1)",
+     dict(field="delta", type=float, metavar="D")),
+    ("--dp-sampling", "fedavg: poisson (default) or fixed-size; ftrl: schedule",
+     dict(field="sampling", choices=("poisson", "fixed", "schedule"))),
+    ("--dp-tree-restart", "--dp ftrl: one tree for the whole run (none, the default), a new tree every epoch "
+     "(N // K rounds, so each tree holds a client at most once: lower eps at the same noise, but each finished "
+     "tree's noise stays in the model), or every ROUNDS rounds", dict(field="tree_restart",
+                                                                     metavar="none|epoch|ROUNDS")),
+))
+
+#: Every flag of ``train`` after the data and split flags.
+TRAIN_FLAGS = MAIN_FLAGS + CENTRALIZED_FLAGS + FEDERATED_FLAGS + DP_FLAGS
+
+
+def _split_at(flags, option: str):
+    at = [f.option for f in flags].index(option)
+    return flags[:at], flags[at:]
+
+
 def add_train_args(train: argparse.ArgumentParser, out_required: bool = True) -> None:
-    """Every option of ``train`` (``audit canaries`` trains with the same ones)."""
+    """Every option of ``train`` (``audit canaries`` trains with the same ones), from the flag tables."""
     add_data_args(train)
     add_split_args(train)
-    train.add_argument("--centralized", action="store_true",
-                       help="server-trained baseline: SGD on the pooled training clients (default: federated)")
-    train.add_argument("--model", default=None,
-                       help=f"cifg | si-cifg | lstm | gru ({MODEL.model_type}; with --init-from, the base's)")
-    train.add_argument("--vocab-size", type=positive_int, default=VOCAB_SIZE,
-                       help="incl. 4 special tokens (%(default)s)")
-    train.add_argument("--embedding-dim", type=positive_int, default=None,
-                       help=f"D, tied embedding and projection ({MODEL.embedding_dim}; with --init-from, the base's)")
-    train.add_argument("--units", type=positive_int, default=None,
-                       help=f"H, cell size ({MODEL.units}; with --init-from, the base's)")
-    train.add_argument("--init-from", metavar="base|RUN_DIR", default=None,
-                       help="start from the weights of another run, or of the base model shipped with the "
-                            "package (pretrained on public English text, docs/training.md); default: random")
-    train.add_argument("--init-vocab", choices=INIT_VOCAB, default=None,
-                       help=f"with --init-from: build the vocabulary on this corpus and carry over the rows of "
-                            f"the words the base knows (target), or keep the base's vocabulary (base) "
-                            f"({INIT_VOCAB[0]})")
-    train.add_argument("--quantization-aware", nargs="?", const="dynamic-range",
-                       choices=[q for q in QUANTIZATION if q != "none"], metavar="MODE",
-                       help="train computing with the int8 roundings of export mode MODE (dynamic-range, the "
-                            "default, or weight-only), so the exported model computes exactly what was "
-                            "trained and evaluated")
-    train.add_argument("--seq-len", type=positive_int, default=CEN.seq_len, help="tokens per example (%(default)s)")
-    train.add_argument("--batch-size", type=positive_int, default=None,
-                       help=f"examples per batch (centralized {CEN.batch_size}, federated client batch "
-                            f"{CLIENT.batch_size})")
-    train.add_argument("--out", required=out_required, metavar="RUN_DIR", help="run directory to write")
-    train.add_argument("--overwrite", action="store_true",
-                       help="replace the run already in RUN_DIR, or write into a non-empty directory "
-                            "(default: refuse; only the run's own files are removed)")
-    train.add_argument("--seed", type=non_negative_int, default=CEN.seed,
-                       help="seed of initialization, client sampling and shuffling (%(default)s); the split has "
-                            "--split-seed")
-    train.add_argument("--dropout", type=non_negative_float, default=None,
-                       help=f"dropout on embedding and cell outputs (centralized {CEN.dropout}, "
-                            f"{FT.dropout} from a base; federated {_fed_default('dropout')})")
+    main = [dataclasses.replace(f, kwargs={**f.kwargs, "required": out_required}) if f.option == "--out" else f
+            for f in MAIN_FLAGS]
     cen = train.add_argument_group("centralized training")
-    cen.add_argument("--epochs", type=positive_int, default=None,
-                     help=f"most passes over the pooled data ({CEN.epochs}; {FT.epochs} from a base)")
-    cen.add_argument("--optimizer", default=None, choices=("sgd", "adam", "adamw"),
-                     help=f"({CEN.optimizer})")
-    cen.add_argument("--lr", type=positive_float, default=None, help=f"initial learning rate ({CEN.learning_rate})")
-    cen.add_argument("--clipnorm", type=non_negative_float, default=None,
-                     help=f"gradient norm clip, 0 = off ({CEN.clipnorm})")
-    cen.add_argument("--weight-decay", type=non_negative_float, default=None,
-                     help=f"decoupled weight decay, with --optimizer adamw ({CEN.weight_decay})")
-    cen.add_argument("--weight-drop", type=non_negative_float, default=None,
-                     help="DropConnect on the cell's recurrent weights, one mask per batch "
-                          f"(Merity et al. 2018) ({CEN.weight_drop}; {FT.weight_drop} from a base)")
-    train.add_argument("--weight-average", type=non_negative_float, default=None, metavar="DECAY",
-                       help="keep and evaluate an exponential moving average of the weights with this decay "
-                            f"per step (centralized {CEN.weight_average}) or per round (federated "
-                            f"{FED.weight_average}, 0 with --dp unless given); 0 = off")
-    train.add_argument("--validation-fraction", type=non_negative_float, default=None,
-                       help="share of training clients, never trained on, whose recall@3 picks the epoch or "
-                            "round the run keeps and decays the learning rate; 0 = keep the last "
-                            f"({CEN.validation_fraction}; federated {FED.validation_fraction}, "
-                            "0 with --dp)")
-    train.add_argument("--lr-decay", type=positive_float, default=None,
-                       help="learning-rate factor after an evaluation without validation gain (centralized "
-                            f"{CEN.lr_decay}; federated {FED.lr_decay}, on the client rate)")
-    cen.add_argument("--patience", type=positive_int, default=None,
-                     help=f"epochs without validation gain before stopping ({CEN.patience})")
-    cen.add_argument("--ngram-teacher", type=non_negative_float, default=None, metavar="WEIGHT",
-                     help="mix a cross-fitted Kneser-Ney 5-gram's next-word distribution into each training "
-                          f"target with this weight (distillation); 0 = off ({CEN.ngram_teacher})")
-    cen.add_argument("--sampled-softmax", type=non_negative_int, default=None, metavar="N",
-                     help="train with a softmax over the target and N sampled words instead of the whole "
-                          "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full "
-                          f"({CEN.sampled_softmax})")
-    fed = train.add_argument_group("federated training (TFF)")
-    fed.add_argument("--algorithm", default=None, help=f"fedavg | fedsgd | fedatt ({_fed_default('algorithm')})")
-    fed.add_argument("--server-optimizer", default=None,
-                     help=f"sgd | nesterov (FedAvgM) | adam (FedAdam) ({_fed_default('server_optimizer')}; "
-                          "under --dp the mechanism's own server step)")
-    fed.add_argument("--server-lr", type=float, default=None,
-                     help=f"server learning rate ({_fed_default('server_lr')}; with --server-optimizer "
-                          f"alone: {', '.join(f'{k} {v:g}' for k, v in SERVER_LR.items())})")
-    fed.add_argument("--server-momentum", type=float, default=None,
-                     help=f"Nesterov momentum ({_fed_default('server_momentum')})")
-    fed.add_argument("--client-lr", type=float, default=None,
-                     help=f"client SGD learning rate ({_fed_default('client_lr')})")
-    fed.add_argument("--client-clipnorm", type=non_negative_float, default=None, metavar="NORM",
-                     help=f"clip each client step's gradient to this global L2 norm; 0 = off "
-                          f"({_fed_default('client_clipnorm')})")
-    fed.add_argument("--clients-per-round", type=positive_int, default=None,
-                     help="K, sampled uniformly; at most the number of training clients "
-                          f"({_fed_default('clients_per_round')})")
-    fed.add_argument("--rounds", type=positive_int, default=None,
-                     help=f"rounds to run ({_fed_default('rounds')}); with --resume, the round to reach (default: "
-                          "the run's own count)")
-    fed.add_argument("--local-epochs", type=positive_int, default=CLIENT.epochs,
-                     help="client epochs per round (%(default)s)")
-    fed.add_argument("--max-batches", type=positive_int, default=CLIENT.max_batches,
-                     help="cap on batches per client and round, drawn from all of the client's examples "
-                          "(%(default)s)")
-    fed.add_argument("--clip", default=None, metavar="adaptive|none|NORM",
-                     help="update clipping, the same for every algorithm: adaptive (TFF's adaptive zeroing and "
-                          "quantile clipping, the default), none, or a fixed L2 norm")
-    fed.add_argument("--fedatt-p", type=float, default=None, help=f"FedAtt norm order p ({FED.fedatt_p})")
-    fed.add_argument("--fedatt-eps", type=float, default=None, help=f"FedAtt step size eps ({FED.fedatt_eps})")
-    fed.add_argument("--compression", action="store_true", help="stochastic 8-bit quantized uploads")
-    fed.add_argument("--eval-every", type=positive_int, default=LOOP.eval_every,
-                     help="evaluate held-out clients every N rounds and at the end (%(default)s)")
-    fed.add_argument("--checkpoint-every", type=positive_int, default=LOOP.checkpoint_every,
-                     help="save program state every N rounds (%(default)s)")
-    fed.add_argument("--resume", action="store_true", help="continue RUN_DIR from its latest checkpoint")
-    fed.add_argument("--workers", metavar="HOST:PORT,...",
-                     help="spread each round's clients over these TFF workers (keyboard-lm worker), merged by "
-                          "TFF's mergeable context; default: one local worker")
-    fed.add_argument("--tls-ca", metavar="FILE",
-                     help="with --workers: reach the workers over TLS, trusting the CA (PEM) that signed their "
-                          "certificate (worker --tls-cert); needs --tls-cert and --tls-key")
-    fed.add_argument("--tls-cert", metavar="FILE",
-                     help="with --tls-ca: the client certificate (PEM) presented to the workers, signed by their "
-                          "--tls-client-ca")
-    fed.add_argument("--tls-key", metavar="FILE", help="with --tls-ca: the client certificate's private key (PEM)")
-    fed.add_argument("--round-timeout", type=float, default=None, metavar="S",
-                     help="with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
-                          "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)")
-    fed.add_argument("--worker-grace", type=float, default=None, metavar="S",
-                     help="with --workers: end the run (exit 3, resumable) when a worker has refused connections "
-                          f"or not answered probes for S seconds (default: {WORKER_GRACE:g} s)")
-    fed.add_argument("--worker-data", metavar="DIR",
-                     help="write the training clients' encoded shards to DIR once; each round the workers read "
-                          "their clients' data from there instead of receiving it from this process "
-                          "(docs/distributed.md)")
-    fed.add_argument("--worker-data-root", metavar="PATH",
-                     help="where the workers find the --worker-data directory (default: the same path, "
-                          "e.g. a shared filesystem)")
-    dpg = train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)")
-    dpg.add_argument("--dp", choices=("fedavg", "ftrl"), default=None,
-                     help="DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic "
-                          "participation schedule, zCDP accounting); unweighted, the DP clip replaces --clip")
-    dpg.add_argument("--dp-noise-multiplier", type=float, default=None, metavar="Z",
-                     help="Gaussian noise std / clip (or give --dp-epsilon)")
-    dpg.add_argument("--dp-epsilon", type=float, default=None, metavar="EPS",
-                     help="calibrate Z so that eps after --rounds rounds is EPS (dp_accounting)")
-    dpg.add_argument("--dp-clip", type=float, default=None, metavar="C", help="L2 clip of each client update")
-    dpg.add_argument("--dp-clip-quantile", type=float, default=None, metavar="Q",
-                     help="adaptive clip at the Q quantile of update norms (--dp fedavg)")
-    dpg.add_argument("--dp-delta", type=float, default=None, metavar="D",
-                     help="delta of the reported (eps, delta) (1 / population^1.1)")
-    dpg.add_argument("--dp-sampling", choices=("poisson", "fixed", "schedule"), default=None,
-                     help="fedavg: poisson (default) or fixed-size; ftrl: schedule")
-    dpg.add_argument("--dp-tree-restart", default=None, metavar="none|epoch|ROUNDS",
-                     help="--dp ftrl: one tree for the whole run (none, the default), a new tree every epoch "
-                          "(N // K rounds, so each tree holds a client at most once: lower eps at the same noise, "
-                          "but each finished tree's noise stays in the model), or every ROUNDS rounds")
+    # Added in the order the usage line has always listed them: the three shared flags of both trainers'
+    # keep-best policy sit between the centralized optimizer's flags and --patience.
+    shared, keep = _split_at(main, "--weight-average"), _split_at(CENTRALIZED_FLAGS, "--patience")
+    add_flags(train, shared[0], _HELP)
+    add_flags(cen, keep[0], _HELP)
+    add_flags(train, shared[1], _HELP)
+    add_flags(cen, keep[1], _HELP)
+    add_flags(train.add_argument_group("federated training (TFF)"), FEDERATED_FLAGS, _HELP)
+    add_flags(train.add_argument_group("user-level differential privacy (federated; see docs/privacy.md)"),
+              DP_FLAGS, _HELP)
 
 
 def register(sub) -> None:
