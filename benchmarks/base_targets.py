@@ -63,6 +63,11 @@ def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]
     return [mine[s]["kept"]["recall_at_3"] / theirs[s]["kept"]["recall_at_3"] for s in sorted(mine) if s in theirs]
 
 
+def targets_summary(results: dict, ngrams: dict) -> dict:
+    """{target: summarize(its ratios)} for every target with at least one paired run."""
+    return {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
+
+
 def _fmt(s: dict, digits: int = 4, suffix: str = "") -> str:
     if s["n"] == 1:
         return f"{s['mean']:.{digits}f}{suffix} (1 seed)"
@@ -79,12 +84,12 @@ def report(results: dict, ngrams: dict, seeds: list[int]) -> str:
              "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
              "over seeds (`--seed`; the split is the default one in every run).", "",
              "| target | measured | aim | met |", "|---|---|---:|---|"]
-    for what, row, ref, aim in TARGETS:
-        r = ratios(results, row, ref, ngrams)
-        if not r:
+    summary = targets_summary(results, ngrams)
+    for what, _, _, aim in TARGETS:
+        s = summary.get(what)
+        if s is None:
             lines.append(f"| {what} | not run | {aim:.2f}x | |")
             continue
-        s = summarize(r)
         met = "yes" if s["min"] >= aim else ("on the mean" if s["mean"] >= aim else "no")
         lines.append(f"| {what} | {_fmt(s, 3, 'x')} | {aim:.2f}x | {met} |")
     lines += ["", "| row | command | seeds | held-out recall@3 | recall@1 | perplexity | kept | wall s |",
@@ -143,7 +148,7 @@ def main(argv=None) -> int:
                 results[row][seed] = r
     ngrams = {c: _ngram_on(CORPORA[c]) for c in sorted({ROWS[r][0] for r in ROWS if results[r]})}
     text = report(results, ngrams, seeds)
-    summary = {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
+    summary = targets_summary(results, ngrams)
     paths = _report.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary},
                           text, args.out)
