@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.char_encoder.fit import train_char_encoder
 from keyboard_lm.char_encoder.model import (
-    CharEncoderConfig, build_char_encoder, encode_spellings, train_char_encoder, vocabulary_targets)
+    CharEncoderConfig, build_char_encoder, encode_spellings, vocabulary_targets)
 
 
 def test_shenoy_sizes_fix_parameter_count_and_output_shape():

@@ -26,8 +26,8 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.export.budget import DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
 from keyboard_lm.inference.model_file import METADATA_FILE
 from keyboard_lm.models.run_dir import Run, build_loaded_model, load_run
-from keyboard_lm.char_encoder.model import (
-    N_SPECIAL, CharEncoderConfig, ContextExamples, fit_char_encoder, vocabulary_word_ids)
+from keyboard_lm.char_encoder.fit import fit_char_encoder
+from keyboard_lm.char_encoder.model import N_SPECIAL, CharEncoderConfig, ContextExamples, vocabulary_word_ids
 
 #: Metric keys copied into the encoder file (numbers describing held-out words, never the words).
 _SHIPPED_METRICS = ("heldout_mse", "heldout_mse_mean_row", "heldout_context_ce", "heldout_context_ce_true_row", "heldout_recall_at_3",

@@ -1,0 +1,581 @@
+"""Fitting the char encoder: MSE to the tied rows and, given contexts, in-context cross-entropy.
+
+``fit_char_encoder`` holds out a seeded share of the words, trains, evaluates every epoch on what was held out
+(MSE, in-context cross-entropy and recall@3, false suggestions, and the joint softmax with the vocabulary) and
+keeps the best epoch; ``train_char_encoder`` is its short form. The encoder itself is in ``model``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Callable
+
+import numpy as np
+import tensorflow as tf
+
+from keyboard_lm.char_encoder.model import (
+    FALSE_SUGGESTION_POSITIONS, JOINT_POSITIONS, N_SPECIAL, CharEncoderConfig, CharEncoderFit, ContextExamples,
+    build_char_encoder, context_statistics, encode_spellings, third_best_excluding, top4_non_special)
+from keyboard_lm.errors import ConfigError
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, x)
+
+
+def _logsumexp(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(z, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return np.squeeze(top, axis) + np.log(np.sum(np.exp(z - top), axis=axis))
+
+
+def _encode_all(encoder: tf.keras.Model, spellings: np.ndarray, batch: int = 4096) -> np.ndarray:
+    if not len(spellings):
+        return np.zeros((0, encoder.output_shape[-1]), np.float32)
+    return np.concatenate([encoder(spellings[a:a + batch], training=False).numpy()
+                           for a in range(0, len(spellings), batch)])
+
+
+def _mean(x) -> float:
+    return float(np.mean(x)) if np.size(x) else float("nan")
+
+
+class _JointEvaluation:
+    """The device's situation on held-out text: every held-out word is a personal word at once.
+
+    At a fixed sample of positions (any target), the held-out words' columns are
+    replaced by h . enc(word) and everything else is the frozen model's.  Its
+    cross-entropy and recall@3 (special tokens excluded) count both sides: a
+    held-out word must win where it follows and lose where it does not, so an
+    encoder cannot score by giving every word a large generic vector.  The
+    references are the model itself (``_true_row``) and the closed vocabulary
+    with the held-out words removed (``_removed``: they can never be suggested).
+    """
+
+    def __init__(self, contexts: ContextExamples, positions: np.ndarray, held_ids: np.ndarray, chunk: int = 2048):
+        v = contexts.table.shape[0]
+        self.h = contexts.outputs[positions]
+        self.targets = contexts.targets[positions]
+        held_local = np.full(v, -1, np.int64)
+        held_local[held_ids] = np.arange(len(held_ids))
+        self.target_local = held_local[self.targets]  # -1: the target is not a held-out word
+        self.held_target = self.target_local >= 0
+        n = len(positions)
+        self.free_lse = np.empty(n, np.float32)  # over the frozen columns that stay (specials included)
+        self.frozen_target = np.empty(n, np.float32)
+        self.free_top_vals = np.empty((n, 4), np.float32)  # non-special frozen columns that stay
+        self.free_top_ids = np.empty((n, 4), np.int64)
+        true_ce, true_hit, removed_hit = np.empty(n), np.empty(n, bool), np.empty(n, bool)
+        table_t = np.ascontiguousarray(contexts.table.T)
+        for a in range(0, n, chunk):
+            b = min(n, a + chunk)
+            z = self.h[a:b] @ table_t
+            rows, t = np.arange(b - a), self.targets[a:b]
+            zt = z[rows, t]
+            self.frozen_target[a:b] = zt
+            true_ce[a:b] = _logsumexp(z) - zt
+            vals, ids = top4_non_special(z)
+            true_hit[a:b] = zt >= third_best_excluding(vals, ids, t)
+            z[:, held_ids] = -np.inf
+            self.free_lse[a:b] = _logsumexp(z)
+            vals, ids = top4_non_special(z)
+            self.free_top_vals[a:b], self.free_top_ids[a:b] = vals, ids
+            removed_hit[a:b] = ~self.held_target[a:b] & (zt >= third_best_excluding(vals, ids, t))
+        self.references = {
+            "heldout_joint_ce_true_row": _mean(true_ce), "heldout_joint_recall_at_3_true_row": _mean(true_hit),
+            "heldout_joint_word_recall_at_3_true_row": _mean(true_hit[self.held_target]),
+            "heldout_joint_recall_at_3_removed": _mean(removed_hit), "heldout_joint_positions": n,
+            "heldout_joint_word_positions": int(self.held_target.sum()),
+        }
+
+    def __call__(self, held_embeddings: np.ndarray) -> dict:
+        scores = self.h @ held_embeddings.T  # [n, held]
+        rows = np.flatnonzero(self.held_target)
+        s_t = self.frozen_target.copy()
+        s_t[rows] = scores[rows, self.target_local[rows]]
+        ce = np.logaddexp(self.free_lse, _logsumexp(scores)) - s_t
+        # competitors above the target: the 3 best remaining frozen columns (the target's own left out) ...
+        own = self.free_top_ids == self.targets[:, None]
+        ranked = np.where(own, -np.inf, self.free_top_vals)
+        ranked = -np.sort(-ranked, axis=1)[:, :3]
+        above = (ranked > s_t[:, None]).sum(1)
+        # ... and the held-out words' encodings (the target's own score is not above itself)
+        above += (scores > s_t[:, None]).sum(1)
+        hit = above < 3
+        return {"heldout_joint_ce": _mean(ce), "heldout_joint_recall_at_3": _mean(hit),
+                "heldout_joint_word_recall_at_3": _mean(hit[self.held_target]), **self.references}
+
+
+def fit_char_encoder(
+    words,
+    embeddings: np.ndarray,
+    *,
+    word_ids=None,
+    contexts: ContextExamples | None = None,
+    config: CharEncoderConfig = CharEncoderConfig(),
+    epochs: int = 30,
+    batch_size: int = 128,
+    context_batch_size: int = 512,
+    learning_rate: float = 3e-3,
+    mse_weight: float = 1.0,
+    context_weight: float = 1.0,
+    context_loss: str = "shared",
+    personal_share: float = 0.1,
+    heldout_fraction: float = 0.1,
+    select_by: str | None = None,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> CharEncoderFit:
+    """Train the encoder on MSE to the tied rows and, given ``contexts``, on in-context cross-entropy.
+
+    Args:
+      words: spellings (special tokens excluded by the caller; see ``vocabulary_word_ids``).
+      embeddings: float [len(words), embedding_dim], the MSE targets: rows of the frozen tied table.
+      word_ids: vocabulary id of each word (needed with ``contexts``).
+      contexts: frozen-model outputs and next-word ids; positions whose target is a
+        special token, or not among ``words``, are skipped.
+      mse_weight, context_weight: loss = mse_weight * MSE + context_weight * in-context CE
+        (context_weight 0 with contexts: MSE-only training, in-context metrics still reported).
+      context_loss: which vocabulary columns the encoder's logits replace in the in-context softmax.
+        ``"target"``: at each position only the target's own column, h_t . enc(w_t) against
+        the other V - 1 true logits.  Nothing in it asks a word's encoding to *lose* where
+        another word follows, and it is won by giving every word one large generic vector
+        (measured: held-out words then enter the top 3 at most positions where they are not
+        the next word).  ``"shared"`` (default): the targets of a
+        ``personal_share`` of each batch's positions are its personal words; their columns
+        are replaced at every position of the batch and the cross-entropy is taken at all of
+        them, so an encoding must win where its word follows and lose where ordinary text
+        goes on -- the device's situation, where personal words compete at every position
+        and most next words are not personal.  ``personal_share`` 1 makes every target of
+        the batch personal, and inflating all encodings together then pays again
+        (measured), so keep it near the share of personal words in a user's text.
+      heldout_fraction: seeded share of ``words`` held out: never an MSE target nor an
+        in-context target; their positions measure zero-shot quality.
+      select_by: which epoch is kept: ``"joint"`` (lowest held-out joint cross-entropy, see
+        ``_JointEvaluation``; the default with contexts), ``"context"`` (lowest held-out
+        in-context cross-entropy with only the target's column replaced), ``"mse"`` (lowest
+        held-out MSE; the default without contexts) or ``"last"``.
+      seed: seed of the held-out choice, initialization and shuffling.
+      log: called with one line per epoch.
+    """
+    words = list(words)
+    embeddings = np.asarray(embeddings, np.float32)
+    _check_fit_arguments(words, embeddings, contexts, config, epochs=epochs, batch_size=batch_size,
+                         context_batch_size=context_batch_size, learning_rate=learning_rate, mse_weight=mse_weight,
+                         context_weight=context_weight, heldout_fraction=heldout_fraction, context_loss=context_loss,
+                         personal_share=personal_share)
+    use_context = contexts is not None and context_weight > 0
+    x = encode_spellings(words, config.max_bytes)
+    split = _heldout_split(len(words), heldout_fraction, seed)
+    references = {}
+    if split.n_held:
+        mean_row = embeddings[split.train_index].mean(0)
+        references["heldout_mse_mean_row"] = _mean((embeddings[split.heldout_index] - mean_row) ** 2)
+    positions = _ContextPositions(contexts, word_ids, split, config.embedding_dim, use_context, seed)
+    references.update(positions.references)
+    select_by = _resolve_select_by(select_by, positions, split.n_held)
+    evaluate = _Evaluator(x, embeddings, split, positions, references)
+
+    tf.keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng([seed, 2])
+    encoder = build_char_encoder(config)
+    optimizer = tf.keras.optimizers.Adam(learning_rate)
+    optimizer.build(encoder.trainable_variables)
+    train_step = _train_step(encoder, optimizer, contexts, config, use_context=use_context, context_loss=context_loss,
+                             mse_weight=mse_weight, context_weight=context_weight)
+    batches = _Batches(x, embeddings, split.train_index, positions, rng, use_context=use_context,
+                       context_loss=context_loss, personal_share=personal_share, batch_size=batch_size,
+                       context_batch_size=context_batch_size)
+    history, best_epoch = _train_epochs(encoder, train_step, batches, evaluate, epochs=epochs, select_by=select_by,
+                                        use_context=use_context, log=log)
+    settings = _fit_settings(config, contexts, split, positions, epochs=epochs, best_epoch=best_epoch,
+                             batch_size=batch_size, context_batch_size=context_batch_size,
+                             learning_rate=learning_rate, mse_weight=mse_weight, context_weight=context_weight,
+                             context_loss=context_loss, personal_share=personal_share,
+                             heldout_fraction=heldout_fraction, seed=seed, select_by=select_by)
+    return CharEncoderFit(encoder, history, best_epoch, split.train_index, split.heldout_index, settings)
+
+
+def _check_fit_arguments(words: list, embeddings: np.ndarray, contexts: ContextExamples | None,
+                         config: CharEncoderConfig, *, epochs: int, batch_size: int, context_batch_size: int,
+                         learning_rate: float, mse_weight: float, context_weight: float, heldout_fraction: float,
+                         context_loss: str, personal_share: float) -> None:
+    """Raise ConfigError on the first of ``fit_char_encoder``'s arguments that is wrong on its own."""
+    if len(words) != len(embeddings):
+        raise ConfigError(f"{len(words)} words but {len(embeddings)} embedding rows")
+    if embeddings.ndim != 2 or embeddings.shape[1] != config.embedding_dim:
+        raise ConfigError(f"embeddings are {embeddings.shape[1] if embeddings.ndim == 2 else embeddings.shape}-dim, "
+                          f"char encoder expects {config.embedding_dim}")
+    for name, value in (("epochs", epochs), ("batch_size", batch_size), ("context_batch_size", context_batch_size)):
+        if value < 1:
+            raise ConfigError(f"char encoder {name} must be >= 1, got {value}")
+    if not learning_rate > 0:
+        raise ConfigError(f"char encoder learning_rate must be > 0, got {learning_rate}")
+    if not (mse_weight >= 0 and context_weight >= 0):
+        raise ConfigError(f"loss weights must be >= 0, got mse_weight {mse_weight}, context_weight {context_weight}")
+    if not 0.0 <= heldout_fraction < 1.0:
+        raise ConfigError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
+    if context_loss not in ("target", "shared"):
+        raise ConfigError(f"context_loss must be 'target' or 'shared', got {context_loss!r}")
+    if not 0.0 < personal_share <= 1.0:
+        raise ConfigError(f"personal_share must be in (0, 1], got {personal_share}")
+    use_context = contexts is not None and context_weight > 0
+    if not (mse_weight > 0 or use_context):
+        raise ConfigError("nothing to train: mse_weight is 0 and there is no in-context term "
+                          "(give contexts and a context_weight > 0)")
+    if not words:
+        raise ConfigError("no words to train the char encoder on")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _HeldoutSplit:
+    """Which of the given words are trained on and which are held out (sorted indices into the given order)."""
+
+    train_index: np.ndarray
+    heldout_index: np.ndarray
+    is_held: np.ndarray  # [len(words)] bool
+
+    @property
+    def n_held(self) -> int:
+        return len(self.heldout_index)
+
+
+def _heldout_split(n_words: int, fraction: float, seed: int) -> _HeldoutSplit:
+    """Hold out ``fraction`` of the words by a seeded permutation of the given order, drawn before anything else."""
+    n_held = 0
+    if fraction:
+        n_held = max(1, int(round(n_words * fraction)))
+        if n_held >= n_words:
+            raise ConfigError(f"{n_words} words are too few to hold out {fraction:.0%} and train on the rest")
+    perm = np.random.default_rng(seed).permutation(n_words)
+    heldout_index, train_index = np.sort(perm[:n_held]), np.sort(perm[n_held:])
+    is_held = np.zeros(n_words, bool)
+    is_held[heldout_index] = True
+    return _HeldoutSplit(train_index, heldout_index, is_held)
+
+
+def _checked_word_ids(word_ids, n_words: int, contexts: ContextExamples, embedding_dim: int) -> np.ndarray:
+    """The words' vocabulary ids as int64, or ConfigError if they cannot index ``contexts``' table one to one."""
+    if word_ids is None:
+        raise ConfigError("in-context training needs word_ids: the vocabulary id of each word")
+    word_ids = np.asarray(word_ids, np.int64)
+    v = contexts.table.shape[0]
+    if word_ids.shape != (n_words,):
+        raise ConfigError(f"{len(word_ids)} word ids for {n_words} words")
+    if contexts.table.shape[1] != embedding_dim:
+        raise ConfigError(f"context embedding table is {contexts.table.shape[1]}-dim, "
+                          f"char encoder expects {embedding_dim}")
+    if word_ids.min() < N_SPECIAL or word_ids.max() >= v:
+        raise ConfigError(f"word ids must be non-special vocabulary ids in [{N_SPECIAL}, {v})")
+    if len(np.unique(word_ids)) != n_words:
+        raise ConfigError("word ids repeat: each word needs its own vocabulary id")
+    return word_ids
+
+
+class _ContextPositions:
+    """The context positions whose next word is one of the given words, and the frozen model's numbers there.
+
+    ``usable``: every such position; ``train_pos``/``held_pos``: those of training/held-out words;
+    ``fs_pos``: a seeded sample (any usable target) where the held-out words must not reach the top 3;
+    ``joint``: the joint held-out evaluation.  ``stats`` (rows by ``row_of``) is ``context_statistics``
+    of the usable positions and ``references`` what the table's true rows score on the held-out metrics.
+    Without contexts every set is empty and there is no reference.
+    """
+
+    def __init__(self, contexts: ContextExamples | None, word_ids, split: _HeldoutSplit, embedding_dim: int,
+                 use_context: bool, seed: int):
+        self.contexts, self.word_ids, self.joint = contexts, None, None
+        self.usable = self.train_pos = self.held_pos = self.fs_pos = np.zeros(0, np.int64)
+        self.references = {}
+        if contexts is None:
+            return
+        self.word_ids = _checked_word_ids(word_ids, len(split.is_held), contexts, embedding_dim)
+        word_of_id = np.full(contexts.table.shape[0], -1, np.int64)
+        word_of_id[self.word_ids] = np.arange(len(self.word_ids))
+        self.pos_word = word_of_id[contexts.targets]  # -1: a special token or a word not given
+        self.usable = np.flatnonzero(self.pos_word >= 0)
+        self.train_pos = self.usable[~split.is_held[self.pos_word[self.usable]]]
+        self.held_pos = self.usable[split.is_held[self.pos_word[self.usable]]]
+        if use_context and not len(self.train_pos):
+            raise ConfigError("no in-context training position: every target is a special token, "
+                              "a held-out word or not among the words")
+        self.stats = context_statistics(contexts.table, contexts.outputs[self.usable], contexts.targets[self.usable])
+        self.row_of = np.full(len(contexts.targets), -1, np.int64)  # position -> row of ``stats``
+        self.row_of[self.usable] = np.arange(len(self.usable))
+        self.held_ids = self.word_ids[split.heldout_index]
+        if split.n_held and len(self.usable):
+            self._sample_heldout_evaluation(seed)
+        if len(self.held_pos):  # the 3rd best rival logit and the others' logsumexp at each held-out position
+            r = self.row_of[self.held_pos]
+            self.held_thr = third_best_excluding(self.stats["top_vals"][r], self.stats["top_ids"][r],
+                                                 contexts.targets[self.held_pos])
+            self.held_others_lse = self.stats["others_lse"][r]
+        self.references = self._true_row_references()
+
+    def _sample_heldout_evaluation(self, seed: int):
+        """Draw the false-suggestion and the joint positions, in this order, from generator [seed, 1]."""
+        sample_rng = np.random.default_rng([seed, 1])
+        n = len(self.usable)
+        self.fs_pos = np.sort(sample_rng.choice(self.usable, min(n, FALSE_SUGGESTION_POSITIONS), replace=False))
+        joint_pos = np.sort(sample_rng.choice(self.usable, min(n, JOINT_POSITIONS), replace=False))
+        self.joint = _JointEvaluation(self.contexts, joint_pos, self.held_ids)
+        r = self.row_of[self.fs_pos]
+        self.fs_thr = third_best_excluding(self.stats["top_vals"][r][:, None, :], self.stats["top_ids"][r][:, None, :],
+                                           self.held_ids[None, :])  # [positions, held-out words]
+        self.fs_other = self.contexts.targets[self.fs_pos][:, None] != self.held_ids[None, :]
+
+    def _true_row_references(self) -> dict:
+        """The held-out in-context metrics of the frozen model itself: the table's true rows as the encodings."""
+        references = dict(self.joint.references) if self.joint is not None else {}
+        if len(self.held_pos):
+            true_logit = self.stats["true_logit"][self.row_of[self.held_pos]]
+            references["heldout_context_ce_true_row"] = _mean(_softplus(self.held_others_lse - true_logit))
+            references["heldout_recall_at_3_true_row"] = _mean(true_logit >= self.held_thr)
+        if len(self.fs_pos):
+            true_scores = self.contexts.outputs[self.fs_pos] @ self.contexts.table[self.held_ids].T
+            references["heldout_false_top3_rate_true_row"] = _mean((true_scores >= self.fs_thr)[self.fs_other])
+        return references
+
+    def metrics(self, enc: np.ndarray, heldout_index: np.ndarray) -> dict:
+        """The held-out in-context metrics of ``enc``, the encodings of all the given words."""
+        m = {}
+        if len(self.held_pos):
+            s = np.einsum("nd,nd->n", self.contexts.outputs[self.held_pos], enc[self.pos_word[self.held_pos]])
+            m["heldout_context_ce"] = _mean(_softplus(self.held_others_lse - s))
+            m["heldout_recall_at_3"] = _mean(s >= self.held_thr)
+        if len(self.fs_pos):
+            scores = self.contexts.outputs[self.fs_pos] @ enc[heldout_index].T
+            m["heldout_false_top3_rate"] = _mean((scores >= self.fs_thr)[self.fs_other])
+        if self.joint is not None:
+            m.update(self.joint(enc[heldout_index]))
+        return m
+
+
+def _resolve_select_by(select_by: str | None, positions: _ContextPositions, n_held: int) -> str:
+    """The rule that picks the kept epoch: the given one if the data can measure it, else ConfigError."""
+    if select_by is None:
+        select_by = "joint" if positions.joint is not None else ("mse" if n_held else "last")
+    needs = {"joint": positions.joint is not None, "context": len(positions.held_pos) > 0, "mse": n_held > 0,
+             "last": True}
+    if select_by not in needs:
+        raise ConfigError(f"select_by must be 'joint', 'context', 'mse' or 'last', got {select_by!r}")
+    if not needs[select_by]:
+        raise ConfigError(f"select_by {select_by!r} needs held-out words" +
+                          (" with in-context positions (contexts and heldout_fraction > 0)" if select_by != "mse" else
+                           " (heldout_fraction > 0)"))
+    return select_by
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _Evaluator:
+    """One epoch's metrics of an encoder: the words' MSE, the held-out in-context metrics and the references."""
+
+    spellings: np.ndarray
+    embeddings: np.ndarray
+    split: _HeldoutSplit
+    positions: _ContextPositions
+    references: dict
+
+    def __call__(self, encoder: tf.keras.Model) -> dict:
+        enc = _encode_all(encoder, self.spellings)
+        train, held = self.split.train_index, self.split.heldout_index
+        m = {"train_words_mse": _mean((enc[train] - self.embeddings[train]) ** 2)}
+        if self.split.n_held:
+            m["heldout_mse"] = _mean((enc[held] - self.embeddings[held]) ** 2)
+        return {**m, **self.positions.metrics(enc, held), **self.references}
+
+
+def _train_step(encoder: tf.keras.Model, optimizer, contexts: ContextExamples | None, config: CharEncoderConfig, *,
+                use_context: bool, context_loss: str, mse_weight: float, context_weight: float):
+    """The compiled step (word batch, context batch) -> (loss, mse, ce) that applies one optimizer update.
+
+    Its arguments are those ``_Batches.epoch`` yields; the context ones are empty without the in-context term.
+    """
+    length, dim = config.max_bytes + 2, config.embedding_dim
+    vocab_size = contexts.table.shape[0] if contexts is not None else 0
+    table_t = tf.constant(contexts.table) if use_context and context_loss == "shared" else None
+
+    def context_term(xc, hc, mc, uids, labels):
+        if context_loss == "target":
+            # only the target's column is the encoder's: softplus(logsumexp(others) - h . enc(target))
+            s = tf.reduce_sum(hc * encoder(xc, training=True), axis=-1)
+            return tf.reduce_mean(tf.nn.softplus(mc - s))
+        # the personal words' columns are their encodings at every position of the batch
+        frozen = tf.matmul(hc, table_t, transpose_b=True)  # [B, V]
+        frozen += -1e9 * tf.scatter_nd(uids[:, None], tf.ones_like(uids, tf.float32), [vocab_size])
+        personal = tf.matmul(hc, encoder(xc, training=True), transpose_b=True)  # [B, personal words]
+        logits = tf.concat([frozen, personal], axis=1)
+        return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels, logits))
+
+    @tf.function(input_signature=[tf.TensorSpec([None, length], tf.int32), tf.TensorSpec([None, dim], tf.float32),
+                                  tf.TensorSpec([None, length], tf.int32), tf.TensorSpec([None, dim], tf.float32),
+                                  tf.TensorSpec([None], tf.float32), tf.TensorSpec([None], tf.int32),
+                                  tf.TensorSpec([None], tf.int32)])
+    def train_step(xw, yw, xc, hc, mc, uids, labels):
+        with tf.GradientTape() as tape:
+            mse = tf.reduce_mean(tf.square(encoder(xw, training=True) - yw))
+            ce = context_term(xc, hc, mc, uids, labels) if use_context else tf.constant(0.0)
+            loss = mse_weight * mse + context_weight * ce
+        grads = tape.gradient(loss, encoder.trainable_variables)
+        optimizer.apply_gradients(zip(grads, encoder.trainable_variables))
+        return loss, mse, ce
+
+    return train_step
+
+
+class _Batches:
+    """The train step's arguments, batch by batch: MSE word batches and, with the in-context term, position batches.
+
+    In context an epoch is one pass over the shuffled training positions, with word batches drawn from an endless
+    stream reshuffled each pass; MSE only, an epoch is exactly one pass over the training words.
+    """
+
+    def __init__(self, spellings: np.ndarray, embeddings: np.ndarray, train_index: np.ndarray,
+                 positions: _ContextPositions, rng: np.random.Generator, *, use_context: bool, context_loss: str,
+                 personal_share: float, batch_size: int, context_batch_size: int):
+        self.spellings, self.embeddings, self.train_index = spellings, embeddings, train_index
+        self.positions, self.rng, self.use_context = positions, rng, use_context
+        self.context_loss, self.personal_share = context_loss, personal_share
+        self.batch_size, self.context_batch_size = batch_size, context_batch_size
+        contexts = positions.contexts
+        self.vocab_size = contexts.table.shape[0] if contexts is not None else 0
+        self.steps = (math.ceil(len(positions.train_pos) / context_batch_size) if use_context
+                      else math.ceil(len(train_index) / batch_size))
+        self.empty_x = np.zeros((0, spellings.shape[1]), np.int32)
+        self.empty_h = np.zeros((0, embeddings.shape[1]), np.float32)
+        self.empty_i, self.empty_f = np.zeros(0, np.int32), np.zeros(0, np.float32)
+        self.words = self._word_stream()
+
+    def _word_stream(self):
+        while True:  # reshuffled each pass, so every training word is drawn equally often
+            yield from self.rng.permutation(self.train_index)
+
+    def epoch(self):
+        """Yield the train-step arguments of each of the epoch's ``steps`` batches."""
+        order = self.rng.permutation(self.positions.train_pos) if self.use_context else None
+        for i in range(self.steps):
+            if self.use_context:
+                wb = np.fromiter(self.words, np.int64, count=self.batch_size)
+                batch = self._context_batch(order[i * self.context_batch_size:(i + 1) * self.context_batch_size])
+            else:
+                wb = np.fromiter(self.words, np.int64,
+                                 count=min(self.batch_size, len(self.train_index) - i * self.batch_size))
+                batch = (self.empty_x, self.empty_h, self.empty_f, self.empty_i, self.empty_i)
+            yield (self.spellings[wb], self.embeddings[wb], *batch)
+        if not self.use_context:
+            self.words = self._word_stream()  # MSE only: the next epoch starts a fresh pass
+
+    def _context_batch(self, pos: np.ndarray) -> tuple:
+        """(spellings, outputs, others' logsumexp, personal word ids, labels) of the positions ``pos``."""
+        p, contexts = self.positions, self.positions.contexts
+        hc = contexts.outputs[pos]
+        if self.context_loss == "target":
+            return self.spellings[p.pos_word[pos]], hc, p.stats["others_lse"][p.row_of[pos]], self.empty_i, self.empty_i
+        # the batch's personal words: the targets of its first personal_share of positions (the order is shuffled)
+        personal = np.unique(p.pos_word[pos[:max(1, round(self.personal_share * len(pos)))]])
+        local = np.searchsorted(personal, p.pos_word[pos])
+        is_personal = personal[np.minimum(local, len(personal) - 1)] == p.pos_word[pos]
+        labels = np.where(is_personal, self.vocab_size + local, contexts.targets[pos]).astype(np.int32)
+        return self.spellings[personal], hc, self.empty_f, p.word_ids[personal].astype(np.int32), labels
+
+
+def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evaluate: _Evaluator, *, epochs: int,
+                  select_by: str, use_context: bool, log: Callable[[str], None] | None) -> tuple[list[dict], int]:
+    """Train and evaluate epoch by epoch, then restore the kept epoch's weights: (history, kept epoch)."""
+    history = [{"epoch": 0, **evaluate(encoder)}]
+    best, best_weights = None, None
+    for epoch in range(1, epochs + 1):
+        started = time.time()
+        sums = np.zeros(3)
+        for batch in batches.epoch():
+            sums += [float(v) for v in train_step(*batch)]
+        loss, mse, ce = sums / batches.steps
+        if not math.isfinite(loss):
+            raise ConfigError(f"char encoder training diverged at epoch {epoch} (loss {loss}); "
+                              "lower the learning rate")
+        row = {"epoch": epoch, "train_loss": loss, "train_mse": mse,
+               **({"train_context_ce": ce} if use_context else {}), **evaluate(encoder),
+               "seconds": round(time.time() - started, 2)}
+        history.append(row)
+        score = {"joint": row.get("heldout_joint_ce"), "context": row.get("heldout_context_ce"),
+                 "mse": row.get("heldout_mse"), "last": -epoch}[select_by]
+        improved = best is None or score < best[0]
+        if improved:
+            best = (score, epoch)
+            best_weights = [w.copy() for w in encoder.get_weights()]
+        if log:
+            log(_epoch_line(row, epochs, improved and select_by != "last"))
+    encoder.set_weights(best_weights)
+    return history, best[1]
+
+
+def _fit_settings(config: CharEncoderConfig, contexts: ContextExamples | None, split: _HeldoutSplit,
+                  positions: _ContextPositions, *, epochs: int, best_epoch: int, batch_size: int,
+                  context_batch_size: int, learning_rate: float, mse_weight: float, context_weight: float,
+                  context_loss: str, personal_share: float, heldout_fraction: float, seed: int,
+                  select_by: str) -> dict:
+    """The fit's settings and sizes, numbers only (they ship in the encoder file)."""
+    return {"epochs": epochs, "best_epoch": best_epoch, "batch_size": batch_size,
+            "context_batch_size": context_batch_size, "learning_rate": learning_rate, "mse_weight": mse_weight,
+            "context_weight": context_weight if contexts is not None else 0.0,
+            "context_loss_shared": int(context_loss == "shared"), "personal_share": personal_share,
+            "heldout_fraction": heldout_fraction, "seed": seed, "words": len(split.is_held),
+            "train_words": len(split.train_index), "heldout_words": split.n_held,
+            "positions": int(len(contexts.targets)) if contexts is not None else 0,
+            "train_positions": int(len(positions.train_pos)), "heldout_positions": int(len(positions.held_pos)),
+            "skipped_positions": int(len(contexts.targets) - len(positions.usable)) if contexts is not None else 0,
+            # numbers only (the settings ship in the encoder file): 0 last, 1 mse, 2 context, 3 joint
+            "selected_by": ["last", "mse", "context", "joint"].index(select_by),
+            **{k: getattr(config, k) for k in ("byte_dim", "channels", "kernel", "max_bytes", "embedding_dim")}}
+
+
+def _epoch_line(row: dict, epochs: int, best: bool) -> str:
+    parts = [f"char encoder epoch {row['epoch']}/{epochs}  train loss {row['train_loss']:.4f}"]
+    if "heldout_mse" in row:
+        parts.append(f"held-out mse {row['heldout_mse']:.5f} (mean row {row['heldout_mse_mean_row']:.5f})")
+    if "heldout_context_ce" in row:
+        parts.append(f"in-context ce {row['heldout_context_ce']:.3f} (true rows {row['heldout_context_ce_true_row']:.3f})")
+        parts.append(f"zero-shot recall@3 {row['heldout_recall_at_3']:.4f} (true rows "
+                     f"{row['heldout_recall_at_3_true_row']:.4f})")
+    if "heldout_false_top3_rate" in row:
+        parts.append(f"false top-3 {row['heldout_false_top3_rate']:.5f} "
+                     f"(true rows {row['heldout_false_top3_rate_true_row']:.5f})")
+    if "heldout_joint_ce" in row:
+        parts.append(f"joint ce {row['heldout_joint_ce']:.3f} (true rows {row['heldout_joint_ce_true_row']:.3f})  "
+                     f"joint recall@3 {row['heldout_joint_recall_at_3']:.4f} (true rows "
+                     f"{row['heldout_joint_recall_at_3_true_row']:.4f}, removed "
+                     f"{row['heldout_joint_recall_at_3_removed']:.4f})")
+    return "  ".join(parts) + f"  ({row['seconds'] if 'seconds' in row else 0:.0f}s){'  *best' if best else ''}"
+
+
+def train_char_encoder(
+    words,
+    embeddings: np.ndarray,
+    *,
+    config: CharEncoderConfig = CharEncoderConfig(),
+    epochs: int = 30,
+    batch_size: int = 128,
+    learning_rate: float = 3e-3,
+    seed: int = 0,
+    word_ids=None,
+    contexts: ContextExamples | None = None,
+    context_weight: float = 1.0,
+    context_loss: str = "shared",
+    heldout_fraction: float = 0.0,
+    log: Callable[[str], None] | None = None,
+) -> tuple[tf.keras.Model, list[float]]:
+    """Fit the encoder so encoder(spelling of w) ~= E[w] for in-vocabulary words (and, with ``contexts``,
+    so that it predicts them in context); ``fit_char_encoder`` has the options and the full report.
+
+    Args:
+      words: spellings (special tokens excluded by the caller).
+      embeddings: float [len(words), embedding_dim], rows of the frozen tied table.
+    Returns:
+      (encoder, per-epoch mean training loss).
+    """
+    fit = fit_char_encoder(words, embeddings, word_ids=word_ids, contexts=contexts, config=config, epochs=epochs,
+                           batch_size=batch_size, learning_rate=learning_rate, context_weight=context_weight,
+                           context_loss=context_loss, heldout_fraction=heldout_fraction, seed=seed, log=log)
+    return fit.encoder, fit.train_losses
