@@ -58,7 +58,15 @@ def _finished(run_dir: str) -> bool:
     if not os.path.exists(path):
         return False
     with open(path, encoding="utf-8") as f:
-        return bool(json.load(f).get("final_metrics"))
+        return _completed(json.load(f))
+
+
+def _completed(info: dict) -> bool:
+    """Whether a run.json is of a run that did all its rounds: a federated run stopped early (SIGTERM, a lost
+    worker) writes its final metrics too, at the round it reached, and is resumed rather than read as done."""
+    federated = info.get("federated")
+    rounds_left = federated is not None and info.get("rounds_done", 0) < federated.get("rounds", 0)
+    return bool(info.get("final_metrics")) and not rounds_left
 
 
 def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:
@@ -109,7 +117,7 @@ def _collect(run_dir: str) -> dict | None:
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
         info = json.load(f)
     return {"run_dir": run_dir, "command": info.get("command"), "curve": curve, "kept": kept,
-            "finished": bool(info.get("final_metrics")), "seconds": curve[-1]["seconds"]}
+            "finished": _completed(info), "seconds": curve[-1]["seconds"]}
 
 
 def rank(results: dict, recipes: list[str], corpora: list[str]) -> list[dict]:

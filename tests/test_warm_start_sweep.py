@@ -53,6 +53,18 @@ def test_unfinished_run_is_marked_and_resumed(tmp_path):
     assert not sweep._finished(os.path.join(str(tmp_path), "missing"))
 
 
+def test_a_run_stopped_before_its_last_round_is_not_done(tmp_path):
+    """A SIGTERM'd federated run writes final metrics at the round it reached: it is resumed, not read as done."""
+    run_dir = _run(tmp_path, "s", [(25, 0.2, 0.2)])
+    info = json.loads(open(os.path.join(run_dir, "run.json"), encoding="utf-8").read())
+    for done, complete in ((176, False), (350, True)):
+        info.update(rounds_done=done, federated={"rounds": 350})
+        with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
+            json.dump(info, f)
+        assert sweep._finished(run_dir) is complete
+        assert sweep._collect(run_dir)["finished"] is complete
+
+
 def test_a_stopped_run_is_resumed_without_init_from(tmp_path):
     """`train` refuses --init-from with --resume: the continuation names only the run and the corpus."""
     from keyboard_lm.cli.main import build_parser
