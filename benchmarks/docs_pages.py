@@ -60,8 +60,9 @@ def option_tables() -> str:
                 names += " " + "|".join(map(str, action.choices))
             default = "" if action.default is None or action.default is False or action.nargs == 0 \
                 or action.default == argparse.SUPPRESS else action.default
+            # argparse's own expansion: %(name)s from the action, %% a literal percent sign
             help_text = (action.help or "") % {**vars(action), "default": action.default, "prog": parser.prog} \
-                if action.help and "%(" in action.help else (action.help or "")
+                if action.help and "%" in action.help else (action.help or "")
             out.append(f"| `{_cell(names)}` | {_cell(default)} | {_cell(help_text)} |")
         out.append("")
     out.append(END)

@@ -25,3 +25,6 @@ def test_every_result_file_and_every_option_is_on_a_page():
     tables = docs_pages.option_tables()
     for flag in ("--init-from", "--client-clipnorm", "--dp", "--canary-repeats", "--scratch", "--budget-hours"):
         assert f"`{flag}" in tables, flag
+    # help text as --help prints it: argparse's %(default)s and %% expanded, never shown raw
+    assert "%%" not in tables and "%(" not in tables
+    assert "95% bootstrap intervals" in tables
