@@ -6,6 +6,14 @@ TFLite interpreter or the n-gram baseline.  The metric definitions are those
 of ``keyboard_lm.models.metrics`` (recall@k of Hard et al., in-vocabulary
 accuracy@k of Ro et al., perplexity, OOV rate), computed here in numpy and
 checked against the Keras metrics by a test.
+
+Perplexity is reported three ways, because the papers differ: over every
+target (``perplexity``, end-of-sentence included; also Ji et al.'s
+2^mean(-log2 p), which is the same number), without end-of-sentence targets
+(``perplexity_no_eos``, Ro et al.'s simulation figures) and without
+end-of-sentence and out-of-vocabulary targets (``perplexity_no_eos_oov``, Ro
+et al.'s DP table). ``intervals`` gives a bootstrap interval over the
+evaluated users for any pooled metric.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from keyboard_lm.text.vocabulary import Vocabulary
 EVAL_BATCH = 256
 _SP = SPECIAL_TOKENS
 # Sums kept per client: name -> (numerator, denominator) columns below.
-_SUMS = ("hit1", "hit3", "events", "iv_hit1", "iv_hit3", "iv_events", "ce", "tokens", "oov")
+_SUMS = ("hit1", "hit3", "events", "iv_hit1", "iv_hit3", "iv_events", "ce", "tokens", "oov", "ce_events", "ce_iv")
 
 
 def log_softmax(scores: np.ndarray) -> np.ndarray:
@@ -54,7 +62,8 @@ def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndar
     iv = targets >= first
     return {"hit1": hit1 & event, "hit3": hit3 & event, "events": event,
             "iv_hit1": hit1 & iv, "iv_hit3": hit3 & iv, "iv_events": iv,
-            "ce": np.where(token, ce, 0.0), "tokens": token, "oov": event & (targets == _SP.oov_id)}
+            "ce": np.where(token, ce, 0.0), "tokens": token, "oov": event & (targets == _SP.oov_id),
+            "ce_events": np.where(event, ce, 0.0), "ce_iv": np.where(iv, ce, 0.0)}
 
 
 def _perplexity(loss: float) -> float:
@@ -63,14 +72,22 @@ def _perplexity(loss: float) -> float:
     return math.exp(loss) if loss < 700 else float("inf")
 
 
+#: Each pooled ratio metric: (its numerator's sum, its denominator's sum). A perplexity is exp of its loss.
+_RATIOS = {"recall_at_1": ("hit1", "events"), "recall_at_3": ("hit3", "events"),
+           "iv_accuracy_at_1": ("iv_hit1", "iv_events"), "iv_accuracy_at_3": ("iv_hit3", "iv_events"),
+           "loss": ("ce", "tokens"), "loss_no_eos": ("ce_events", "events"), "loss_no_eos_oov": ("ce_iv", "iv_events"),
+           "oov_rate": ("oov", "events")}
+_PERPLEXITIES = {"perplexity": "loss", "perplexity_no_eos": "loss_no_eos", "perplexity_no_eos_oov": "loss_no_eos_oov"}
+#: The denominators, kept in every result so pooled sums (and intervals) can be rebuilt from per-client metrics.
+_COUNTS = {"num_events": "events", "num_tokens": "tokens", "num_iv_events": "iv_events"}
+
+
 def _metrics(s: dict[str, float]) -> dict:
     div = lambda a, b: a / b if b else float("nan")  # noqa: E731
-    loss = div(s["ce"], s["tokens"])
-    return {"recall_at_1": div(s["hit1"], s["events"]), "recall_at_3": div(s["hit3"], s["events"]),
-            "iv_accuracy_at_1": div(s["iv_hit1"], s["iv_events"]),
-            "iv_accuracy_at_3": div(s["iv_hit3"], s["iv_events"]),
-            "loss": loss, "perplexity": _perplexity(loss),
-            "oov_rate": div(s["oov"], s["events"]), "num_events": int(s["events"])}
+    out = {name: div(s[num], s[den]) for name, (num, den) in _RATIOS.items()}
+    out.update({name: _perplexity(out[loss]) for name, loss in _PERPLEXITIES.items()})
+    out.update({name: int(s[key]) for name, key in _COUNTS.items()})
+    return out
 
 
 def evaluate_predict_fn(predict, corpus: Corpus, client_ids, vocab: Vocabulary,
@@ -115,6 +132,40 @@ def evaluate_model(model, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len
     return evaluate_predict_fn(lambda x: fn(x).numpy(), corpus, client_ids, vocab, seq_len)
 
 
+def intervals(result: dict, metrics=("recall_at_1", "recall_at_3", "perplexity", "perplexity_no_eos",
+                                     "perplexity_no_eos_oov"), *, level: float = 0.95, replicates: int = 1000,
+              seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap intervals of pooled metrics over the evaluated users.
+
+    Users (clients) are drawn with replacement ``replicates`` times; each draw pools its users' sums as
+    ``evaluate_predict_fn`` does, so an interval says how much the figure depends on which users were held
+    out, the unit the papers sample. Needs at least two users.
+    """
+    from keyboard_lm.errors import ConfigError
+
+    clients = list(result["clients"].values())
+    if len(clients) < 2:
+        raise ConfigError(f"intervals need at least 2 evaluated users, got {len(clients)}")
+    if not 0 < level < 1:
+        raise ConfigError(f"interval level must be in (0, 1), got {level}")
+    unknown = [m for m in metrics if m not in _RATIOS and m not in _PERPLEXITIES]
+    if unknown:
+        raise ConfigError(f"no interval for {unknown}: choose from {sorted({*_RATIOS, *_PERPLEXITIES})}")
+    counts = {key: np.array([c[name] for c in clients], np.float64) for name, key in _COUNTS.items()}
+    weights = np.random.default_rng(seed).multinomial(len(clients), np.full(len(clients), 1 / len(clients)),
+                                                      size=replicates).astype(np.float64)  # [replicates, users]
+    out = {}
+    for metric in metrics:
+        ratio = _PERPLEXITIES.get(metric, metric)
+        den = counts[_RATIOS[ratio][1]]
+        num = np.nan_to_num(np.array([c[ratio] for c in clients], np.float64)) * den  # a user's sum
+        with np.errstate(invalid="ignore", divide="ignore"):
+            pooled = (weights @ num) / (weights @ den)
+        lo, hi = np.nanpercentile(pooled, [50 * (1 - level), 50 * (1 + level)])
+        out[metric] = (_perplexity(lo), _perplexity(hi)) if metric in _PERPLEXITIES else (float(lo), float(hi))
+    return out
+
+
 def validation_score(pooled: dict) -> tuple[float, float]:
     """How model selection ranks a validation result: recall@3, then lower loss (larger is better)."""
     return pooled["recall_at_3"], -pooled["loss"]
@@ -125,7 +176,8 @@ def summarize(result: dict) -> str:
     p = result["pooled"]
     return (f"recall@1 {p['recall_at_1']:.4f}  recall@3 {p['recall_at_3']:.4f}  "
             f"iv-acc@1 {p['iv_accuracy_at_1']:.4f}  iv-acc@3 {p['iv_accuracy_at_3']:.4f}  "
-            f"perplexity {p['perplexity']:.1f}  OOV {p['oov_rate']:.2%}  events {p['num_events']:,}")
+            f"perplexity {p['perplexity']:.1f} (no EOS {p['perplexity_no_eos']:.1f}, no EOS/OOV "
+            f"{p['perplexity_no_eos_oov']:.1f})  OOV {p['oov_rate']:.2%}  events {p['num_events']:,}")
 
 
 def per_client_table(result: dict, limit: int | None = None) -> str:

@@ -50,6 +50,19 @@ def test_eval_reproduces_training_metrics(run_dir, capsys):
     assert len(result["clients"]) == 184
 
 
+def test_eval_intervals_over_held_out_users(run_dir, capsys):
+    assert main(["eval", run_dir, "--intervals", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "95% intervals over held-out users (200 bootstrap draws): recall@1 [" in out
+    assert "no EOS/OOV [" in out and "perplexity " in out and "(no EOS " in out
+    assert main(["eval", run_dir, "--json", "--intervals", "200"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    lo, hi = result["intervals"]["recall_at_3"]
+    assert lo <= result["pooled"]["recall_at_3"] <= hi
+    assert main(["eval", run_dir, "--intervals", "50"]) == 2  # too few draws for a 95% interval
+    assert "--intervals 50: at least 100" in capsys.readouterr().err
+
+
 def test_eval_rejects_vocabulary_mismatch(run_dir, tmp_path, capsys):
     bad = str(tmp_path / "bad")
     shutil.copytree(run_dir, bad)

@@ -1,6 +1,7 @@
 """The numpy evaluation and the Keras metrics agree, and follow the papers' definitions."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keyboard_lm.evaluation import position_stats
@@ -35,3 +36,42 @@ def test_numpy_metrics_equal_keras_metrics():
     assert np.isclose(keras["oov_rate"], s["oov"].sum() / s["events"].sum())
     ce = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)(y, logits)
     assert np.isclose(float(ce), keras["loss"], rtol=1e-5)
+
+
+def test_the_three_perplexities_leave_out_what_the_papers_leave_out():
+    """Over all targets, without end-of-sentence (Ro et al.'s simulation), without EOS and OOV (their DP table)."""
+    from keyboard_lm.evaluation import _metrics
+
+    logits = np.log(np.array([[0.1, 0.1, 0.4, 0.2, 0.1, 0.1]] * 3))  # p(EOS = 2) 0.4, p(OOV = 3) 0.2, p(5) 0.1
+    s = position_stats(logits, np.array([2, 3, 5]))
+    m = _metrics({k: float(v.sum()) for k, v in s.items()})
+    assert np.isclose(m["perplexity"], (1 / (0.4 * 0.2 * 0.1)) ** (1 / 3))
+    assert np.isclose(m["perplexity_no_eos"], (1 / (0.2 * 0.1)) ** (1 / 2))
+    assert np.isclose(m["perplexity_no_eos_oov"], 10.0)
+    assert (m["num_tokens"], m["num_events"], m["num_iv_events"]) == (3, 2, 1)
+
+
+def test_user_bootstrap_intervals_pool_resampled_users_and_are_seeded(default_corpus):
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.evaluation import evaluate_predict_fn, intervals
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_sentences(default_corpus.sentences(default_corpus.client_ids), 200)
+    freq = np.zeros(len(vocab), np.float32)
+    freq[10:13] = 5.0  # three fixed suggestions: recall varies by user
+    result = evaluate_predict_fn(lambda x: np.broadcast_to(freq, (*x.shape, len(vocab))), default_corpus,
+                                 default_corpus.client_ids[:30], vocab)
+    found = intervals(result, replicates=400, seed=1)
+    pooled = result["pooled"]
+    for name in ("recall_at_1", "recall_at_3", "perplexity", "perplexity_no_eos", "perplexity_no_eos_oov"):
+        lo, hi = found[name]
+        assert lo <= pooled[name] <= hi and lo < hi, name
+    assert found == intervals(result, replicates=400, seed=1)  # seeded
+    # one user drawn 30 times: the interval of a result with one user repeated is that user's figure
+    only = {"pooled": pooled, "clients": {f"u{i}": next(iter(result["clients"].values())) for i in range(30)}}
+    one = next(iter(result["clients"].values()))
+    assert np.allclose(intervals(only, ("recall_at_3",))["recall_at_3"], one["recall_at_3"])
+    with pytest.raises(ConfigError, match="at least 2 evaluated users"):
+        intervals({"pooled": pooled, "clients": {"a": one}})
+    with pytest.raises(ConfigError, match="no interval for"):
+        intervals(result, ("accuracy",))

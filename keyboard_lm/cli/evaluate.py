@@ -13,6 +13,10 @@ def cmd_eval(args) -> int:
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.evaluation import evaluate_predict_fn, per_client_table, summarize
 
+    if args.intervals is not None and args.intervals < 100:
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError(f"--intervals {args.intervals}: at least 100 bootstrap draws make a 95% interval")
     if os.path.isfile(args.run_dir):  # an exported .tflite file
         from keyboard_lm.inference.model_file import ModelFile
 
@@ -39,6 +43,11 @@ def cmd_eval(args) -> int:
         result = evaluate_predict_fn(predict, corpus, client_ids, vocab, seq_len, batch_size=32)
     result["model"] = args.run_dir
     result["clients_evaluated"] = args.clients
+    if args.intervals:
+        from keyboard_lm.evaluation import intervals
+
+        result["intervals"] = {"level": 0.95, "replicates": args.intervals, "unit": "held-out user",
+                               **intervals(result, replicates=args.intervals)}
     overlap_lines = []
     init = info.get("init_from") or (info.get("training") or {}).get("init_from")
     if init:
@@ -48,11 +57,25 @@ def cmd_eval(args) -> int:
     else:
         print(f"{kind} from {args.run_dir} on {len(client_ids)} {args.clients} clients of {corpus.name}")
         print(summarize(result))
+        if args.intervals:
+            print(interval_line(result["intervals"]))
         for line in overlap_lines:
             print(line)
         if args.per_client:
             print(per_client_table(result))
     return 0
+
+
+def interval_line(found: dict) -> str:
+    """One line of 95% intervals: ``recall@3 [0.2301, 0.2489]  ...``."""
+    names = {"recall_at_1": "recall@1", "recall_at_3": "recall@3", "perplexity": "perplexity",
+             "perplexity_no_eos": "no EOS", "perplexity_no_eos_oov": "no EOS/OOV"}
+    parts = []
+    for key in (k for k in names if k in found):
+        digits = ".1f" if key.startswith("perplexity") else ".4f"
+        parts.append(f"{names[key]} [{found[key][0]:{digits}}, {found[key][1]:{digits}}]")
+    return (f"{found['level']:.0%} intervals over {found['unit']}s ({found['replicates']} bootstrap draws): "
+            + "  ".join(parts))
 
 
 def _base_overlap(init: dict, corpus, client_ids) -> tuple[dict, list[str]]:
@@ -114,6 +137,9 @@ def register(sub) -> None:
                     help="evaluate on a corpus other than the one the model was trained on (default: refuse; "
                          "without --data/--format the run's own corpus is used)")
     ev.add_argument("--json", action="store_true", help="print JSON (pooled and per client)")
+    ev.add_argument("--intervals", type=positive_int, nargs="?", const=1000, default=None, metavar="DRAWS",
+                    help="also give 95%% bootstrap intervals over the held-out users of recall@1, recall@3 and the "
+                         "three perplexities (DRAWS resamplings, 1000 if not given; seeded)")
     ev.set_defaults(func=cmd_eval)
 
     base = sub.add_parser("baseline", help="non-neural baselines").add_subparsers(dest="baseline", required=True)
