@@ -80,6 +80,7 @@ _RATIOS = {"recall_at_1": ("hit1", "events"), "recall_at_3": ("hit3", "events"),
 _PERPLEXITIES = {"perplexity": "loss", "perplexity_no_eos": "loss_no_eos", "perplexity_no_eos_oov": "loss_no_eos_oov"}
 #: The denominators, kept in every result so pooled sums (and intervals) can be rebuilt from per-client metrics.
 _COUNTS = {"num_events": "events", "num_tokens": "tokens", "num_iv_events": "iv_events"}
+_COUNT_OF = {key: name for name, key in _COUNTS.items()}
 
 
 def _metrics(s: dict[str, float]) -> dict:
@@ -132,8 +133,10 @@ def evaluate_model(model, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len
     return evaluate_predict_fn(lambda x: fn(x).numpy(), corpus, client_ids, vocab, seq_len)
 
 
-def intervals(result: dict, metrics=("recall_at_1", "recall_at_3", "perplexity", "perplexity_no_eos",
-                                     "perplexity_no_eos_oov"), *, level: float = 0.95, replicates: int = 1000,
+_HEADLINE = ("recall_at_1", "recall_at_3", "perplexity", "perplexity_no_eos", "perplexity_no_eos_oov")
+
+
+def intervals(result: dict, metrics=_HEADLINE, *, level: float = 0.95, replicates: int = 1000,
               seed: int = 0) -> dict[str, tuple[float, float]]:
     """Percentile bootstrap intervals of pooled metrics over the evaluated users.
 
@@ -141,29 +144,56 @@ def intervals(result: dict, metrics=("recall_at_1", "recall_at_3", "perplexity",
     ``evaluate_predict_fn`` does, so an interval says how much the figure depends on which users were held
     out, the unit the papers sample. Needs at least two users.
     """
+    draws = _bootstrap([result], metrics, level, replicates, seed)
+    return {m: _bounds(draws[m][0], level) for m in metrics}
+
+
+def paired_intervals(result: dict, reference: dict, metrics=("recall_at_1", "recall_at_3"), *,
+                     level: float = 0.95, replicates: int = 1000, seed: int = 0) -> dict[str, tuple[float, float]]:
+    """Intervals of the ratio result / reference (for perplexities: of the perplexity ratio), both pooled over
+    the same bootstrap draws of the same users: the interval of a comparison, far narrower than either
+    figure's own interval when the two models succeed and fail on the same users."""
+    if set(result["clients"]) != set(reference["clients"]):
+        from keyboard_lm.errors import ConfigError
+
+        raise ConfigError("paired intervals need the same evaluated users in both results "
+                          f"({len(result['clients'])} and {len(reference['clients'])} users)")
+    reference = {**reference, "clients": {c: reference["clients"][c] for c in result["clients"]}}
+    draws = _bootstrap([result, reference], metrics, level, replicates, seed)
+    return {m: _bounds(draws[m][0] / draws[m][1], level) for m in metrics}
+
+
+def _bootstrap(results: list[dict], metrics, level: float, replicates: int, seed: int) -> dict[str, list]:
+    """{metric: [each result's pooled metric in each of ``replicates`` draws of users]}, perplexities as such."""
     from keyboard_lm.errors import ConfigError
 
-    clients = list(result["clients"].values())
-    if len(clients) < 2:
-        raise ConfigError(f"intervals need at least 2 evaluated users, got {len(clients)}")
+    n = len(results[0]["clients"])
+    if n < 2:
+        raise ConfigError(f"intervals need at least 2 evaluated users, got {n}")
     if not 0 < level < 1:
         raise ConfigError(f"interval level must be in (0, 1), got {level}")
     unknown = [m for m in metrics if m not in _RATIOS and m not in _PERPLEXITIES]
     if unknown:
         raise ConfigError(f"no interval for {unknown}: choose from {sorted({*_RATIOS, *_PERPLEXITIES})}")
-    counts = {key: np.array([c[name] for c in clients], np.float64) for name, key in _COUNTS.items()}
-    weights = np.random.default_rng(seed).multinomial(len(clients), np.full(len(clients), 1 / len(clients)),
-                                                      size=replicates).astype(np.float64)  # [replicates, users]
+    weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=replicates).astype(np.float64)
     out = {}
     for metric in metrics:
         ratio = _PERPLEXITIES.get(metric, metric)
-        den = counts[_RATIOS[ratio][1]]
-        num = np.nan_to_num(np.array([c[ratio] for c in clients], np.float64)) * den  # a user's sum
-        with np.errstate(invalid="ignore", divide="ignore"):
-            pooled = (weights @ num) / (weights @ den)
-        lo, hi = np.nanpercentile(pooled, [50 * (1 - level), 50 * (1 + level)])
-        out[metric] = (_perplexity(lo), _perplexity(hi)) if metric in _PERPLEXITIES else (float(lo), float(hi))
+        out[metric] = []
+        for result in results:
+            clients = list(result["clients"].values())
+            den = np.array([c[_COUNT_OF[_RATIOS[ratio][1]]] for c in clients], np.float64)
+            num = np.nan_to_num(np.array([c[ratio] for c in clients], np.float64)) * den  # a user's sum
+            with np.errstate(invalid="ignore", divide="ignore"):
+                pooled = (weights @ num) / (weights @ den)  # [replicates]
+            with np.errstate(over="ignore"):
+                out[metric].append(np.exp(pooled) if metric in _PERPLEXITIES else pooled)
     return out
+
+
+def _bounds(values: np.ndarray, level: float) -> tuple[float, float]:
+    lo, hi = np.nanpercentile(values, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
 
 
 def validation_score(pooled: dict) -> tuple[float, float]:

@@ -75,3 +75,35 @@ def test_user_bootstrap_intervals_pool_resampled_users_and_are_seeded(default_co
         intervals({"pooled": pooled, "clients": {"a": one}})
     with pytest.raises(ConfigError, match="no interval for"):
         intervals(result, ("accuracy",))
+
+
+def test_paired_intervals_are_of_the_ratio_over_the_same_users(default_corpus):
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.evaluation import evaluate_predict_fn, intervals, paired_intervals
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_sentences(default_corpus.sentences(default_corpus.client_ids), 200)
+    users = default_corpus.client_ids[:30]
+    results = []
+    for hot in ((10, 11, 12), (10, 11, 13)):  # two of the three fixed suggestions shared: correlated per user
+        freq = np.zeros(len(vocab), np.float32)
+        freq[list(hot)] = 5.0
+        results.append(evaluate_predict_fn(lambda x, f=freq: np.broadcast_to(f, (*x.shape, len(vocab))),
+                                           default_corpus, users, vocab))
+    a, b = results
+    same = paired_intervals(a, a, replicates=300)
+    assert all(np.allclose(v, 1.0) for v in same.values())  # a model against itself: exactly 1 in every draw
+    ratio = paired_intervals(a, b, ("recall_at_3",), replicates=300)["recall_at_3"]
+    point = a["pooled"]["recall_at_3"] / b["pooled"]["recall_at_3"]
+    assert point != 1.0 and ratio[0] <= point <= ratio[1]
+    # by hand: one draw of users, both results pooled over it
+    n = len(users)
+    weights = np.random.default_rng(0).multinomial(n, np.full(n, 1 / n), size=300)
+    hits = [np.array([r["clients"][u]["recall_at_3"] * r["clients"][u]["num_events"] for u in users]) for r in (a, b)]
+    events = np.array([a["clients"][u]["num_events"] for u in users])
+    by_hand = (weights @ hits[0]) / (weights @ hits[1])  # the events cancel: same users, same text
+    assert np.allclose(ratio, np.percentile(by_hand, [2.5, 97.5]))
+    assert np.allclose(intervals(a, ("recall_at_3",), replicates=300)["recall_at_3"],
+                       np.percentile((weights @ hits[0]) / (weights @ events), [2.5, 97.5]))
+    with pytest.raises(ConfigError, match="same evaluated users"):
+        paired_intervals(a, {**b, "clients": dict(list(b["clients"].items())[:5])})
