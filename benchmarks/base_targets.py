@@ -4,7 +4,10 @@ Runs each row's command once per seed, one run at a time (so wall-clock
 figures are the machine's own), and reports held-out recall@3 at the
 evaluation validation keeps, as mean, standard deviation and range over the
 seeds, against the Kneser-Ney 5-gram on the same split and vocabulary, and
-federated against centralized from the same base, paired by seed.
+federated against centralized from the same base, paired by seed. Each seed's
+ratio also carries a 95% interval over the held-out users: the run's kept model
+and its reference (the 5-gram, or the other row's run of the same seed) pooled
+over the same bootstrap draws of users (``evaluation.paired_intervals``).
 
     python benchmarks/base_targets.py                  # every row, seeds 0,1,2
     python benchmarks/base_targets.py --seeds 0 --rows "mail federated"
@@ -19,6 +22,7 @@ the same command again.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import statistics
@@ -28,7 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _collect, _finished, _ngram_on, _slug, _train  # noqa: E402
+from benchmarks.recipe_benchmark import ngram_result  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA, _arg, _collect, _finished, _slug, _train  # noqa: E402
+
+#: Bootstrap draws of held-out users for each seed's paired interval.
+DRAWS = 1000
 
 #: row -> (corpus of warm_start_sweep.CORPORA, extra train arguments); every row runs `train --init-from base`.
 ROWS = {
@@ -53,19 +61,71 @@ def summarize(values: list[float]) -> dict:
             "sd": statistics.stdev(values) if len(values) > 1 else 0.0, "min": min(values), "max": max(values)}
 
 
-def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]:
-    """Held-out recall@3 of ``row`` over its reference, one per seed that both have."""
+def ratios_by_seed(results: dict, row: str, reference: str, ngrams: dict) -> dict[int, float]:
+    """{seed: held-out recall@3 of ``row`` over its reference}, for each seed that both have."""
     mine = results.get(row, {})
     if reference == "5-gram":
         ng = ngrams.get(ROWS[row][0])
-        return [r["kept"]["recall_at_3"] / ng["recall_at_3"] for r in mine.values()] if ng else []
+        return {s: mine[s]["kept"]["recall_at_3"] / ng["recall_at_3"] for s in sorted(mine)} if ng else {}
     theirs = results.get(reference, {})
-    return [mine[s]["kept"]["recall_at_3"] / theirs[s]["kept"]["recall_at_3"] for s in sorted(mine) if s in theirs]
+    return {s: mine[s]["kept"]["recall_at_3"] / theirs[s]["kept"]["recall_at_3"] for s in sorted(mine) if s in theirs}
+
+
+def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]:
+    """``ratios_by_seed``'s values in seed order."""
+    return list(ratios_by_seed(results, row, reference, ngrams).values())
 
 
 def targets_summary(results: dict, ngrams: dict) -> dict:
     """{target: summarize(its ratios)} for every target with at least one paired run."""
     return {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
+
+
+def _cached(path: str, compute) -> dict:
+    """``compute()``, saved as JSON at ``path`` and read from there next time."""
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    result = compute()
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump({"pooled": result["pooled"], "clients": result["clients"]}, f)
+    os.replace(path + ".tmp", path)
+    return result
+
+
+def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
+    """The kept model of a run evaluated on its held-out users, pooled and per user (cached in the run)."""
+
+    def evaluate():
+        from keyboard_lm.data.corpora import load_corpus
+        from keyboard_lm.data.split import SplitConfig, split_clients
+        from keyboard_lm.evaluation import evaluate_model
+        from keyboard_lm.models.run_dir import build_loaded_model, load_run
+
+        run = load_run(run_dir)
+        corpus = load_corpus(_arg(corpus_args, "--data"), _arg(corpus_args, "--format"))
+        heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
+        return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
+
+    return _cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate)
+
+
+def paired(by_user: dict, ngram_by_user: dict) -> dict:
+    """{target: {seed: (lo, hi)}}: each seed's ratio's 95% interval over held-out users (paired bootstrap).
+
+    ``by_user``: {row: {seed: evaluation with clients}}; ``ngram_by_user``: {corpus: the 5-gram's}.
+    """
+    from keyboard_lm.evaluation import paired_intervals
+
+    out = {}
+    for what, row, reference, _ in TARGETS:
+        corpus = ROWS[row][0]
+        for seed, mine in sorted(by_user.get(row, {}).items()):
+            theirs = ngram_by_user.get(corpus) if reference == "5-gram" else by_user.get(reference, {}).get(seed)
+            if theirs is not None:
+                out.setdefault(what, {})[seed] = paired_intervals(mine, theirs, ("recall_at_3",),
+                                                                  replicates=DRAWS, seed=seed)["recall_at_3"]
+    return out
 
 
 def _fmt(s: dict, digits: int = 4, suffix: str = "") -> str:
@@ -79,7 +139,7 @@ def _wall(run: dict) -> str:
     return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
 
 
-def report(results: dict, ngrams: dict, seeds: list[int]) -> str:
+def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None) -> str:
     lines = ["The base-model targets: `keyboard-lm train --init-from base` with its defaults, one run at a time. "
              "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
              "over seeds (`--seed`; the split is the default one in every run).", "",
@@ -92,6 +152,19 @@ def report(results: dict, ngrams: dict, seeds: list[int]) -> str:
             continue
         met = "yes" if s["min"] >= aim else ("on the mean" if s["mean"] >= aim else "no")
         lines.append(f"| {what} | {_fmt(s, 3, 'x')} | {aim:.2f}x | {met} |")
+    if intervals:
+        lines += ["", f"Each seed's ratio with its 95% interval over the held-out users (the run and its reference "
+                  f"pooled over the same {DRAWS:,} bootstrap draws of users):", "",
+                  "| target | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+                  "|---|" + "---|" * len(seeds)]
+        for what, row, reference, _ in TARGETS:
+            if what in intervals:
+                cells = []
+                for seed in seeds:
+                    r = ratios_by_seed(results, row, reference, ngrams).get(seed)
+                    lo_hi = intervals[what].get(seed)
+                    cells.append("" if r is None or lo_hi is None else f"{r:.3f}x [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]")
+                lines.append(f"| {what} | " + " | ".join(cells) + " |")
     lines += ["", "| row | command | seeds | held-out recall@3 | recall@1 | perplexity | kept | wall s |",
               "|---|---|---|---|---|---|---|---:|"]
     for row, (corpus, extra) in ROWS.items():
@@ -116,12 +189,20 @@ def report(results: dict, ngrams: dict, seeds: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _ngram_by_user(corpus_args: list[str]) -> dict:
+    num_clients = _arg(corpus_args, "--num-clients")
+    return ngram_result(_arg(corpus_args, "--data"), _arg(corpus_args, "--format"),
+                        _arg(corpus_args, "--partition") or "natural", int(num_clients) if num_clients else None)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (0,1,2)")
     p.add_argument("--work", default=os.path.join("runs", "base_targets"))
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
+    p.add_argument("--no-intervals", action="store_true",
+                   help="skip each seed's interval over held-out users (it evaluates every run per user once)")
     p.add_argument("--name", default="base_targets")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args(argv)
@@ -146,11 +227,23 @@ def main(argv=None) -> int:
             r = _collect(run_dir) if os.path.isdir(run_dir) else None
             if r:
                 results[row][seed] = r
-    ngrams = {c: _ngram_on(CORPORA[c]) for c in sorted({ROWS[r][0] for r in ROWS if results[r]})}
-    text = report(results, ngrams, seeds)
+    corpora = sorted({ROWS[r][0] for r in ROWS if results[r]})
+    os.makedirs(args.work, exist_ok=True)
+    ngram_by_user = {c: _cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
+                                lambda c=c: _ngram_by_user(CORPORA[c])) for c in corpora}
+    ngrams = {c: ngram_by_user[c]["pooled"] for c in corpora}
+    intervals = None
+    if not args.no_intervals:
+        by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
+                   for row, runs in results.items()}
+        intervals = paired(by_user, ngram_by_user)
+    text = report(results, ngrams, seeds, intervals)
     summary = targets_summary(results, ngrams)
     paths = _report.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
-                                      "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary},
+                                      "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
+                                      "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
+                                                    "ratios": {w: {str(s): list(v) for s, v in per.items()}
+                                                               for w, per in (intervals or {}).items()}}},
                           text, args.out)
     print(text)
     print("written:", *paths)

@@ -91,11 +91,16 @@ def kept_within(curve: list[dict], budget: float) -> dict | None:
 
 
 def _ngram(data: str, fmt: str, partition: str = "natural", num_clients: int | None = None) -> dict:
-    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients.
+    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients, pooled.
 
     ``partition``/``num_clients`` re-partition the corpus as `train --partition` does (seeded by the
     default split seed).
     """
+    return ngram_result(data, fmt, partition, num_clients)["pooled"]
+
+
+def ngram_result(data: str, fmt: str, partition: str = "natural", num_clients: int | None = None) -> dict:
+    """``_ngram``'s evaluation whole: pooled and per held-out user."""
     from keyboard_lm.baselines.ngram import KneserNey
     from keyboard_lm.data.corpora import load_corpus
     from keyboard_lm.data.partition import apply_partition
@@ -107,7 +112,7 @@ def _ngram(data: str, fmt: str, partition: str = "natural", num_clients: int | N
     train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig())
     vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), 10_000)
     kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
-    return evaluate_predict_fn(kn.predict_log_probs, corpus, heldout_ids, vocab, 20, batch_size=32)["pooled"]
+    return evaluate_predict_fn(kn.predict_log_probs, corpus, heldout_ids, vocab, 20, batch_size=32)
 
 
 def main():

@@ -50,3 +50,29 @@ def test_a_continued_pretraining_numbers_its_epochs_on_after_the_packaged_ones()
     assert [s["command"] for s in stages3] == ["train A", "train B", "train C"] and epochs3[-1]["epoch"] == "5"
     # a fresh package has one stage
     assert _stages(None, "train A", rows)[0] == [{"command": "train A", "epochs": 2, "wall_seconds": 90.0}]
+
+
+def test_each_seed_ratio_carries_a_paired_interval_over_users():
+    """Per seed, the run and its reference pooled over the same draws of held-out users."""
+    def by_user(hits):  # one evaluation: per user recall@3 over 50 events
+        clients = {f"u{i}": {"recall_at_3": h / 50, "num_events": 50, "num_tokens": 60, "num_iv_events": 45}
+                   for i, h in enumerate(hits)}
+        return {"pooled": {"recall_at_3": sum(hits) / (50 * len(hits))}, "clients": clients}
+
+    fed = {0: by_user([10, 12, 9, 14, 11, 10]), 1: by_user([11, 12, 10, 13, 11, 9])}
+    cen = {0: by_user([11, 12, 10, 14, 12, 10])}
+    ngram = by_user([10, 13, 10, 15, 12, 11])
+    found = bt.paired({"mail federated": fed, "mail centralized": cen}, {"mail": ngram})
+    fed_vs_ngram = found["SpamAssassin senders: federated vs KN 5-gram"]
+    assert set(fed_vs_ngram) == {0, 1}
+    point = 66 / 71  # seed 0: 66 hits against the 5-gram's 71 on the same users
+    assert fed_vs_ngram[0][0] <= point <= fed_vs_ngram[0][1] < 1.0 + 1e-9
+    # the centralized run of seed 1 is missing: no federated-vs-centralized interval for it
+    assert set(found["SpamAssassin senders: federated vs centralized, same base and seed"]) == {0}
+    results = {"mail federated": {s: _run(r["pooled"]["recall_at_3"]) for s, r in fed.items()},
+               "mail centralized": {0: _run(cen[0]["pooled"]["recall_at_3"])}, "shakespeare federated": {}}
+    ngrams = {"mail": {"recall_at_3": ngram["pooled"]["recall_at_3"], "recall_at_1": 0.1, "perplexity": 200.0}}
+    text = bt.report(results, ngrams, [0, 1], found)
+    row = next(line for line in text.splitlines() if line.startswith("| SpamAssassin senders: federated vs KN")
+               and "[" in line)
+    assert f"| {point:.3f}x [{fed_vs_ngram[0][0]:.3f}, {fed_vs_ngram[0][1]:.3f}] |" in row
