@@ -81,20 +81,24 @@ def targets_summary(results: dict, ngrams: dict) -> dict:
     return {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
 
 
-def _cached(path: str, compute) -> dict:
-    """``compute()``, saved as JSON at ``path`` and read from there next time."""
+def _cached(path: str, compute, key: str = "") -> dict:
+    """``compute()``, saved as JSON at ``path`` and read from there while ``key`` (what it was computed from)
+    is the same."""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            saved = json.load(f)
+        if saved.get("key", "") == key:
+            return saved
     result = compute()
     with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump({"pooled": result["pooled"], "clients": result["clients"]}, f)
+        json.dump({"key": key, "pooled": result["pooled"], "clients": result["clients"]}, f)
     os.replace(path + ".tmp", path)
     return result
 
 
 def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
-    """The kept model of a run evaluated on its held-out users, pooled and per user (cached in the run)."""
+    """The kept model of a run evaluated on its held-out users, pooled and per user (cached in the run while its
+    weights stay the same)."""
 
     def evaluate():
         from keyboard_lm.data.corpora import load_corpus
@@ -107,7 +111,11 @@ def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
         heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
         return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
 
-    return _cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate)
+    from keyboard_lm.models.run_dir import WEIGHTS_FILE, sha256_file
+
+    # keyed by the weights: a run resumed and finished after a first collect is evaluated again
+    return _cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate,
+                   key=sha256_file(os.path.join(run_dir, WEIGHTS_FILE)))
 
 
 def paired(by_user: dict, ngram_by_user: dict) -> dict:

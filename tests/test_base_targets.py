@@ -76,3 +76,16 @@ def test_each_seed_ratio_carries_a_paired_interval_over_users():
     row = next(line for line in text.splitlines() if line.startswith("| SpamAssassin senders: federated vs KN")
                and "[" in line)
     assert f"| {point:.3f}x [{fed_vs_ngram[0][0]:.3f}, {fed_vs_ngram[0][1]:.3f}] |" in row
+
+
+def test_the_per_user_cache_is_recomputed_when_what_it_was_computed_from_changes(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"pooled": {"recall_at_3": len(calls) / 10}, "clients": {}}
+
+    path = str(tmp_path / "by_user.json")
+    assert bt._cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1
+    assert bt._cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1 and len(calls) == 1
+    assert bt._cached(path, compute, key="b")["pooled"]["recall_at_3"] == 0.2  # e.g. a resumed run's new weights
