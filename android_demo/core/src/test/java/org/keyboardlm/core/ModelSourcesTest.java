@@ -258,6 +258,8 @@ public class ModelSourcesTest {
             fail("the archive of a shrunk file must be refused");
         } catch (ModelFileException e) {
             assertTrue(e.getMessage(), e.getMessage().startsWith("shrunk.tflite: the model file became unreadable"));
+        } catch (InternalError e) {
+            assertAsynchronousFault(e);
         }
         try {
             // The flatbuffer's first page is still mapped (zeros after byte 100), the rest is gone.
@@ -265,7 +267,19 @@ public class ModelSourcesTest {
             fail("the engine of a shrunk file must be refused");
         } catch (ModelFileException e) {
             assertTrue(e.getMessage(), e.getMessage().startsWith("shrunk.tflite: ") && !e.getMessage().contains("\n"));
+        } catch (InternalError e) {
+            assertAsynchronousFault(e);
         }
+    }
+
+    /**
+     * Once HotSpot has compiled the reader (other tests warm it), it reports a vanished mapped
+     * page asynchronously, at the thread's next safepoint: the error can arrive just after the
+     * loader returned, outside its catch (seen on x86_64 in a fresh clone's suite). The load is
+     * still refused, with HotSpot's own error rather than the loader's one line.
+     */
+    private static void assertAsynchronousFault(InternalError e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("unsafe memory access operation"));
     }
 
     @Test
