@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 from benchmarks.recipe_benchmark import ngram_result  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _arg, _collect, _finished, _slug, _train  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA, _arg, _collect, _finished, _slug, _train, ngram_args  # noqa: E402
 
 #: Bootstrap draws of held-out users for each seed's paired interval.
 DRAWS = 1000
@@ -198,9 +198,7 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
 
 
 def _ngram_by_user(corpus_args: list[str]) -> dict:
-    num_clients = _arg(corpus_args, "--num-clients")
-    return ngram_result(_arg(corpus_args, "--data"), _arg(corpus_args, "--format"),
-                        _arg(corpus_args, "--partition") or "natural", int(num_clients) if num_clients else None)
+    return ngram_result(*ngram_args(corpus_args))
 
 
 def main(argv=None) -> int:

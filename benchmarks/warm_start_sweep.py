@@ -100,9 +100,14 @@ def _train(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None) -> f
 
 def _ngram_on(corpus_args) -> dict:
     """The 5-gram reference on a corpus given as train arguments."""
+    return _ngram(*ngram_args(corpus_args))
+
+
+def ngram_args(corpus_args) -> tuple:
+    """(data, format, partition, num_clients) of a corpus given as train arguments, as the 5-gram takes them."""
     num_clients = _arg(corpus_args, "--num-clients")
-    return _ngram(_arg(corpus_args, "--data"), _arg(corpus_args, "--format"),
-                  _arg(corpus_args, "--partition") or "natural", int(num_clients) if num_clients else None)
+    return (_arg(corpus_args, "--data"), _arg(corpus_args, "--format"), _arg(corpus_args, "--partition") or "natural",
+            int(num_clients) if num_clients else None)
 
 
 def _arg(args, flag):
