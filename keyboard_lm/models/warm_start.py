@@ -3,8 +3,11 @@
 ``train --init-from RUN_DIR`` (or ``--init-from base``, the model shipped in
 ``keyboard_lm/models/base``) starts centralized, federated, DP and
 quantization-aware training from a model trained before, usually on public
-text (Hard et al. 2018 train Gboard's model on the users after it exists;
-Ro et al. 2022 and Shenoy & Nguyen 2021 pretrain on public text first).
+text.  Of the papers behind the project, Hard et al. 2018 train the federated
+CIFG from random weights, Ro et al. 2024 (the SI-CIFG) pretrain on public text
+only for their differentially private runs, and Shenoy & Nguyen personalize a
+model already trained; Gboard's DP-trained production models (Xu et al. 2023)
+start from a model pretrained on public data.
 
 The vocabulary decides how the weights carry over (``--init-vocab``):
 
