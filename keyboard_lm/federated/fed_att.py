@@ -1,5 +1,5 @@
 """FedAtt: layer-wise attentive aggregation (Ji et al. 2019, "Learning private
-neural language modeling with attentive aggregation", eq. 3-5).
+neural language modeling with attentive aggregation", eq. 2-4).
 
 For layer l and client k, with server weights w and client weights w_k::
 
@@ -13,6 +13,12 @@ learning rate eps.  The softmax is computed stably in three federated steps:
 the per-layer max of the norms (``federated_max``) is broadcast, each client
 returns exp(s_k - max) and exp(s_k - max) * Delta_k, and the server divides
 the two sums.
+
+Departures from Ji et al.'s public code (its defaults: eps 1.2, client SGD with
+momentum 0.5 at 0.01, 5 local epochs, Gaussian noise of sd 0.001 added to the
+server model each round, and ``scipy.linalg.norm(ord=2)``, which is the spectral
+norm for a weight matrix and L2 for a vector): ``p`` here is the Frobenius /
+L2 norm of the flattened layer, eps defaults to 1.0, and no noise is added.
 """
 
 from __future__ import annotations

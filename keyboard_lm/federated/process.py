@@ -200,7 +200,8 @@ def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: floa
     """FedAtt (Ji et al. 2019): the server steps by eps towards attention-weighted client models.
 
     Args:
-      eps: server step size (Ji et al.: 1.0); p: norm order of the attention (2).
+      eps: server step size (1.0; Ji et al.'s code defaults to 1.2); p: norm order of the
+        attention over the flattened layer (2; their code's ord=2 is the spectral norm of a matrix).
       clip: update clipping before the attention, as for every algorithm.
       loop, client_model_fn: see ``compose_fed_avg``; client_clipnorm: see ``build_fed_avg``.
     """
