@@ -54,10 +54,40 @@ def test_adaptive_clipping_is_tffs_robust_stack_for_fedatt_too():
 @pytest.mark.parametrize("kwargs,match", [
     ({"clip": 0}, "positive"), ({"clip": "often"}, "adaptive"), ({"mean": "median"}, "unknown mean"),
     ({"mean": "fedatt", "compression": True}, "not combined with FedAtt"),
+    ({"mean": "fedatt", "fedatt_norm": "nuclear"}, "unknown FedAtt norm 'nuclear'"),
 ])
 def test_aggregation_config_rejects_bad_parts(kwargs, match):
     with pytest.raises(ConfigError, match=match):
         AggregationConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"server_noise": 0.001}, "needs an SGD server"),  # the default server is Nesterov
+    ({"server_noise": -1.0}, "standard deviation >= 0"),
+    ({"client_momentum": 1.0}, r"client_momentum must be in \[0, 1\)"),
+    ({"algorithm": "fedsgd", "client_momentum": 0.5}, "FedSGD"),
+])
+def test_federated_config_refuses_ji_options_it_cannot_honour(kwargs, match):
+    from keyboard_lm.federated.config import FederatedConfig
+
+    with pytest.raises(ConfigError, match=match):
+        FederatedConfig(**kwargs)
+
+
+def test_ji_protocol_options_build_a_process_that_trains(tmp_path):
+    """FedAtt with client momentum, the spectral norm and eq. 6 noise, end to end through `train`."""
+    import json
+
+    from keyboard_lm.cli import main
+
+    out = tmp_path / "ji"
+    assert main(["train", "--algorithm", "fedatt", "--client-momentum", "0.5",
+                 "--client-lr", "0.01", "--fedatt-norm", "spectral", "--fedatt-eps", "1.2", "--server-noise",
+                 "0.001", "--clip", "none", "--local-epochs", "2", "--rounds", "2", "--eval-every", "2",
+                 "--clients-per-round", "3", "--units", "16", "--embedding-dim", "8", "--vocab-size", "200", "--max-batches", "3",
+                 "--out", str(out)]) == 0
+    config = json.loads((out / "run.json").read_text())["federated"]
+    assert (config["client_momentum"], config["fedatt_norm"], config["server_noise"]) == (0.5, "spectral", 0.001)
 
 
 @pytest.mark.parametrize("clip,algorithm", [("none", "fedavg"), ("2.5", "fedatt"), ("adaptive", "fedsgd")])

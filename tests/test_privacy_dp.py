@@ -120,6 +120,8 @@ def test_adaptive_clip_aggregator_runs_with_a_large_enough_cohort():
     pytest.param(dict(compression=True), {}, "compression", id="compression"),
     pytest.param(dict(clip=5.0), {}, "--dp-clip", id="non_dp_clip"),
     pytest.param(dict(population=2), {}, "above", id="cohort_above_population"),
+    pytest.param(dict(server_noise=0.001), {}, "--server-noise", id="ji_server_noise"),
+    pytest.param(dict(client_momentum=0.5), {}, "--client-momentum", id="client_momentum"),
     pytest.param(dict(population=10), {}, "population of 3", id="population_mismatch"),
     pytest.param({}, dict(clip=None, clip_quantile=0.5, noise_multiplier=1.0), "clients per round",
                  id="adaptive_clip_cohort_too_small"),

@@ -310,6 +310,8 @@ FEDERATED_FLAGS = (
     field_flag("--client-clipnorm", FederatedConfig, "clip each client step's gradient to this global L2 norm; "
                "0 = off ({both.client_clipnorm})", zero_off=True, type=non_negative_float, default=None,
                metavar="NORM"),
+    field_flag("--client-momentum", FederatedConfig, "client SGD momentum; 0 = plain SGD ({both.client_momentum}; "
+               "Ji et al.'s clients: 0.5)", type=float, default=None),
     field_flag("--clients-per-round", FederatedConfig, "K, sampled uniformly; at most the number of training "
                "clients ({both.clients_per_round})", type=positive_int, default=None),
     field_flag("--rounds", FederatedConfig, "rounds to run ({both.rounds}); with --resume, the round to reach "
@@ -324,6 +326,12 @@ FEDERATED_FLAGS = (
     field_flag("--fedatt-p", FederatedConfig, "FedAtt norm order p ({fed.fedatt_p})", type=float, default=None),
     field_flag("--fedatt-eps", FederatedConfig, "FedAtt step size eps ({fed.fedatt_eps})", type=float,
                default=None),
+    field_flag("--fedatt-norm", FederatedConfig, "FedAtt's layer distance: flat (the p-norm of the flattened "
+               "layer) or spectral (a matrix's largest singular value, as Ji et al.'s code) ({fed.fedatt_norm})",
+               choices=["flat", "spectral"], default=None),
+    field_flag("--server-noise", FederatedConfig, "add N(0, SD^2) to every weight of the global model after each "
+               "round (Ji et al.'s eq. 6; needs an SGD server; not differential privacy, see --dp) "
+               "({fed.server_noise})", type=float, default=None, metavar="SD"),
     field_flag("--compression", FederatedConfig, "stochastic 8-bit quantized uploads", action="store_true"),
     field_flag("--eval-every", LoopConfig, "evaluate held-out clients every N rounds and at the end "
                "(%(default)s)", type=positive_int, default=LOOP.eval_every),

@@ -40,7 +40,7 @@ QUANTIZE_BITS = 8
 def mean_part(config: AggregationConfig):
     """Part 3: the (optionally compressed) mean, or FedAtt."""
     if config.mean == "fedatt":
-        return FedAttFactory(config.fedatt_p)
+        return FedAttFactory(config.fedatt_p, config.fedatt_norm)
     sum_factory = (tff.aggregators.EncodedSumFactory.quantize_above_threshold(
         quantization_bits=QUANTIZE_BITS, threshold=QUANTIZE_THRESHOLD) if config.compression else None)
     if config.weighted:

@@ -11,6 +11,10 @@ its source::
 
     g <- g * min(1, clipnorm / ||g||)
     w <- w - lr * g
+
+With ``momentum`` m > 0 (Ji et al.'s clients use 0.5) the clipped gradient
+feeds an accumulator as in TFF's ``build_sgdm``: ``a <- m * a + g``,
+``w <- w - lr * a``; the accumulator starts at zero in every round.
 """
 
 from __future__ import annotations
@@ -23,33 +27,47 @@ from keyboard_lm.federated.distributed.tff_runtime import import_tff
 
 tff = import_tff()
 
-LR, CLIPNORM = "learning_rate", "clipnorm"
+LR, CLIPNORM, MOMENTUM, ACCUMULATOR = "learning_rate", "clipnorm", "momentum", "accumulator"
 
 
 class ClippedSGD(tff.learning.optimizers.Optimizer):
-    """Plain SGD whose gradient is scaled to a global L2 norm of at most ``clipnorm``; no state but hparams."""
+    """SGD, with momentum if asked, whose gradient is scaled to a global L2 norm of at most ``clipnorm``."""
 
-    def __init__(self, learning_rate: float, clipnorm: float):
-        if not learning_rate >= 0 or not clipnorm > 0:
-            raise ValueError(f"need learning_rate >= 0 and clipnorm > 0, got {learning_rate}, {clipnorm}")
+    def __init__(self, learning_rate: float, clipnorm: float, momentum: float = 0.0):
+        if not learning_rate >= 0 or not clipnorm > 0 or not 0 <= momentum < 1:
+            raise ValueError(f"need learning_rate >= 0, clipnorm > 0 and momentum in [0, 1), got "
+                             f"{learning_rate}, {clipnorm}, {momentum}")
         self._lr = learning_rate
         self._clipnorm = clipnorm
+        self._momentum = momentum
 
     def initialize(self, specs):
-        del specs  # stateless apart from the hyper-parameters
-        return collections.OrderedDict([(LR, self._lr), (CLIPNORM, self._clipnorm)])
+        state = collections.OrderedDict([(LR, self._lr), (CLIPNORM, self._clipnorm)])
+        if self._momentum:
+            state[MOMENTUM] = self._momentum
+            state[ACCUMULATOR] = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), specs)
+        return state
 
     def next(self, state, weights, gradients):
         flat_w, flat_g = tf.nest.flatten(weights), tf.nest.flatten(gradients)
         present = [g for g in flat_g if g is not None]
         clipped, _ = tf.clip_by_global_norm(present, tf.cast(state[CLIPNORM], tf.float32))
         clipped = iter(clipped)
-        new_w = [w if g is None else w - tf.cast(state[LR], w.dtype) * next(clipped)
-                 for w, g in zip(flat_w, flat_g)]
-        return state, tf.nest.pack_sequence_as(weights, new_w)
+        steps = [None if g is None else next(clipped) for g in flat_g]
+        new_state = collections.OrderedDict(state)
+        if MOMENTUM in state:
+            flat_a = tf.nest.flatten(state[ACCUMULATOR])
+            m = state[MOMENTUM]
+            steps = [a if g is None else tf.cast(m, a.dtype) * a + g for a, g in zip(flat_a, steps)]
+            new_state[ACCUMULATOR] = tf.nest.pack_sequence_as(state[ACCUMULATOR], steps)
+        new_w = [w if g is None else w - tf.cast(state[LR], w.dtype) * step
+                 for w, g, step in zip(flat_w, flat_g, steps)]
+        return new_state, tf.nest.pack_sequence_as(weights, new_w)
 
     def get_hparams(self, state):
-        return collections.OrderedDict([(LR, state[LR]), (CLIPNORM, state[CLIPNORM])])
+        return collections.OrderedDict((k, v) for k, v in state.items() if k != ACCUMULATOR)
 
     def set_hparams(self, state, hparams):
-        return collections.OrderedDict([(LR, hparams[LR]), (CLIPNORM, hparams[CLIPNORM])])
+        new_state = collections.OrderedDict(state)
+        new_state.update((k, hparams[k]) for k in hparams if k != ACCUMULATOR)
+        return new_state

@@ -16,6 +16,7 @@ from keyboard_lm.errors import ConfigError
 ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
 SERVER_OPTIMIZERS = ("sgd", "nesterov", "adam")
 MEANS = ("weighted", "unweighted", "fedatt")
+FEDATT_NORMS = ("flat", "spectral")
 
 
 def parse_clip(value: str | float) -> str | float:
@@ -42,14 +43,19 @@ class AggregationConfig:
       compression: 8-bit stochastic quantization of uploads (not with FedAtt,
         whose attention needs exact norms).
       fedatt_p: FedAtt's norm order.
+      fedatt_norm: ``flat`` (the p-norm of the flattened layer) or
+        ``spectral`` (Ji et al.'s code: a matrix's largest singular value).
     """
 
     mean: str = "weighted"
     clip: str | float = "adaptive"
     compression: bool = False
     fedatt_p: float = 2.0
+    fedatt_norm: str = "flat"
 
     def __post_init__(self):
+        if self.fedatt_norm not in FEDATT_NORMS:
+            raise ConfigError(f"unknown FedAtt norm {self.fedatt_norm!r}; choose one of {', '.join(FEDATT_NORMS)}")
         if self.mean not in MEANS:
             raise ConfigError(f"unknown mean {self.mean!r}; choose one of {', '.join(MEANS)}")
         object.__setattr__(self, "clip", parse_clip(self.clip))
@@ -83,12 +89,18 @@ class FederatedConfig:
         SGD with learning rate ``fedatt_eps``.
       server_lr, server_momentum: server step size and momentum.
       client_lr: client SGD learning rate.
+      client_momentum: client SGD momentum (0: none; Ji et al.'s clients: 0.5).
       client_clipnorm: clip each local step's gradient to this global L2
         norm (``federated/client_optimizer.py``); None: plain SGD.
       clients_per_round: K clients sampled uniformly per round (10).
       rounds: number of rounds (350: about 40 minutes of the default recipe
         on Tiny Shakespeare on a 2-core machine; validation kept round 325).
-      fedatt_p, fedatt_eps: FedAtt's norm order and step size.
+      fedatt_p, fedatt_eps, fedatt_norm: FedAtt's norm order, step size and norm
+        (``flat`` or ``spectral``, see ``AggregationConfig``).
+      server_noise: standard deviation of Gaussian noise added to every
+        weight of the global model after each round (Ji et al.'s eq. 6);
+        needs an SGD server (FedAtt, or ``server_optimizer="sgd"``) and is not
+        differential privacy (0: none).
       compression: stochastic 8-bit uniform quantization of uploads.  Its
         random rounding runs unseeded inside TFF's runtime, so a compressed
         run is not bit-reproducible (and a resumed one not bit-identical to an
@@ -122,10 +134,13 @@ class FederatedConfig:
     server_momentum: float = 0.9
     client_lr: float = 0.5
     client_clipnorm: float | None = None
+    client_momentum: float = 0.0
     clients_per_round: int = 10
     rounds: int = 350
     fedatt_p: float = 2.0
     fedatt_eps: float = 1.0
+    fedatt_norm: str = "flat"
+    server_noise: float = 0.0
     compression: bool = False
     clip: str | float = "adaptive"
     dropout: float = 0.2
@@ -145,8 +160,16 @@ class FederatedConfig:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.client_clipnorm is not None and not self.client_clipnorm > 0:
             raise ConfigError(f"client_clipnorm must be > 0 or None, got {self.client_clipnorm}")
-        if not 0 <= self.server_momentum < 1:
-            raise ConfigError(f"server_momentum must be in [0, 1), got {self.server_momentum}")
+        for name in ("server_momentum", "client_momentum"):
+            if not 0 <= getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        if self.client_momentum and self.algorithm == "fedsgd":
+            raise ConfigError("client_momentum has no client steps to act on under FedSGD (one gradient per client)")
+        if not (self.server_noise >= 0 and math.isfinite(self.server_noise)):
+            raise ConfigError(f"server_noise must be a standard deviation >= 0, got {self.server_noise}")
+        if self.server_noise and self.algorithm != "fedatt" and self.server_optimizer != "sgd":
+            raise ConfigError(f"server_noise needs an SGD server (FedAtt, or server_optimizer 'sgd'), "
+                              f"got server_optimizer {self.server_optimizer!r}")
         for name in ("clients_per_round", "rounds"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -165,7 +188,8 @@ class FederatedConfig:
     def aggregation(self) -> AggregationConfig:
         """The aggregator parts this algorithm uses."""
         mean = {"fedavg": "weighted", "fedsgd": "weighted", "fedatt": "fedatt"}[self.algorithm]
-        return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p)
+        return AggregationConfig(mean=mean, clip=self.clip, compression=self.compression, fedatt_p=self.fedatt_p,
+                                 fedatt_norm=self.fedatt_norm)
 
 
 #: What a federated run that starts from a base (``--init-from``) changes in the recipe above, chosen by

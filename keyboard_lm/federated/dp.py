@@ -56,7 +56,8 @@ _CLIPPED_COUNT_STDDEV_FRACTION = 0.05
 
 def check_dp_settings(dp: DPConfig, *, algorithm: str = "fedavg", weighted: bool = False,
                       compression: bool = False, clip: str | float | None = None,
-                      population: int | None = None) -> None:
+                      population: int | None = None, client_momentum: float = 0.0,
+                      server_noise: float = 0.0) -> None:
     """Raise ConfigError for a combination DP cannot honour (DPConfig checks each setting alone).
 
     Args:
@@ -67,6 +68,7 @@ def check_dp_settings(dp: DPConfig, *, algorithm: str = "fedavg", weighted: bool
       clip: the non-DP ``--clip``; a number is refused (the DP clip is the
         clip), ``adaptive``/``none``/None are ignored.
       population: the number of clients the run can actually sample.
+      client_momentum, server_noise: the non-DP options of Ji et al.'s protocol, refused.
     """
     if algorithm == "fedatt":
         raise ConfigError("--algorithm fedatt cannot run with --dp: its attention weights each client by its "
@@ -74,6 +76,12 @@ def check_dp_settings(dp: DPConfig, *, algorithm: str = "fedavg", weighted: bool
     if algorithm != "fedavg":
         raise ConfigError(f"--algorithm {algorithm} cannot run with --dp: DP-FedAvg and DP-FTRL are built on "
                           "unweighted FedAvg (use --algorithm fedavg)")
+    if server_noise:
+        raise ConfigError("--server-noise cannot run with --dp: the DP mechanism adds its own calibrated noise "
+                          "(--server-noise is Ji et al.'s uncalibrated one)")
+    if client_momentum:
+        raise ConfigError("--client-momentum is not built into the DP processes (their clients step with plain "
+                          "SGD); drop it under --dp")
     if weighted:
         raise ConfigError("a weighted mean cannot run with --dp: DP aggregation is unweighted, since a client "
                           "weighted by its example count could outweigh the clip")
@@ -281,7 +289,8 @@ class DPRun:
         self.options = options
         self.config = options.for_population(n, k, noise_multiplier=z)
         check_dp_settings(self.config, algorithm=config.algorithm, compression=config.compression,
-                          clip=config.clip, population=n)
+                          clip=config.clip, population=n, client_momentum=config.client_momentum,
+                          server_noise=config.server_noise)
         self.client_ids, self.seed = list(client_ids), config.seed
         self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
                          if options.mechanism == "ftrl" else None)

@@ -17,8 +17,11 @@ the two sums.
 Departures from Ji et al.'s public code (its defaults: eps 1.2, client SGD with
 momentum 0.5 at 0.01, 5 local epochs, Gaussian noise of sd 0.001 added to the
 server model each round, and ``scipy.linalg.norm(ord=2)``, which is the spectral
-norm for a weight matrix and L2 for a vector): ``p`` here is the Frobenius /
-L2 norm of the flattened layer, eps defaults to 1.0, and no noise is added.
+norm for a weight matrix and L2 for a vector): eps defaults to 1.0 here, and the
+distance is the p-norm of the flattened layer (``norm="flat"``, p = 2: the
+Frobenius norm) unless ``norm="spectral"`` asks for theirs (the largest
+singular value of a matrix, the L2 norm of a vector). Their noise is
+``server_noise.NoisySGD``.
 """
 
 from __future__ import annotations
@@ -41,18 +44,39 @@ def _pack_as(like, flat):
     return tf.nest.pack_sequence_as(like, flat)
 
 
-def layer_norms(update, p: float) -> list[tf.Tensor]:
-    """[||Delta^l||_p for each layer l] as float32 scalars."""
-    return [tf.norm(tf.reshape(tf.cast(t, tf.float32), [-1]), ord=p) for t in _flatten(update)]
+NORMS = ("flat", "spectral")
+
+
+def _spectral(t: tf.Tensor) -> tf.Tensor:
+    if t.shape.rank is not None and t.shape.rank >= 2:
+        matrix = tf.reshape(t, [-1, t.shape[-1]])
+        return tf.linalg.svd(matrix, compute_uv=False)[0]
+    return tf.norm(tf.reshape(t, [-1]), ord=2)
+
+
+def layer_norms(update, p: float, norm: str = "flat") -> list[tf.Tensor]:
+    """[||Delta^l|| for each layer l] as float32 scalars: the p-norm of the flattened layer (``flat``), or
+    the largest singular value of a matrix and the L2 norm of a vector (``spectral``)."""
+    flat = [tf.cast(t, tf.float32) for t in _flatten(update)]
+    if norm == "spectral":
+        return [_spectral(t) for t in flat]
+    return [tf.norm(tf.reshape(t, [-1]), ord=p) for t in flat]
+
+
+def _reference_norm(d: np.ndarray, p: float, norm: str) -> float:
+    if norm == "spectral":
+        return float(np.linalg.norm(d.reshape(-1, d.shape[-1]), ord=2) if d.ndim >= 2
+                     else np.linalg.norm(d.ravel(), ord=2))
+    return float(np.linalg.norm(d.ravel(), ord=p))
 
 
 def fedatt_reference(server: list[np.ndarray], clients: list[list[np.ndarray]], eps: float,
-                     p: float = 2.0) -> list[np.ndarray]:
+                     p: float = 2.0, norm: str = "flat") -> list[np.ndarray]:
     """Plain numpy FedAtt step, the test oracle for the TFF aggregator."""
     out = []
     for l, w in enumerate(server):
         diffs = [w - c[l] for c in clients]
-        s = np.array([np.linalg.norm(d.ravel(), ord=p) for d in diffs], np.float64)
+        s = np.array([_reference_norm(d, p, norm) for d in diffs], np.float64)
         alpha = np.exp(s - s.max())
         alpha /= alpha.sum()
         out.append(w - eps * sum(a * d for a, d in zip(alpha, diffs)))
@@ -62,24 +86,27 @@ def fedatt_reference(server: list[np.ndarray], clients: list[list[np.ndarray]], 
 class FedAttFactory(tff.aggregators.UnweightedAggregationFactory):
     """Aggregates client updates with FedAtt's per-layer attention weights."""
 
-    def __init__(self, p: float = 2.0):
+    def __init__(self, p: float = 2.0, norm: str = "flat"):
         if not p > 0:
             raise ValueError(f"FedAtt norm order p must be > 0, got {p}")
+        if norm not in NORMS:
+            raise ValueError(f"FedAtt norm must be one of {', '.join(NORMS)}, got {norm!r}")
         self._p = float(p)
+        self._norm = norm
 
     def create(self, value_type):
-        p = self._p
+        p, norm = self._p, self._norm
         n_layers = len(tff.structure.flatten(value_type))
         norms_type = tff.TensorType(np.float32, [n_layers])
 
         @tff.tensorflow.computation(value_type)
         def client_norms(update):
-            return tf.stack(layer_norms(update, p))
+            return tf.stack(layer_norms(update, p, norm))
 
         @tff.tensorflow.computation(value_type, norms_type)
         def client_scores(update, max_norms):
             flat = _flatten(update)
-            e = tf.exp(tf.stack(layer_norms(update, p)) - max_norms)  # [layers], each in (0, 1]
+            e = tf.exp(tf.stack(layer_norms(update, p, norm)) - max_norms)  # [layers], each in (0, 1]
             weighted = [tf.cast(e[i], t.dtype) * t for i, t in enumerate(flat)]
             return _pack_as(update, weighted), e
 

@@ -27,6 +27,7 @@ from keyboard_lm.federated.aggregation import build_aggregator
 from keyboard_lm.federated.client_optimizer import ClippedSGD
 from keyboard_lm.federated.config import AggregationConfig, FederatedConfig
 from keyboard_lm.federated.nesterov import NesterovSGD
+from keyboard_lm.federated.server_noise import NoisySGD
 from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
@@ -70,20 +71,22 @@ def decayed_hparams(process, state, factor: float):
 
 def server_optimizer_for(config: FederatedConfig):
     """The ``tff.learning.optimizers`` optimizer of ``config``'s server."""
-    if config.algorithm == "fedatt":
-        return tff.learning.optimizers.build_sgdm(learning_rate=config.fedatt_eps)
-    if config.server_optimizer == "sgd":
-        return tff.learning.optimizers.build_sgdm(learning_rate=config.server_lr)
+    if config.algorithm == "fedatt" or config.server_optimizer == "sgd":
+        lr = config.fedatt_eps if config.algorithm == "fedatt" else config.server_lr
+        if config.server_noise:
+            return NoisySGD(lr, config.server_noise, seed=config.seed)
+        return tff.learning.optimizers.build_sgdm(learning_rate=lr)
     if config.server_optimizer == "nesterov":
         return NesterovSGD(config.server_lr, config.server_momentum)
     return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
 
 
-def client_optimizer_for(client_lr: float, clipnorm: float | None = None):
-    """Client SGD: TFF's ``build_sgdm``, or ``ClippedSGD`` when ``clipnorm`` is given."""
+def client_optimizer_for(client_lr: float, clipnorm: float | None = None, momentum: float = 0.0):
+    """Client SGD (with ``momentum`` if > 0): TFF's ``build_sgdm``, or ``ClippedSGD`` when ``clipnorm`` is
+    given."""
     if clipnorm is None:
-        return tff.learning.optimizers.build_sgdm(learning_rate=client_lr)
-    return ClippedSGD(client_lr, clipnorm)
+        return tff.learning.optimizers.build_sgdm(learning_rate=client_lr, momentum=momentum or None)
+    return ClippedSGD(client_lr, clipnorm, momentum)
 
 
 def model_fn_for(model_config: ModelConfig, input_spec, metrics: bool = True, dropout: float = 0.0,
@@ -168,7 +171,8 @@ def compose_fed_avg(model_fn, client_optimizer, server_optimizer, aggregator, *,
 
 
 def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, aggregator=None,
-                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None):
+                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None,
+                  client_momentum: float = 0.0):
     """FedAvg (McMahan et al. 2017) with updates weighted by n_k (Hard et al. 2018, eq. 3).
 
     Args:
@@ -176,13 +180,14 @@ def build_fed_avg(model_fn, *, client_lr: float = 0.5, server_optimizer=None, ag
       client_lr: client SGD learning rate (0.5).
       server_optimizer: a ``tff.learning.optimizers`` optimizer (SGD lr 1.0, plain FedAvg).
       client_clipnorm: clip each client step's gradient to this global norm (None: off).
+      client_momentum: client SGD momentum (0: plain SGD).
       aggregator: a weighted aggregation factory (``build_aggregator()``: the default stack).
       loop, client_model_fn: see ``compose_fed_avg``.
     Returns:
       A ``tff.learning.templates.LearningProcess``.
     """
     return compose_fed_avg(
-        model_fn, client_optimizer_for(client_lr, client_clipnorm),
+        model_fn, client_optimizer_for(client_lr, client_clipnorm, client_momentum),
         server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=1.0),
         aggregator or build_aggregator(AggregationConfig(mean="weighted")), loop=loop,
         client_model_fn=client_model_fn)
@@ -196,19 +201,24 @@ def build_fed_sgd(model_fn, *, server_optimizer=None, aggregator=None):
 
 
 def build_fed_att(model_fn, *, client_lr: float = 0.5, eps: float = 1.0, p: float = 2.0, clip="adaptive",
-                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None):
+                  loop: str = DEFAULT_LOOP, client_model_fn=None, client_clipnorm: float | None = None,
+                  client_momentum: float = 0.0, norm: str = "flat", server_optimizer=None):
     """FedAtt (Ji et al. 2019): the server steps by eps towards attention-weighted client models.
 
     Args:
       eps: server step size (1.0; Ji et al.'s code defaults to 1.2); p: norm order of the
         attention over the flattened layer (2; their code's ord=2 is the spectral norm of a matrix).
-      clip: update clipping before the attention, as for every algorithm.
-      loop, client_model_fn: see ``compose_fed_avg``; client_clipnorm: see ``build_fed_avg``.
+      clip: update clipping before the attention, as for every algorithm (Ji et al.: none).
+      norm: ``flat`` (the p-norm of the flattened layer) or ``spectral`` (Ji et al.'s code).
+      server_optimizer: replaces SGD at eps (``NoisySGD`` at eps for Ji et al.'s eq. 6 noise).
+      loop, client_model_fn: see ``compose_fed_avg``; client_clipnorm, client_momentum: see
+        ``build_fed_avg``.
     """
     return compose_fed_avg(
-        model_fn, client_optimizer_for(client_lr, client_clipnorm),
-        tff.learning.optimizers.build_sgdm(learning_rate=eps),
-        build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p)), weighting="uniform",
+        model_fn, client_optimizer_for(client_lr, client_clipnorm, client_momentum),
+        server_optimizer or tff.learning.optimizers.build_sgdm(learning_rate=eps),
+        build_aggregator(AggregationConfig(mean="fedatt", clip=clip, fedatt_p=p, fedatt_norm=norm)),
+        weighting="uniform",
         loop=loop, client_model_fn=client_model_fn)
 
 
@@ -261,10 +271,11 @@ def _build_process(model_config, config, input_spec, metrics, loop, zero_init_cl
     if config.algorithm == "fedatt":
         return build_fed_att(model_fn, client_lr=config.client_lr, eps=config.fedatt_eps, p=config.fedatt_p,
                              clip=config.clip, loop=loop, client_model_fn=client_model_fn,
-                             client_clipnorm=config.client_clipnorm)
+                             client_clipnorm=config.client_clipnorm, client_momentum=config.client_momentum,
+                             norm=config.fedatt_norm, server_optimizer=server_optimizer_for(config))
     aggregator = build_aggregator(config.aggregation)
     if config.algorithm == "fedsgd":
         return build_fed_sgd(model_fn, server_optimizer=server_optimizer_for(config), aggregator=aggregator)
     return build_fed_avg(model_fn, client_lr=config.client_lr, server_optimizer=server_optimizer_for(config),
                          aggregator=aggregator, loop=loop, client_model_fn=client_model_fn,
-                         client_clipnorm=config.client_clipnorm)
+                         client_clipnorm=config.client_clipnorm, client_momentum=config.client_momentum)
