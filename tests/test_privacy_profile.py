@@ -48,17 +48,20 @@ def test_advantage_bound_refuses_bad_input(eps, delta, word):
 
 def test_profile_deltas_are_the_fixed_ones_1_over_n_and_the_runs_own_largest_first():
     rows = profile_deltas(1000, 2e-6)
-    assert [d for d, _ in rows] == pytest.approx([1e-3, 1000 ** -1.1, 1e-5, 2e-6, 1e-7])
-    assert dict((label, d) for d, label in rows if label) == pytest.approx({"1/N^1.1": 1000 ** -1.1, "run": 2e-6})
+    assert [d for d, _ in rows] == pytest.approx([1e-3, 1000 ** -1.1, 1e-5, 2e-6, 1e-7, 1e-10])
+    assert dict((label, d) for d, label in rows if label) == pytest.approx(
+        {"1/N^1.1": 1000 ** -1.1, "run": 2e-6, "Gboard's": 1e-10})
     # The default delta is 1/N^1.1: one row with both labels.
     merged = profile_deltas(1000, 1000 ** -1.1)
-    assert len(merged) == 4 and ("1/N^1.1, run" in [label for _, label in merged])
+    assert len(merged) == 5 and ("1/N^1.1, run" in [label for _, label in merged])
     # A delta typed to two digits is the 1/N^1.1 row, at the delta given.
     assert [(d, label) for d, label in profile_deltas(6387, 6.5e-5, own="target") if label] == [
-        (6.5e-5, "1/N^1.1, target")]
+        (6.5e-5, "1/N^1.1, target"), (1e-10, "Gboard's")]
     # A delta equal to a fixed one takes its row and its label.
     assert profile_deltas(10, 1e-5, own="target") == [(10 ** -1.1, "1/N^1.1"), (1e-3, ""), (1e-5, "target"),
-                                                      (1e-7, "")]
+                                                      (1e-7, ""), (1e-10, "Gboard's")]
+    # Gboard's own delta given as the run's: one row, both labels
+    assert profile_deltas(10, 1e-10)[-1] == (1e-10, "Gboard's, run")
 
 
 def test_ftrl_profile_is_the_runs_zcdp_at_each_delta():
@@ -77,9 +80,9 @@ def test_ftrl_profile_is_the_runs_zcdp_at_each_delta():
 def test_fedavg_profile_is_the_runs_rdp_at_each_delta(sampling):
     q, rounds = 0.02, 50
     rows = privacy_profile(lambda ds: accounting.fedavg_epsilons(1.0, q, rounds, ds, sampling, 1000), 1000, 1e-6)
-    for r in (rows[0], rows[-2]):  # 1e-3 and the run's 1e-6: each its own composition
+    for r in (rows[0], rows[-3], rows[-1]):  # 1e-3, the run's 1e-6 and 1e-10: each its own composition
         assert r["epsilon"] == pytest.approx(accounting.fedavg_epsilon(1.0, q, rounds, r["delta"], sampling, 1000))
-    assert rows[-2]["label"] == "run" and [r["epsilon"] for r in rows] == sorted(r["epsilon"] for r in rows)
+    assert rows[-3]["label"] == "run" and [r["epsilon"] for r in rows] == sorted(r["epsilon"] for r in rows)
 
 
 def test_unbounded_eps_is_written_as_inf():
@@ -95,6 +98,12 @@ def test_profile_table_is_short_and_marks_deltas_above_1_over_n():
     assert lines[0] == "privacy profile after 40 rounds:" and "TPR-FPR <=" in lines[1]
     assert len(lines) == 2 + len(rows) + 2  # title, header, rows, the bound's formula, the footnote
     assert lines[2].split()[0] == "0.001*" and "1/N^1.1, run" in text and "* delta above 1/N" in lines[-1]
+    # Gboard's reporting: eps at delta 1e-10 from the same accountant, and rho-zCDP beside it
+    (gboard,) = [r for r in rows if r["label"] == "Gboard's"]
+    assert gboard["delta"] == 1e-10 and gboard["epsilon"] == pytest.approx(accounting.rho_to_epsilon(0.5, 1e-10))
+    with_rho = format_profile(rows, "p", rho=0.5).splitlines()
+    assert with_rho[-3] == "  rho-zCDP: 0.5" and len(with_rho) == len(lines) + 1
+    assert "not reported" in format_profile(rows, "p", rho=None)
 
 
 def _dp_run(mechanism, **options):
@@ -116,6 +125,11 @@ def test_run_record_carries_the_profile_of_its_own_accountant(mechanism, options
     assert "TPR - FPR" in info["profile_advantage"]
     report = run.report(120)
     assert report.startswith(run.summary(120)) and "privacy profile after 120 rounds" in report
+    assert "Gboard's" in report and [r["delta"] for r in info["profile"]][-1] == 1e-10
+    if mechanism == "ftrl":
+        assert info["rho"] > 0 and f"rho-zCDP: {info['rho']:.4g}" in report
+    else:
+        assert info["rho"] is None and "rho-zCDP: not reported" in report
     if mechanism == "ftrl":
         period = 50 if options else None  # epoch: 1,000 // 20
         assert (info["tree_restart"], info["restart_period"], info["trees"]) == (
@@ -136,10 +150,10 @@ def test_privacy_plan_prints_the_top_rows_profile(capsys):
     out = capsys.readouterr().out
     table, profile = out.split("privacy profile of rank 1")
     assert "tree restart epoch" in table and "restart" in table.splitlines()[1]
-    assert "target" in profile and "1/N^1.1" in profile and "TPR-FPR" in profile
+    assert "target" in profile and "1/N^1.1" in profile and "TPR-FPR" in profile and "rho-zCDP: " in profile
     assert main(["privacy", "plan", "--epsilon", "8", "--delta", "1e-7", "--population", "20000", "--rounds",
                  "300", "--mechanism", "ftrl", "--max-clients-per-round", "400", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    # delta 1e-7 is one of the fixed ones: four rows, the target's labelled.
-    assert all([p["label"] for p in r["profile"]] == ["", "1/N^1.1", "", "target"] for r in rows)
+    # delta 1e-7 is one of the fixed ones: five rows, the target's labelled.
+    assert all([p["label"] for p in r["profile"]] == ["", "1/N^1.1", "", "target", "Gboard's"] for r in rows)
     assert rows[0]["tree_restart"] == "none"

@@ -60,7 +60,7 @@ def _plan_with_loss_model(args) -> int:
           f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}"
           + (f" (an extrapolation: {', '.join(best['outside_fit'])} lies beyond every fitted run)"
              if best.get("outside_fit") else ""))
-    print(format_profile(top["profile"], "privacy profile of the plan"))
+    print(format_profile(top["profile"], "privacy profile of the plan", rho=top.get("rho")))
     if args.png:
         print(f"plan plot: {args.png}")
     return 0

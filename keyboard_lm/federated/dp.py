@@ -398,7 +398,8 @@ class DPRun:
 
     def report(self, round_num: int) -> str:
         """``summary`` and the privacy profile table after ``round_num`` rounds (the end of a run)."""
-        table = format_profile(self.profile(round_num), f"privacy profile after {round_num} rounds")
+        table = format_profile(self.profile(round_num), f"privacy profile after {round_num} rounds",
+                               rho=self.epsilon(round_num)[1])
         return f"{self.summary(round_num)}\n{table}"
 
     def process(self, model_config, input_spec, config, metrics: bool = False):

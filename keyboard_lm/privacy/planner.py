@@ -233,7 +233,7 @@ def cmd_privacy_plan(args) -> int:
         r0 = rows[0]
         print(format_table(rows))
         print(format_profile(r0["profile"], f"privacy profile of rank 1 (K={r0['clients_per_round']:,}, "
-                                            f"z={r0['noise_multiplier']:.4g})"))
+                                            f"z={r0['noise_multiplier']:.4g})", rho=r0.get("rho")))
     if args.png:
         plot_frontier(rows, args.png)
         if not args.json:

@@ -3,7 +3,8 @@
 One (eps, delta) pair is one point of a curve: the same mechanism satisfies
 (eps(delta), delta)-DP for every delta, and a smaller delta costs a larger eps.
 The profile reports eps at the deltas readers compare across papers (1e-3,
-1e-5, 1e-7), at 1/N^1.1 for a population of N (Gboard's convention, below
+1e-5, 1e-7), at 1e-10 (the delta Gboard reports its production models at,
+beside rho-zCDP), at 1/N^1.1 for a population of N (Gboard's convention, below
 1/N) and at the run's own delta, each from the same accountant as the run's
 eps (``accounting``: RDP for DP-FedAvg, zCDP of the tree for DP-FTRL).
 
@@ -24,6 +25,10 @@ from keyboard_lm.errors import ConfigError
 
 #: The fixed deltas of every profile, besides 1/N^1.1 and the run's own.
 PROFILE_DELTAS = (1e-3, 1e-5, 1e-7)
+#: Gboard reports each production model's guarantee as eps at this delta, with rho-zCDP (Google's 2025
+#: write-ups of its on-device language models: eps 0.994 to 13.69 at delta 1e-10).
+GBOARD_DELTA = 1e-10
+GBOARD_LABEL = "Gboard's"
 
 #: Readers' description of the advantage column (run.json and the model card carry it).
 ADVANTAGE = ("largest TPR - FPR of any membership-inference test against (eps, delta)-DP: "
@@ -71,7 +76,8 @@ def profile_deltas(population: int, delta: float | None = None, own: str = "run"
     if population < 1:
         raise ConfigError(f"population must be >= 1, got {population}")
     found: list[list] = []
-    for d, label in [*((d, "") for d in PROFILE_DELTAS), (population ** -1.1, "1/N^1.1"),
+    for d, label in [*((d, "") for d in PROFILE_DELTAS), (GBOARD_DELTA, GBOARD_LABEL),
+                     (population ** -1.1, "1/N^1.1"),
                      *([(delta, own)] if delta is not None else [])]:
         same = next((f for f in found if math.isclose(f[0], d, rel_tol=0.05)), None)
         if same is None:
@@ -103,8 +109,17 @@ def privacy_profile(epsilons_at: Callable[[Sequence[float]], Sequence[float]], p
             for (d, label), e in zip(rows, eps)]
 
 
-def format_profile(rows: list[dict], title: str = "privacy profile") -> str:
-    """A short plain-text table of ``privacy_profile``'s rows."""
+def format_rho(rho: float | None) -> str:
+    """The rho-zCDP line of a profile, Gboard's second figure; None where the accountant is RDP."""
+    if rho is None:
+        return ("  rho-zCDP: not reported (DP-FedAvg is accounted by RDP with amplification by sampling; "
+                "rho is DP-FTRL's figure)")
+    return f"  rho-zCDP: {rho:.4g}" if math.isfinite(rho) else "  rho-zCDP: inf (no noise)"
+
+
+def format_profile(rows: list[dict], title: str = "privacy profile", rho: float | None | str = "") -> str:
+    """A short plain-text table of ``privacy_profile``'s rows; with ``rho`` (a number, or None for an RDP
+    accountant), the rho-zCDP line Gboard reports beside eps at delta 1e-10."""
     head = ["delta", "eps", "TPR-FPR <="]
     cells = [[f"{r['delta']:.3g}" + ("*" if r["delta_above_1_over_n"] else ""),
               r["epsilon"] if isinstance(r["epsilon"], str) else f"{r['epsilon']:.3g}",
@@ -113,6 +128,8 @@ def format_profile(rows: list[dict], title: str = "privacy profile") -> str:
     lines = [f"{title}:", "  " + "  ".join(h.rjust(w) for h, w in zip(head, widths))]
     for r, c in zip(rows, cells):
         lines.append(("  " + "  ".join(x.rjust(w) for x, w in zip(c, widths)) + f"  {r['label']}").rstrip())
+    if rho != "":
+        lines.append(format_rho(rho))
     lines.append("  TPR-FPR: the most any membership-inference test can gain, (e^eps - 1 + 2 delta) / (e^eps + 1)")
     if any(r["delta_above_1_over_n"] for r in rows):
         lines.append("  * delta above 1/N: such a guarantee allows publishing one user's data outright")
