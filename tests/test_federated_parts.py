@@ -66,12 +66,25 @@ def test_aggregation_config_rejects_bad_parts(kwargs, match):
     ({"server_noise": -1.0}, "standard deviation >= 0"),
     ({"client_momentum": 1.0}, r"client_momentum must be in \[0, 1\)"),
     ({"algorithm": "fedsgd", "client_momentum": 0.5}, "FedSGD"),
+    ({"server_adam_epsilon": 0.0}, "server_adam_epsilon must be > 0"),
 ])
 def test_federated_config_refuses_ji_options_it_cannot_honour(kwargs, match):
     from keyboard_lm.federated.config import FederatedConfig
 
     with pytest.raises(ConfigError, match=match):
         FederatedConfig(**kwargs)
+
+
+def test_fedadams_epsilon_reaches_tffs_adam():
+    import tensorflow as tf
+
+    from keyboard_lm.federated.config import FederatedConfig
+    from keyboard_lm.federated.process import server_optimizer_for
+
+    spec = [tf.TensorSpec([2], tf.float32)]
+    for eps in (1e-7, 1e-8):
+        opt = server_optimizer_for(FederatedConfig(server_optimizer="adam", server_lr=0.001, server_adam_epsilon=eps))
+        assert float(opt.get_hparams(opt.initialize(spec))["epsilon"]) == pytest.approx(eps)
 
 
 def test_ji_protocol_options_build_a_process_that_trains(tmp_path):

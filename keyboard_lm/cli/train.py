@@ -305,6 +305,8 @@ FEDERATED_FLAGS = (
                "alone: {server_lr_table})", type=float, default=None),
     field_flag("--server-momentum", FederatedConfig, "Nesterov momentum ({both.server_momentum})", type=float,
                default=None),
+    field_flag("--server-adam-epsilon", FederatedConfig, "FedAdam's epsilon ({both.server_adam_epsilon}; Ro et "
+               "al.: 1e-8)", type=float, default=None, metavar="EPS"),
     field_flag("--client-lr", FederatedConfig, "client SGD learning rate ({both.client_lr})", type=float,
                default=None),
     field_flag("--client-clipnorm", FederatedConfig, "clip each client step's gradient to this global L2 norm; "

@@ -88,6 +88,7 @@ class FederatedConfig:
         in Hard et al.) or ``adam`` (FedAdam, Ro et al.).  FedAtt always uses
         SGD with learning rate ``fedatt_eps``.
       server_lr, server_momentum: server step size and momentum.
+      server_adam_epsilon: FedAdam's epsilon (TFF's default, 1e-7; Ro et al.: 1e-8).
       client_lr: client SGD learning rate.
       client_momentum: client SGD momentum (0: none; Ji et al.'s clients: 0.5).
       client_clipnorm: clip each local step's gradient to this global L2
@@ -132,6 +133,7 @@ class FederatedConfig:
     server_optimizer: str = "nesterov"
     server_lr: float = 1.0
     server_momentum: float = 0.9
+    server_adam_epsilon: float = 1e-7
     client_lr: float = 0.5
     client_clipnorm: float | None = None
     client_momentum: float = 0.0
@@ -165,6 +167,8 @@ class FederatedConfig:
                 raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.client_momentum and self.algorithm == "fedsgd":
             raise ConfigError("client_momentum has no client steps to act on under FedSGD (one gradient per client)")
+        if not (self.server_adam_epsilon > 0 and math.isfinite(self.server_adam_epsilon)):
+            raise ConfigError(f"server_adam_epsilon must be > 0, got {self.server_adam_epsilon}")
         if not (self.server_noise >= 0 and math.isfinite(self.server_noise)):
             raise ConfigError(f"server_noise must be a standard deviation >= 0, got {self.server_noise}")
         if self.server_noise and self.algorithm != "fedatt" and self.server_optimizer != "sgd":

@@ -78,7 +78,7 @@ def server_optimizer_for(config: FederatedConfig):
         return tff.learning.optimizers.build_sgdm(learning_rate=lr)
     if config.server_optimizer == "nesterov":
         return NesterovSGD(config.server_lr, config.server_momentum)
-    return tff.learning.optimizers.build_adam(learning_rate=config.server_lr)
+    return tff.learning.optimizers.build_adam(learning_rate=config.server_lr, epsilon=config.server_adam_epsilon)
 
 
 def client_optimizer_for(client_lr: float, clipnorm: float | None = None, momentum: float = 0.0):
