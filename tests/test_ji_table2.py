@@ -1,0 +1,41 @@
+"""Ji et al.'s Table II benchmark: each algorithm's arguments train as their protocol says."""
+
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import ji_table2  # noqa: E402
+
+
+@pytest.mark.parametrize("algorithm", ["FedAvg", "FedSGD"])
+def test_each_algorithm_trains_with_jis_client_and_server(tmp_path, algorithm):
+    from keyboard_lm.cli import main
+
+    args = ji_table2.train_args(algorithm, 0.5, 1, 1, 1, str(tmp_path / "run"))
+    assert args[args.index("--clients-per-round") + 1] == "45"  # half of the 90 training clients
+    # the same arguments on the embedded corpus at a toy size (the GRU's sizes given after Ji's 300)
+    start = args.index("--out")
+    toy = ["train", *args[start:], "--format", "default", "--partition", "iid", "--num-clients", "20",
+           "--units", "16", "--embedding-dim", "16", "--vocab-size", "200", "--max-batches", "2",
+           "--clients-per-round", "3"]
+    assert main(toy) == 0
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    fed = info["federated"]
+    assert (fed["algorithm"], fed["server_optimizer"], fed["server_noise"], fed["clip"]) == (
+        algorithm.lower(), "sgd", 0.001, "none")
+    assert info["model"]["model_type"] == "gru"
+    if algorithm == "FedAvg":
+        assert (fed["client_momentum"], fed["client_lr"], info["client_data"]["epochs"]) == (0.5, 0.01, 5)
+    else:
+        assert fed["client_momentum"] == 0.0
+
+
+def test_the_best_validation_round_is_the_lowest_validation_loss(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.csv").write_text("round,perplexity,val_loss\n1,\n5,300.0,5.9\n10,250.0,5.7\n15,260.0,5.8\n")
+    assert ji_table2.best_validation_row(str(out)) == {"round": 10.0, "perplexity": 250.0, "val_loss": 5.7}
