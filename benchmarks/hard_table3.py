@@ -1,0 +1,155 @@
+"""Hard et al. 2018's comparison, like for like: the n-gram, a server-trained CIFG and a federated CIFG.
+
+Hard et al. compare a CIFG trained with FederatedAveraging on the phones with the same CIFG trained on the
+server, and with the n-gram model, in top-1 and top-3 recall. Here both CIFGs start from random weights (as
+Hard et al.'s do) and share the model, the optimizer family and the regularization:
+
+- federated: `train`'s defaults from random weights (client SGD, server Nesterov momentum, dropout 0.2),
+  without the average of the global model across rounds;
+- server: `train --centralized` with plain SGD on batches of 10 (the clients' batch), dropout 0.2, no
+  DropConnect, no n-gram teacher and no weight average; its learning rate is the one of a small grid whose
+  validation recall@3 is best (seed 0), held-out users never choosing;
+- the Kneser-Ney 5-gram on the same split and vocabulary.
+
+Three seeds of each CIFG; held-out recall@1 and recall@3 of the model each run keeps, mean ± sd, and each
+seed's paired 95% interval over held-out users of federated / server and federated / 5-gram.
+
+    python benchmarks/hard_table3.py --corpora shakespeare,mail     # resumable, one run at a time
+    python benchmarks/hard_table3.py --collect
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from benchmarks import _report  # noqa: E402
+from benchmarks.base_targets import _cached, _ngram_by_user, heldout_by_user  # noqa: E402
+from benchmarks.ro_table2 import _train  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA, _finished  # noqa: E402
+
+SERVER_LRS = (0.5, 1.0, 2.0)
+SEEDS = (0, 1, 2)
+SERVER = ["--centralized", "--optimizer", "sgd", "--batch-size", "10", "--dropout", "0.2", "--weight-drop", "0",
+          "--ngram-teacher", "0", "--weight-average", "0"]
+FEDERATED = ["--weight-average", "0"]
+METRICS = ("recall_at_1", "recall_at_3")
+DRAWS = 1000
+
+
+def run_dir(work, corpus, row, seed, lr=None) -> str:
+    return os.path.join(work, corpus, f"{row}{'' if lr is None else f'_lr{lr:g}'}_seed{seed}")
+
+
+def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = None, epochs: int = 10) -> list[str]:
+    """`keyboard-lm` arguments of one run; a federated run stopped with a checkpoint is resumed."""
+    if row == "federated" and os.path.isdir(os.path.join(out, "checkpoints")):
+        return ["train", *CORPORA[corpus], "--out", out, "--resume"]
+    args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
+    if row == "server":
+        return args + [*SERVER, "--lr", f"{lr:g}", "--epochs", str(epochs)]
+    return args + FEDERATED
+
+
+def _val_recall(out: str) -> float:
+    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+        best = json.load(f).get("best") or {}
+    return float(best.get("val_recall_at_3") or 0.0)
+
+
+def server_lr(work: str, corpus: str) -> float | None:
+    """The grid's rate with the best validation recall@3 (seed 0), or None before the grid ran."""
+    found = [(_val_recall(run_dir(work, corpus, "server", 0, lr)), lr) for lr in SERVER_LRS
+             if _finished(run_dir(work, corpus, "server", 0, lr))]
+    return max(found)[1] if found else None
+
+
+def _spread(values):
+    if not values:
+        return "-"
+    return (f"{values[0]:.4f} (1 seed)" if len(values) == 1 else
+            f"{statistics.fmean(values):.4f} ± {statistics.stdev(values):.4f} ({len(values)} seeds)")
+
+
+def collect(args) -> tuple[dict, str]:
+    from keyboard_lm.evaluation import paired_intervals
+
+    data, lines = {}, ["Like for like from random weights: server CIFG `" + " ".join(SERVER) + "` (rate chosen by "
+                       "validation from " + ", ".join(f"{lr:g}" for lr in SERVER_LRS) + f", at most {args.epochs} "
+                       "epochs); federated CIFG `train " + " ".join(FEDERATED) + "` (the defaults otherwise). "
+                       f"Held-out users; intervals are 95%, paired, over held-out users ({DRAWS} draws).", ""]
+    for corpus in args.corpora:
+        lr = server_lr(args.work, corpus)
+        ng = _cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
+                     lambda: _ngram_by_user(CORPORA[corpus]))
+        runs = {"server": {}, "federated": {}}
+        for seed in SEEDS:
+            for row in runs:
+                out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
+                if (row != "server" or lr is not None) and _finished(out):
+                    runs[row][seed] = heldout_by_user(out, CORPORA[corpus])
+        lines += [f"## {corpus}: `{shlex.join(CORPORA[corpus])}`", "",
+                  "| model | recall@1 | recall@3 |", "|---|---|---|",
+                  f"| Kneser-Ney 5-gram | {ng['pooled']['recall_at_1']:.4f} | {ng['pooled']['recall_at_3']:.4f} |"]
+        for row, label in (("server", f"server CIFG (SGD {'-' if lr is None else f'{lr:g}'})"),
+                           ("federated", "federated CIFG")):
+            lines.append(f"| {label} | " + " | ".join(_spread([r["pooled"][m] for r in runs[row].values()])
+                                                       for m in METRICS) + " |")
+        pairs = {}
+        for seed in sorted(set(runs["server"]) & set(runs["federated"])):
+            pairs[seed] = {"federated / server": paired_intervals(runs["federated"][seed], runs["server"][seed],
+                                                                  METRICS, replicates=DRAWS, seed=seed),
+                           "federated / 5-gram": paired_intervals(runs["federated"][seed], ng, METRICS,
+                                                                  replicates=DRAWS, seed=seed)}
+        lines += [""] + [f"- seed {s}: " + "; ".join(f"{what} recall@1 [{p['recall_at_1'][0]:.3f}, "
+                                                     f"{p['recall_at_1'][1]:.3f}], recall@3 [{p['recall_at_3'][0]:.3f}, "
+                                                     f"{p['recall_at_3'][1]:.3f}]" for what, p in per.items())
+                         for s, per in pairs.items()] + [""]
+        data[corpus] = {"server_lr": lr, "ngram": ng["pooled"],
+                        "pooled": {row: {s: r["pooled"] for s, r in rr.items()} for row, rr in runs.items()},
+                        "paired": {s: {w: {m: list(v) for m, v in p.items()} for w, p in per.items()}
+                                   for s, per in pairs.items()}}
+    return data, "\n".join(lines) + "\n"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--corpora", default="shakespeare,mail", help="comma-separated, of mail, shakespeare")
+    p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
+    p.add_argument("--epochs", type=int, default=10, help="most epochs of the server CIFG (10)")
+    p.add_argument("--work", default=os.path.join("runs", "hard_table3"))
+    p.add_argument("--name", default="hard_table3")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    args = p.parse_args()
+    args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
+    if any(c not in ("mail", "shakespeare") for c in args.corpora):
+        p.error("--corpora: choose from mail, shakespeare")
+    start = time.time()
+    if not args.collect:
+        for corpus in args.corpora:
+            for lr in SERVER_LRS:
+                out = run_dir(args.work, corpus, "server", 0, lr)
+                if not _finished(out):
+                    _train(train_args(corpus, "server", 0, out, lr, args.epochs), out)
+            lr = server_lr(args.work, corpus)
+            for seed in SEEDS:
+                for row in ("federated", "server"):
+                    out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
+                    if not _finished(out):
+                        _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
+    data, text = collect(args)
+    paths = _report.write(args.name, {**data, "seconds_this_call": time.time() - start}, text, args.out)
+    print(text)
+    print("written:", *paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""Hard et al.'s comparison like for like: the server CIFG's and the federated CIFG's arguments train as said."""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import hard_table3  # noqa: E402
+
+
+def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(tmp_path):
+    from keyboard_lm.cli import main
+
+    toy = ["--format", "default", "--units", "16", "--embedding-dim", "8", "--vocab-size", "200"]
+    server = hard_table3.train_args("mail", "server", 1, str(tmp_path / "s"), 1.0, epochs=1)
+    federated = hard_table3.train_args("mail", "federated", 1, str(tmp_path / "f"))
+    for args in (server, federated):
+        assert "--init-from" not in args  # Hard et al. train both from random weights
+    cut = server.index("--out")
+    assert main(["train", *server[cut:], *toy]) == 0
+    cut = federated.index("--out")
+    assert main(["train", *federated[cut:], *toy, "--rounds", "1", "--max-batches", "2"]) == 0
+    hp = json.loads((tmp_path / "s" / "run.json").read_text())["hyperparameters"]
+    assert (hp["optimizer"], hp["learning_rate"], hp["batch_size"], hp["dropout"]) == ("sgd", 1.0, 10, 0.2)
+    assert (hp["weight_drop"], hp["ngram_teacher"], hp["weight_average"]) == (0.0, 0.0, 0.0)
+    fed = json.loads((tmp_path / "f" / "run.json").read_text())["federated"]
+    assert (fed["dropout"], fed["weight_average"], fed["server_optimizer"]) == (0.2, 0.0, "nesterov")
+    # stopped with a checkpoint: resumed, not restarted
+    assert hard_table3.train_args("mail", "federated", 1, str(tmp_path / "f"))[-1] == "--resume"
