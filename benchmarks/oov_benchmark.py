@@ -1,4 +1,4 @@
-"""Personal OOV expansion on Tiny Shakespeare by role (Shenoy & Nguyen's evaluation).
+"""Personal OOV expansion on real per-user text (Shenoy & Nguyen's evaluation).
 
 Held-out users (the run's held-out clients with at least --min-sentences
 sentences), each user's sentences split 8:1:1 (personalize / early stop /
@@ -11,7 +11,11 @@ user's test words:
 * OOV adapter: + the residual adapter trained on the personalize split with
   early stopping on the early-stop split (``Session.personalize``);
 * OOV-as-UNK fine-tuning (Shenoy's baseline): the whole float model fine-tuned
-  per user with Adam, early stopping on the same split; OOV stays one token;
+  per user with Adam, at most 10 epochs, the epoch of the best validation EMR3
+  kept; OOV stays one token;
+* OOV expansion (``--joint``; Shenoy & Nguyen's method): the same fine-tuning
+  with the OOV adapter trained jointly, its weights initialized at each sigma of
+  their grid {0, 1e-5, ..., 1}, the best validation EMR3 kept per user;
 * OOV-oracle (Shenoy's baseline): the vocabulary grown by the N most frequent
   OOV words of the training users (= a model trained with --vocab-size V + N),
   no personalization.
@@ -19,7 +23,9 @@ user's test words:
 EMR3 counts every test word (an OOV word is a hit only if its spelling is
 suggested), KEMR3 only words of the V-word vocabulary, OOV rate before/after =
 share of test words outside the vocabulary / outside the vocabulary and the
-user's personal words.
+user's personal words. Each EMR3 carries a 95% interval over users (bootstrap),
+and OOV expansion / fine-tuning a paired one. ``--data MBOX --format mbox``
+runs it on the SpamAssassin senders (with runs trained on them).
 
     python benchmarks/oov_benchmark.py --data ../shared/data/tinyshakespeare/input.txt \\
         --runs 2000=runs/oov/v2000 5000=runs/oov/v5000 10000=runs/oov/v10000 \\
@@ -52,7 +58,8 @@ METHODS = ("global", "zero_shot", "adapter", "finetune", "oracle")
 LABELS = {"global": "global model (int8 file)", "zero_shot": "+ personal words, zero-shot",
           "adapter": "+ OOV adapter (Shenoy: residual MLP)",
           "adapter_per_word": "+ OOV adapter with per-word offset and bias", "finetune": "OOV-as-UNK fine-tuning (float)",
-          "global_float": "global model (float, reference for fine-tuning)", "oracle": "OOV-oracle (V + N, retrained)"}
+          "global_float": "global model (float, reference for fine-tuning)", "oracle": "OOV-oracle (V + N, retrained)",
+          "oov_expansion": "OOV expansion: fine-tuning + OOV adapter, jointly (float; Shenoy & Nguyen)"}
 
 
 def pairs(values):
@@ -185,25 +192,43 @@ class FineTuner:
             s.assign(self.tf.zeros_like(s))
         self.t.assign(0.0)
 
-    def fit(self, train, val, seed: int = 0) -> dict:
+    def variables(self) -> list:
+        """What fine-tuning trains (and ``fit`` restores at the kept epoch)."""
+        return list(self.model.trainable_weights)
+
+    def score(self, val, vx, vy) -> tuple[float, float]:
+        """(validation EMR3, validation loss): Shenoy & Nguyen stop on EMR3; the loss breaks its ties."""
+        from keyboard_lm.char_encoder.evaluation import exact_match
+
+        words = [w for s in val for w in s]
+        return exact_match(self.predictions(val), words, ())["emr3"], self.loss(vx, vy)
+
+    def fit(self, train, val, seed: int = 0, patience: int = 2) -> dict:
+        """Up to ``max_epochs`` epochs; the epoch of the best validation EMR3 is kept (epoch 0: no change),
+        stopping after ``patience`` epochs without a gain."""
         self.reset()
         x, y = self.examples(train)
         vx, vy = self.examples(val)
-        best = (self.loss(vx, vy), 0, [v.numpy() for v in self.model.trainable_weights])
+
+        def better(a, b):
+            return a[0] > b[0] or (a[0] == b[0] and a[1] < b[1])
+
+        best_score, best_epoch = self.score(val, vx, vy), 0
+        best = [v.numpy() for v in self.variables()]
         rng = np.random.default_rng(seed)
         for epoch in range(1, self.max_epochs + 1):
             order = rng.permutation(len(x))
             for i in range(0, len(x), self.batch_size):
                 b = order[i:i + self.batch_size]
                 self._step(x[b], y[b])
-            val_loss = self.loss(vx, vy)
-            if val_loss < best[0]:
-                best = (val_loss, epoch, [v.numpy() for v in self.model.trainable_weights])
-            elif epoch - best[1] >= 2:
+            score = self.score(val, vx, vy)
+            if better(score, best_score):
+                best_score, best_epoch, best = score, epoch, [v.numpy() for v in self.variables()]
+            elif epoch - best_epoch >= patience:
                 break
-        for v, w in zip(self.model.trainable_weights, best[2]):
+        for v, w in zip(self.variables(), best):
             v.assign(w)
-        return {"kept_epoch": best[1], "validation_loss": best[0]}
+        return {"kept_epoch": best_epoch, "validation_emr3": best_score[0], "validation_loss": best_score[1]}
 
     def predictions(self, sentences) -> list[list[str]]:
         """Top-3 spellings at every word of ``sentences`` (specials never suggested), in order."""
@@ -219,6 +244,137 @@ class FineTuner:
                     out.append([vocab.token_of(int(i)) for i in top[b, t]])
         return out
 
+
+#: Shenoy & Nguyen's initialization grid for the OOV adapter: every adapter weight drawn from N(0, sigma^2).
+SIGMA_GRID = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+
+
+class JointTuner(FineTuner):
+    """Shenoy & Nguyen's OOV expansion: the float model fine-tuned on one user together with an OOV adapter.
+
+    The user's personal words (their most frequent OOV spellings of the personalize split) are embedded by
+    the char encoder, mapped by a residual adapter (LayerNorm at identity, one hidden layer of ``hidden`` ReLU
+    units; its two weight matrices and biases drawn from N(0, sigma^2)) and appended to the tied table, so
+    they are predicted, and read as context, like any word. Model and adapter train together (Adam, batches
+    of 16, clip 5), and the epoch of the best validation EMR3 is kept (``FineTuner.fit``)."""
+
+    def __init__(self, run_dir: str, encoder_path: str, learning_rate: float, max_epochs: int, hidden: int = 960,
+                 batch_size: int = 16):
+        super().__init__(run_dir, learning_rate, max_epochs, batch_size)
+        import tensorflow as tf
+
+        from keyboard_lm.inference.personal_words import CharEncoderFile
+
+        self.encoder = CharEncoderFile(encoder_path)
+        self.embedding, self.rnn = self.model.get_layer("embedding"), self.model.get_layer("rnn")
+        self.V, d = (int(n) for n in self.embedding.embeddings.shape)
+        self.hidden = hidden
+        self.base = tf.Variable(tf.zeros([0, d]), shape=tf.TensorShape([None, d]), trainable=False)
+        self.ln_g, self.ln_b = tf.Variable(tf.ones([d])), tf.Variable(tf.zeros([d]))
+        self.w1, self.b1 = tf.Variable(tf.zeros([d, hidden])), tf.Variable(tf.zeros([hidden]))
+        self.w2, self.b2 = tf.Variable(tf.zeros([hidden, d])), tf.Variable(tf.zeros([d]))
+        self.adapter = [self.ln_g, self.ln_b, self.w1, self.b1, self.w2, self.b2]
+        self.words: list[str] = []
+        self.sigma, self.seed = 0.0, 0
+        self.moments = [(tf.Variable(tf.zeros_like(w)), tf.Variable(tf.zeros_like(w))) for w in self.variables()]
+
+        def table():
+            e = self.base
+            mu, var = tf.nn.moments(e, axes=[1], keepdims=True)
+            ln = (e - mu) / tf.sqrt(var + 1e-5) * self.ln_g + self.ln_b
+            personal = e + tf.matmul(tf.nn.relu(tf.matmul(ln, self.w1) + self.b1), self.w2) + self.b2
+            return tf.concat([self.embedding.table(), personal], 0)
+
+        @tf.function(reduce_retracing=True)
+        def logits(x):
+            t = table()
+            h = self.rnn(tf.gather(t, x), training=False)
+            return tf.matmul(self.embedding.quantizer.inputs(h), t, transpose_b=True)
+
+        @tf.function(reduce_retracing=True)
+        def losses(x, y):
+            mask = tf.cast(y != 0, tf.float32)
+            ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits(x))
+            return tf.reduce_sum(ce * mask), tf.reduce_sum(mask)
+
+        @tf.function(reduce_retracing=True)
+        def step(x, y):
+            variables = self.variables()
+            with tf.GradientTape() as tape:
+                total, count = losses(x, y)
+                loss = total / tf.maximum(count, 1.0)
+            grads, _ = tf.clip_by_global_norm(tape.gradient(loss, variables), 5.0)
+            self.t.assign_add(1.0)
+            for v, g, (m, s) in zip(variables, grads, self.moments):
+                g = tf.convert_to_tensor(g)
+                m.assign(0.9 * m + 0.1 * g)
+                s.assign(0.999 * s + 0.001 * g * g)
+                v.assign_sub(self.lr * (m / (1.0 - 0.9 ** self.t)) / (tf.sqrt(s / (1.0 - 0.999 ** self.t)) + 1e-7))
+
+        self._logits, self._losses, self._step = logits, losses, step
+
+    def variables(self) -> list:
+        return [*self.model.trainable_weights, *getattr(self, "adapter", [])]
+
+    def prepare(self, words, sigma: float, seed: int = 0) -> None:
+        """The user's personal words and the adapter's initialization scale; ``reset`` applies them."""
+        self.words, self.sigma, self.seed = list(words), float(sigma), seed
+        self._index = {w: self.V + i for i, w in enumerate(self.words)}
+        self.reset()
+
+    def reset(self):
+        super().reset()
+        if not hasattr(self, "adapter"):
+            return
+        d = int(self.base.shape[1])
+        self.base.assign(self.encoder.encode(self.words).astype(np.float32) if self.words
+                         else np.zeros((0, d), np.float32))
+        rng = np.random.default_rng(self.seed)
+        self.ln_g.assign(np.ones(d, np.float32))
+        self.ln_b.assign(np.zeros(d, np.float32))
+        for v in (self.w1, self.b1, self.w2, self.b2):
+            v.assign((self.sigma * rng.standard_normal(v.shape)).astype(np.float32))
+
+    def examples(self, sentences):
+        from keyboard_lm.data.examples import sentence_examples
+        from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+        oov, index = SPECIAL_TOKENS.oov_id, getattr(self, "_index", {})
+        ex = []
+        for sentence in sentences:
+            ids = [index.get(w, i) if i == oov else i for i, w in zip(self.run.vocab.encode(sentence), sentence)]
+            ex += sentence_examples(ids, self.seq_len)
+        return (np.array([x for x, _ in ex], np.int32).reshape(-1, self.seq_len),
+                np.array([y for _, y in ex], np.int32).reshape(-1, self.seq_len))
+
+    def predictions(self, sentences) -> list[list[str]]:
+        x, y = self.examples(sentences)
+        out, vocab = [], self.run.vocab
+        for start in range(0, len(x), 256):
+            logits = self._logits(x[start:start + 256]).numpy()
+            logits[..., :4] = -np.inf
+            top = np.argsort(-logits, axis=-1)[..., :3]
+            for b in range(len(top)):
+                for t in range(self.seq_len):
+                    if y[start + b, t] not in (0, 2):
+                        out.append([vocab.token_of(int(i)) if i < self.V else self.words[int(i) - self.V]
+                                    for i in top[b, t]])
+        return out
+
+    def fit_grid(self, words, train, val, sigmas=SIGMA_GRID, seed: int = 0) -> dict:
+        """``fit`` at every sigma of the grid; the one of the best validation EMR3 (then loss) is kept."""
+        best = None
+        for sigma in sigmas:
+            self.prepare(words, sigma, seed)
+            report = self.fit(train, val, seed=seed)
+            key = (report["validation_emr3"], -report["validation_loss"])
+            if best is None or key > best[0]:
+                best = (key, sigma, report, [v.numpy() for v in self.variables()])
+        _, sigma, report, weights = best
+        self.prepare(words, sigma, seed)
+        for v, w in zip(self.variables(), weights):
+            v.assign(w)
+        return {**report, "sigma": sigma}
 
 def metrics(preds, targets, known) -> dict:
     """Shenoy's EMR3/KEMR3 (keyboard_lm.char_encoder.evaluation.exact_match) and the share of OOV words hit."""
@@ -245,11 +401,15 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     users, skipped = users_of(run_dir, corpus, args.min_sentences, args.seed)
     users = users[:args.max_users]
     tuner = FineTuner(run_dir, args.finetune_lr, args.finetune_epochs) if args.finetune_lr > 0 else None
+    joint = (JointTuner(run_dir, encoders[args.encoders[0]][0], args.finetune_lr, args.finetune_epochs,
+                        args.joint_hidden) if args.joint else None)
+    slices, joint_sigma, joint_kept = [], [], []
     preds = collections.defaultdict(list)
     targets, personal_sizes, adapt_s, state_bytes, kept, oov_before_n, oov_after_n = [], [], [], [], [], 0.0, 0.0
     oov_targets_personal, finetune_kept = 0, []
     for uid, per, val, test in users:
         words = [w for s in test for w in s]
+        slices.append((len(targets), len(targets) + len(words)))
         targets += words
         preds["global"] += session_predictions(predictor.session(), test)
         for name, enc_predictor in predictors.items():
@@ -291,6 +451,15 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
             fit = tuner.fit(per, val, seed=args.seed)
             finetune_kept.append(fit["kept_epoch"])
             preds["finetune"] += tuner.predictions(test)
+        if joint is not None:
+            from keyboard_lm.char_encoder.evaluation import personal_vocabulary
+
+            mine = personal_vocabulary([encode_keeping_spelling(s, vocab) for s in per], SPECIAL_TOKENS.oov_id,
+                                       args.max_personal_words)
+            fit = joint.fit_grid(mine, per, val, seed=args.seed)
+            joint_sigma.append(fit["sigma"])
+            joint_kept.append(fit["kept_epoch"])
+            preds["oov_expansion"] += joint.predictions(test)
         log(f"V={v} user {uid}: {len(per)}/{len(val)}/{len(test)} sentences, {len(personal)} personal words, "
             f"adapter {report['seconds']:.1f} s (epoch {report.get('kept_epoch')}), fine-tuning epoch "
             f"{finetune_kept[-1] if finetune_kept else None}")
@@ -302,27 +471,56 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
               "personal_words_per_user": float(np.mean(personal_sizes)),
               "adapter_seconds_per_user": float(np.mean(adapt_s)), "adapter_kept_epoch_mean": float(np.mean(kept)),
               "finetune_kept_epoch_mean": float(np.mean(finetune_kept)) if finetune_kept else None,
+              "oov_expansion_sigma": joint_sigma, "oov_expansion_kept_epoch": joint_kept,
               "personal_state_bytes_mean": float(np.mean(state_bytes)) if state_bytes else 0.0,
               "model_bytes": os.path.getsize(model_path),
               "char_encoder_bytes": {n: os.path.getsize(p) for n, (p, _) in encoders.items()},
               "char_encoder_meta": {n: m for n, (_, m) in encoders.items()}, "oracle_run": os.path.basename(oracle_dir) if oracle_dir else None,
               "methods": {}}
+    hits = {}
     for name, p in preds.items():
         assert len(p) == n, (name, len(p), n)
         result["methods"][name] = metrics(p, targets, known)
+        hits[name] = user_hits(p, targets, slices)
+        result["methods"][name]["emr3_interval"] = emr3_interval(hits[name], seed=args.seed)
+    result["paired"] = {f"{a} / {b}": emr3_interval(hits[a], hits[b], seed=args.seed)
+                        for a, b in PAIRED if a in hits and b in hits}
     return result
+
+
+#: (method, reference): the comparisons whose EMR3 ratio gets a paired interval over users.
+PAIRED = (("oov_expansion", "finetune"), ("finetune", "global_float"), ("oov_expansion", "global_float"))
+
+
+def user_hits(preds, targets, slices) -> list[tuple[int, int]]:
+    """(top-3 exact matches, words) of each user's test words."""
+    return [(sum(t in list(p)[:3] for p, t in zip(preds[a:b], targets[a:b])), b - a) for a, b in slices]
+
+
+def emr3_interval(hits, reference=None, replicates: int = 1000, seed: int = 0) -> list[float]:
+    """95% percentile bootstrap over users of pooled EMR3, or, with ``reference``, of the ratio of the two
+    pooled over the same draws of users."""
+    h = np.asarray(hits, float)
+    idx = np.random.default_rng(seed).integers(0, len(h), (replicates, len(h)))
+    value = h[idx, 0].sum(1) / np.maximum(h[idx, 1].sum(1), 1)
+    if reference is not None:  # a draw whose reference has no hit has no ratio: left out
+        r = np.asarray(reference, float)
+        ref = r[idx, 0].sum(1) / np.maximum(r[idx, 1].sum(1), 1)
+        value = np.where(ref > 0, value / np.where(ref > 0, ref, 1.0), np.nan)
+    return [float(x) for x in np.nanpercentile(value, [2.5, 97.5])]
 
 
 def markdown(results: list[dict], args) -> str:
     lines = [("Tiny Shakespeare by role" if args.partition == "natural" else
               f"Tiny Shakespeare re-partitioned IID into {args.num_clients} users") + ", held-out users, each user's sentences split 8:1:1 "
              "(personalize / early stop / test). Micro-averaged over all test words.", "",
-             "| V | OOV before → after | method | EMR3 | KEMR3 | OOV words hit |", "|---|---|---|---|---|---|"]
+             "| V | OOV before → after | method | EMR3 [95% over users] | KEMR3 | OOV words hit |",
+             "|---|---|---|---|---|---|"]
     for r in results:
         first = True
         names = ["global"] + [f"{kind}/{enc}" for enc in args.encoders
                               for kind in ("zero_shot", "adapter", "adapter_per_word")] + [
-            "global_float", "finetune", "oracle"]
+            "global_float", "finetune", "oov_expansion", "oracle"]
         for name in names:
             if name not in r["methods"]:
                 continue
@@ -330,9 +528,17 @@ def markdown(results: list[dict], args) -> str:
             oov = f"{100 * r['oov_rate_before']:.1f}% → {100 * r['oov_rate_after']:.1f}%" if first else ""
             kind, _, enc = name.partition("/")
             label = LABELS[kind] + (f" [{enc} encoder]" if enc else "")
-            lines.append(f"| {r['vocab_size']:,} | {oov} | {label} | {100 * m['emr3']:.2f} | "
+            iv = m.get("emr3_interval")
+            iv = f" [{100 * iv[0]:.2f}, {100 * iv[1]:.2f}]" if iv else ""
+            lines.append(f"| {r['vocab_size']:,} | {oov} | {label} | {100 * m['emr3']:.2f}{iv} | "
                          f"{100 * m['kemr3']:.2f} | {100 * m['oov_hit_rate']:.2f} |")
             first = False
+    for r in results:
+        for what, (lo, hi) in r.get("paired", {}).items():
+            lines.append(f"- V={r['vocab_size']:,}: EMR3 {what} = [{lo:.3f}, {hi:.3f}] (paired, 95% over users)")
+        if r.get("oov_expansion_sigma"):
+            lines.append(f"- V={r['vocab_size']:,}: OOV expansion's sigma chosen per user: "
+                         f"{dict(collections.Counter(r['oov_expansion_sigma']))}")
     lines += ["", "| V | users (skipped) | test words | personal words / user | adapter s / user | "
               "state bytes / user | model + encoder bytes | oracle |", "|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -343,7 +549,10 @@ def markdown(results: list[dict], args) -> str:
                      f"{r['oracle_run']} |")
     lines += ["", f"Adapter: Adam lr {args.lr}, at most {args.epochs} full-batch epochs, patience 5 on the "
               f"early-stop split. Fine-tuning: Adam lr {args.finetune_lr}, batch 16, clip 5, at most "
-              f"{args.finetune_epochs} epochs, patience 2. Users need >= {args.min_sentences} sentences."]
+              f"{args.finetune_epochs} epochs, the epoch of the best validation EMR3 kept (patience 2). OOV "
+              f"expansion: the same, with the adapter (hidden {args.joint_hidden}) trained jointly, at each sigma of "
+              f"{list(SIGMA_GRID)}, the best validation EMR3 kept per user. Users need >= {args.min_sentences} "
+              "sentences."]
     return "\n".join(lines)
 
 
@@ -363,6 +572,9 @@ def main():
     p.add_argument("--finetune-lr", type=float, default=1e-3,
                    help="fine-tuning Adam lr, 0 = skip the baseline (0.001)")
     p.add_argument("--finetune-epochs", type=int, default=10)
+    p.add_argument("--joint", action="store_true",
+                   help="also Shenoy & Nguyen's OOV expansion: fine-tuning with the OOV adapter trained jointly")
+    p.add_argument("--joint-hidden", type=int, default=960, help="the joint adapter's hidden units (960)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--encoders", nargs="+", default=list(ENCODERS), choices=list(ENCODERS),
                    help="char encoder variants to compare (all)")

@@ -1,0 +1,63 @@
+"""Shenoy & Nguyen's OOV expansion (benchmarks/oov_benchmark.py): fine-tuning with the OOV adapter trained
+jointly, against the plain fine-tuning it extends, and the per-user intervals of EMR3."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks import oov_benchmark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(small_run, small_tflite, default_corpus, tmp_path_factory):
+    from keyboard_lm.char_encoder.training import build_char_encoder_file
+
+    out = str(tmp_path_factory.mktemp("joint") / "enc.tflite")
+    build_char_encoder_file(small_run, small_tflite, out, corpus=default_corpus, epochs=2, max_positions=3000)
+    return out
+
+
+def test_without_personal_words_the_joint_model_is_the_fine_tuned_model(small_run, tiny_encoder, default_corpus):
+    sentences = [s for s in default_corpus.sentences(default_corpus.client_ids[:40]) if s][:30]
+    plain = oov_benchmark.FineTuner(small_run, 1e-3, 1)
+    joint = oov_benchmark.JointTuner(small_run, tiny_encoder, 1e-3, 1, hidden=16)
+    joint.prepare([], sigma=0.1)
+    assert joint.predictions(sentences) == plain.predictions(sentences)
+
+
+def test_personal_words_are_read_and_predicted_after_joint_fine_tuning(small_run, tiny_encoder):
+    joint = oov_benchmark.JointTuner(small_run, tiny_encoder, 1e-2, 4, hidden=16)
+    V = joint.V
+    train = [["i", "saw", "zorblax", "today"]] * 24
+    val = [["i", "saw", "zorblax", "today"]] * 4
+    joint.prepare(["zorblax"], sigma=0.0)
+    x, y = joint.examples([["i", "saw", "zorblax", "qqqwwee"]])
+    assert V in y[0] and V in x[0]  # the personal word has its own id, in and out
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+    assert y[0][2] == V and y[0][3] == SPECIAL_TOKENS.oov_id  # another OOV word stays <oov>
+    before = joint.predictions(val)
+    assert not any("zorblax" in p for p in before)
+    report = joint.fit_grid(["zorblax"], train, val, sigmas=(0.0, 1e-2))
+    assert report["sigma"] in (0.0, 1e-2) and report["kept_epoch"] >= 1
+    after = joint.predictions(val)
+    assert sum("zorblax" in p for p in after) == len(val)  # suggested at its place in every sentence
+    # a reset restores the global model: fine-tuning is per user
+    joint.prepare([], sigma=0.0)
+    plain = oov_benchmark.FineTuner(small_run, 1e-2, 1)
+    assert joint.predictions(val) == plain.predictions(val)
+
+
+def test_emr3_intervals_pool_users_and_a_method_against_itself_is_one():
+    preds = [["a", "b", "c"]] * 6 + [["x", "y", "z"]] * 4
+    targets = ["a"] * 6 + ["q"] * 4
+    slices = [(0, 3), (3, 6), (6, 8), (8, 10)]
+    hits = oov_benchmark.user_hits(preds, targets, slices)
+    assert hits == [(3, 3), (3, 3), (0, 2), (0, 2)]
+    lo, hi = oov_benchmark.emr3_interval(hits)
+    assert lo <= 0.6 <= hi and 0 <= lo < hi <= 1
+    assert oov_benchmark.emr3_interval(hits, hits) == pytest.approx([1.0, 1.0])
