@@ -194,7 +194,8 @@ def register(sub) -> None:
                     help="with --loss-model: hours at the seconds per client-step measured in its runs")
     pp.add_argument("--max-clients-per-round", type=positive_int, default=None,
                     help="top of the cohort grid (min(N, 10000))")
-    pp.add_argument("--mechanism", choices=("fedavg", "ftrl"), default="fedavg", help="(fedavg)")
+    pp.add_argument("--mechanism", choices=("fedavg", "ftrl", "blt"), default="fedavg",
+                    help="fedavg (DP-FedAvg), ftrl (DP-FTRL, tree noise) or blt (DP-FTRL, BLT noise) (fedavg)")
     pp.add_argument("--clip", type=positive_float, default=1.0, help="L2 clip C of the noise-batch ratio (1.0)")
     pp.add_argument("--tree-restart", default=None, metavar="none|epoch|ROUNDS",
                     help="--mechanism ftrl: one tree (none, the default), a new tree every N // K rounds (epoch) "

@@ -362,9 +362,9 @@ FEDERATED_FLAGS = (
 
 #: The user-level DP group: the fields of privacy.config.DPOptions.
 DP_FLAGS = tuple(field_flag(option, DPOptions, text, default=None, **kw) for option, text, kw in (
-    ("--dp", "DP-FedAvg (Poisson sampling, RDP accounting) or DP-FTRL (tree noise, cyclic participation "
-     "schedule, zCDP accounting); unweighted, the DP clip replaces --clip",
-     dict(field="mechanism", choices=("fedavg", "ftrl"))),
+    ("--dp", "DP-FedAvg (Poisson sampling, RDP accounting), DP-FTRL (tree noise, cyclic participation "
+     "schedule, zCDP accounting) or BLT-DP-FTRL (the same with buffered-linear-Toeplitz noise); unweighted, the DP "
+     "clip replaces --clip", dict(field="mechanism", choices=("fedavg", "ftrl", "blt"))),
     ("--dp-noise-multiplier", "Gaussian noise std / clip (or give --dp-epsilon)",
      dict(field="noise_multiplier", type=float, metavar="Z")),
     ("--dp-epsilon", "calibrate Z so that eps after --rounds rounds is EPS (dp_accounting)",

@@ -25,7 +25,10 @@ noisy prefix sums from a binary tree; SGD with momentum on those residuals is
 the paper's DP-FTRLM with a constant learning rate.  With a restart period
 the query is wrapped in tensorflow_privacy's ``RestartQuery``, as TFF's
 ``tree_adaptive`` wraps its own (``tree_query``): every P rounds the tree
-starts again, empty, with fresh noise (DP-FTRL-TreeRestart).
+starts again, empty, with fresh noise (DP-FTRL-TreeRestart). BLT-DP-FTRL
+(``--dp blt``; McMahan, Xu and Zhang 2024) is the same loop around
+``blt_query.make_blt_query``: each round's share of buffered-linear-Toeplitz
+correlated noise, a few model-size buffers in the aggregator's state.
 
 DP aggregation is unweighted: with a mean weighted by example counts one
 client could outweigh the clip.  ``check_dp_settings`` refuses what DP
@@ -41,7 +44,8 @@ from keyboard_lm.federated.process import client_optimizer_for, compose_fed_avg,
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
 from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
-from keyboard_lm.privacy.config import DPConfig, DPOptions
+from keyboard_lm.privacy.blt import BLT, blt_for_schedule, participation_schema
+from keyboard_lm.privacy.config import FTRL_MECHANISMS, DPConfig, DPOptions
 from keyboard_lm.privacy.profile import ADVANTAGE, format_profile, privacy_profile, profile_deltas
 from keyboard_lm.privacy.sampling import (fixed_size_sample, ftrl_participation, ftrl_schedule, poisson_sample,
                                           tree_sensitivity)
@@ -146,7 +150,7 @@ def tree_query(dp: DPConfig, record_specs, *, noise_seed: int | None = None):
     return NormalizedQuery(query, denominator=float(dp.clients_per_round))
 
 
-def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | None = None):
+def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | None = None, blt: BLT | None = None):
     """The DP model aggregator of ``dp``: non-finite zeroing ( DP mean ).
 
     Args:
@@ -160,7 +164,9 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
       record_specs: the trainable weights' TensorSpecs (``trainable_specs``),
         needed by ``ftrl``.
       noise_seed: seed of the tree's noise (``ftrl``; None: drawn from the
-        clock by TFF).  ``gaussian_*`` noise is always unseeded.
+        clock by TFF) or of the BLT's (``blt``; None: drawn from the OS).
+        ``gaussian_*`` noise is always unseeded.
+      blt: the BLT matrix of ``blt`` (``privacy.blt``).
     Returns:
       A ``tff.aggregators.UnweightedAggregationFactory``.
     """
@@ -175,7 +181,21 @@ def build_dp_aggregator(dp: DPConfig, record_specs=None, *, noise_seed: int | No
     else:
         if record_specs is None:
             raise ConfigError("DP-FTRL needs the model's trainable weight specs (record_specs)")
-        inner = factory(tree_query(dp, record_specs, noise_seed=noise_seed))
+        if dp.mechanism == "blt":
+            import secrets
+
+            from tensorflow_privacy.privacy.dp_query.normalized_query import NormalizedQuery
+
+            from keyboard_lm.federated.blt_query import make_blt_query
+
+            if blt is None:
+                raise ConfigError("BLT-DP-FTRL needs its BLT matrix (privacy.blt.blt_for_schedule)")
+            seed = secrets.randbits(62) if noise_seed is None else noise_seed
+            inner = factory(NormalizedQuery(make_blt_query(blt, float(dp.clip), float(dp.noise_multiplier),
+                                                           record_specs, noise_seed=seed),
+                                            denominator=float(dp.clients_per_round)))
+        else:
+            inner = factory(tree_query(dp, record_specs, noise_seed=noise_seed))
     return UnweightedNonFiniteZeroingFactory(inner)
 
 
@@ -208,7 +228,7 @@ def build_dp_fed_avg(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_o
 
 def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: float = 1.0,
                   server_momentum: float = 0.9, record_specs=None, noise_seed: int | None = None,
-                  client_model_fn=None, client_clipnorm: float | None = None):
+                  client_model_fn=None, client_clipnorm: float | None = None, blt: BLT | None = None):
     """DP-FTRLM (Kairouz et al. 2021): tree-aggregated noise, server SGD with momentum.
 
     The tree emits the residual of the noisy prefix sums each round; heavy-ball
@@ -225,22 +245,24 @@ def build_dp_ftrl(model_fn, dp: DPConfig, *, client_lr: float = 0.5, server_lr: 
       record_specs: trainable weight specs (default ``trainable_specs(model_fn)``).
       noise_seed: seed of the tree's noise (None: from the clock).
       client_model_fn, client_clipnorm: as ``build_dp_fed_avg``.
+      blt: with ``--dp blt``, the BLT matrix whose noise replaces the tree's.
     """
-    if dp.mechanism != "ftrl":
-        raise ConfigError(f"build_dp_ftrl needs --dp ftrl, got {dp.mechanism!r}")
+    if dp.mechanism not in FTRL_MECHANISMS:
+        raise ConfigError(f"build_dp_ftrl needs --dp ftrl or blt, got {dp.mechanism!r}")
     if not 0 <= server_momentum < 1:
         raise ConfigError(f"server momentum must be in [0, 1), got {server_momentum}")
     specs = record_specs if record_specs is not None else trainable_specs(model_fn)
     server = tff.learning.optimizers.build_sgdm(learning_rate=server_lr, momentum=server_momentum or None)
     return compose_fed_avg(
         model_fn, client_optimizer_for(client_lr, client_clipnorm), server,
-        build_dp_aggregator(dp, specs, noise_seed=noise_seed), weighting="uniform",
+        build_dp_aggregator(dp, specs, noise_seed=noise_seed, blt=blt), weighting="uniform",
         client_model_fn=client_model_fn)
 
 
 def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float = 0.5, server_optimizer=None,
                      server_lr: float = 1.0, server_momentum: float = 0.9, metrics: bool = True,
-                     dropout: float = 0.0, noise_seed: int | None = None, client_clipnorm: float | None = None):
+                     dropout: float = 0.0, noise_seed: int | None = None, client_clipnorm: float | None = None,
+                     blt: BLT | None = None):
     """The DP learning process of ``dp.mechanism`` for a keyboard model (``process.build_process``'s DP twin).
 
     ``server_optimizer`` applies to DP-FedAvg; DP-FTRL takes ``server_lr``
@@ -254,7 +276,7 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
                                 client_model_fn=client_model_fn, client_clipnorm=client_clipnorm)
     return build_dp_ftrl(model_fn, dp, client_lr=client_lr, server_lr=server_lr,
                          server_momentum=server_momentum, noise_seed=noise_seed, client_model_fn=client_model_fn,
-                         client_clipnorm=client_clipnorm)
+                         client_clipnorm=client_clipnorm, blt=blt)
 
 
 class DPRun:
@@ -273,8 +295,8 @@ class DPRun:
 
     def __init__(self, options: DPOptions, client_ids: list[str], config):
         n, k = len(client_ids), config.clients_per_round
-        if options.mechanism == "ftrl" and config.server_optimizer == "adam":
-            raise ConfigError("--dp ftrl steps the server with SGD and momentum (DP-FTRLM); "
+        if options.mechanism in FTRL_MECHANISMS and config.server_optimizer == "adam":
+            raise ConfigError(f"--dp {options.mechanism} steps the server with SGD and momentum (DP-FTRLM); "
                               "--server-optimizer adam does not apply")
         if k > n:
             raise ConfigError(f"--clients-per-round {k} is above the {n} training clients with text, "
@@ -293,7 +315,12 @@ class DPRun:
                           server_noise=config.server_noise)
         self.client_ids, self.seed = list(client_ids), config.seed
         self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
-                         if options.mechanism == "ftrl" else None)
+                         if options.mechanism in FTRL_MECHANISMS else None)
+        # BLT-DP-FTRL's matrix: optimized for this run's rounds and schedule once, kept by a resumed run
+        self.blt = None
+        if options.mechanism == "blt":
+            self.blt = (BLT(tuple(options.blt["theta"]), tuple(options.blt["omega"])) if options.blt
+                        else blt_for_schedule(n, k, config.rounds)[0])
         # eps at every profile delta after t rounds, asked for by the metrics row and again by
         # run.json in the same round (fixed-size accounting costs ~0.25 s a composition).
         self._epsilon: dict[int, tuple[dict[float, float], float | None]] = {}
@@ -332,14 +359,22 @@ class DPRun:
                 rho, eps = (0.0 if self.schedule is not None else None), [0.0] * len(deltas)
             elif self.schedule is not None:
                 rho = (math.inf if c.noise_multiplier == 0 else
-                       tree_sensitivity(c.population, c.clients_per_round, round_num, c.restart_period)
-                       / (2 * c.noise_multiplier ** 2))
+                       self.squared_sensitivity(round_num) / (2 * c.noise_multiplier ** 2))
                 eps = rho_to_epsilons(rho, deltas)
             else:
                 eps = fedavg_epsilons(c.noise_multiplier, self.sampling_probability, round_num, deltas,
                                       self.options.sampling, c.population)
             self._epsilon[round_num] = dict(zip(deltas, eps)), rho
         return self._epsilon[round_num]
+
+    def squared_sensitivity(self, round_num: int) -> float:
+        """S after ``round_num`` rounds (rho = S / (2 z^2)): the tree's over its nodes, or the BLT's over the
+        rows released so far, for the schedule's (max participations, min separation) in those rounds."""
+        c = self.config
+        if self.blt is not None:
+            k, b = participation_schema(c.population, c.clients_per_round, round_num)
+            return self.blt.sensitivity(round_num, k, b) ** 2
+        return tree_sensitivity(c.population, c.clients_per_round, round_num, c.restart_period)
 
     def trees(self, round_num: int) -> int:
         """DP-FTRL trees begun in rounds 1..``round_num`` (1 without restarts)."""
@@ -359,7 +394,10 @@ class DPRun:
                "noise_batch_ratio": (c.noise_multiplier * c.clip / c.clients_per_round
                                      if c.clip is not None else None),
                "unit": "user = one training client of the partition",
-               "accountant": (("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
+               "accountant": (("zCDP of the BLT-correlated Gaussian mechanism, one mechanism over the run, "
+                               "sensitivity over every pattern of the schedule's (max participations, min "
+                               "separation) (McMahan, Xu and Zhang 2024)") if self.blt is not None else
+                              ("zCDP of the tree, exact for the cyclic schedule (Kairouz et al. 2021, App. D)"
                                if c.restart_period is None else
                                f"zCDP of the trees (restarted every {c.restart_period} rounds), summed over each "
                                "client's trees, exact for the cyclic schedule (Kairouz et al. 2021, App. D)")
@@ -367,7 +405,14 @@ class DPRun:
                               "RDP, dp_accounting 0.4.3 (" + ("Poisson-sampled Gaussian, add/remove-one"
                                                              if self.options.sampling == "poisson" else
                                                              "sampled without replacement, replace-one") + ")")}
-        if self.schedule is not None:
+        if self.blt is not None:
+            out.update(max_participations=self.schedule.max_participations,
+                       min_separation=self.schedule.min_separation, blt=self.blt.to_dict(),
+                       blt_buffers=len(self.blt.theta),
+                       squared_sensitivity=self.squared_sensitivity(round_num) if round_num else 0.0)
+            out["max_participations_so_far"], _ = ftrl_participation(c.population, c.clients_per_round,
+                                                                     round_num) if round_num else (0, 0)
+        elif self.schedule is not None:
             out.update(max_participations=self.schedule.max_participations,
                        min_separation=self.schedule.min_separation, tree_restart=c.tree_restart,
                        restart_period=c.restart_period, trees=self.trees(round_num))
@@ -384,10 +429,12 @@ class DPRun:
     def summary(self, round_num: int) -> str:
         """One line on the run's DP settings and its eps after ``round_num`` rounds."""
         d = self.info(round_num)
-        name = "DP-FedAvg" if d["mechanism"] == "fedavg" else "DP-FTRL"
+        name = {"fedavg": "DP-FedAvg", "ftrl": "DP-FTRL", "blt": "BLT-DP-FTRL"}[d["mechanism"]]
         eps = d["epsilon"] if isinstance(d["epsilon"], str) else f"{d['epsilon']:.3g}"
         restart = ""
-        if self.schedule is not None:
+        if self.blt is not None:
+            restart = f"{len(self.blt.theta)} noise buffers; "
+        elif self.schedule is not None:
             restart = ("one tree, no restart; " if d["restart_period"] is None else
                        f"tree restarted every {d['restart_period']} rounds"
                        + (" (an epoch)" if d["tree_restart"] == "epoch" else "") + f", {d['trees']} trees; ")
@@ -407,4 +454,4 @@ class DPRun:
         return build_dp_process(model_config, self.config, input_spec, client_lr=config.client_lr,
                                 server_optimizer=server_optimizer_for(config), server_lr=config.server_lr,
                                 server_momentum=config.server_momentum, metrics=metrics, dropout=config.dropout,
-                                client_clipnorm=config.client_clipnorm)
+                                client_clipnorm=config.client_clipnorm, blt=self.blt)

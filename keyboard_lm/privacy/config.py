@@ -7,7 +7,10 @@ from typing import Optional, Union
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.sampling import restart_period
 
-MECHANISMS = ("fedavg", "ftrl")
+MECHANISMS = ("fedavg", "ftrl", "blt")
+#: The DP-FTRL mechanisms: clients on the cyclic participation schedule, zCDP accounting, a correlated-noise
+#: stream (the tree of Kairouz et al. 2021; the buffered linear Toeplitz matrix of McMahan, Xu and Zhang 2024).
+FTRL_MECHANISMS = ("ftrl", "blt")
 
 #: DP-FTRL tree restarts by name; a whole number >= 1 is a period in rounds.  The first is the default.
 TREE_RESTARTS = ("none", "epoch")
@@ -67,7 +70,8 @@ class DPConfig:
                 TREE_RESTARTS[0] if self.tree_restart is None else self.tree_restart))
         elif self.tree_restart is not None:
             raise ConfigError(f"--dp-tree-restart {self.tree_restart} applies to --dp ftrl only "
-                              "(DP-FedAvg adds independent noise each round; it has no tree)")
+                              "(DP-FedAvg adds independent noise each round and BLT-DP-FTRL one correlated "
+                              "stream; neither has a tree)")
         if not (self.noise_multiplier >= 0) or math.isinf(self.noise_multiplier):
             raise ConfigError(f"--dp-noise-multiplier must be a finite number >= 0, got {self.noise_multiplier}")
         if self.population < 1:
@@ -98,7 +102,7 @@ class DPConfig:
 
 
 #: Client sampling per mechanism; the first is the default.
-SAMPLINGS = {"fedavg": ("poisson", "fixed"), "ftrl": ("schedule",)}
+SAMPLINGS = {"fedavg": ("poisson", "fixed"), "ftrl": ("schedule",), "blt": ("schedule",)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +115,8 @@ class DPOptions:
     fails before any data is read.
 
     Attributes:
-      mechanism: ``fedavg`` (DP-FedAvg) or ``ftrl`` (DP-FTRL).
+      mechanism: ``fedavg`` (DP-FedAvg), ``ftrl`` (DP-FTRL, tree noise) or ``blt`` (DP-FTRL with
+        buffered-linear-Toeplitz noise, ``privacy.blt``).
       noise_multiplier: z; None with ``target_epsilon`` set: calibrated by
         the planner to reach ``target_epsilon`` after the run's rounds.
       clip, clip_quantile: fixed L2 clip, or the target quantile of adaptive
@@ -122,6 +127,8 @@ class DPOptions:
       target_epsilon: the eps to calibrate z for (with ``noise_multiplier`` None).
       tree_restart: ``ftrl`` only: ``none`` (default), ``epoch`` or a period
         in rounds (``tree_restart_setting``).
+      blt: ``blt`` only: the BLT's ``{"theta": [...], "omega": [...]}`` a run started with (a resumed run
+        keeps its matrix); None: optimized for the run's rounds and schedule.
     """
 
     mechanism: str
@@ -132,10 +139,13 @@ class DPOptions:
     sampling: Optional[str] = None
     target_epsilon: Optional[float] = None
     tree_restart: Union[str, int, None] = None
+    blt: Optional[dict] = None
 
     def __post_init__(self):
         if self.mechanism not in MECHANISMS:
             raise ConfigError(f"--dp: unknown mechanism {self.mechanism!r}; choose one of {', '.join(MECHANISMS)}")
+        if self.blt is not None and self.mechanism != "blt":
+            raise ConfigError(f"BLT parameters apply to --dp blt only, not --dp {self.mechanism}")
         if (self.noise_multiplier is None) == (self.target_epsilon is None):
             raise ConfigError("--dp needs exactly one of --dp-noise-multiplier and --dp-epsilon")
         if self.sampling is None:
@@ -163,7 +173,8 @@ class DPOptions:
         return cls(record["mechanism"], noise_multiplier=record["noise_multiplier"],
                    clip=None if record["clip_quantile"] is not None else record["clip"],
                    clip_quantile=record["clip_quantile"], delta=record["delta"], sampling=record["sampling"],
-                   tree_restart=record.get("tree_restart", "none") if record["mechanism"] == "ftrl" else None)
+                   tree_restart=record.get("tree_restart", "none") if record["mechanism"] == "ftrl" else None,
+                   blt=record.get("blt") if record["mechanism"] == "blt" else None)
 
     def for_population(self, population: int, clients_per_round: int,
                        noise_multiplier: Optional[float] = None) -> DPConfig:

@@ -22,6 +22,10 @@ ratio, next to the client-steps K * T each costs:
   ``tree_restart``).  RDP of order a is then a * rho, which is the RDP of one
   Gaussian with noise multiplier z / sqrt(S): that event is what the
   accountant calibrates.
+- ``blt``: the same schedule with buffered-linear-Toeplitz noise (McMahan, Xu
+  and Zhang 2024; ``privacy.blt``): one Gaussian mechanism of squared
+  sensitivity S = sens(C)^2 for the BLT optimized for T rounds and the
+  schedule's (max participations, min separation), so again rho = S / (2 z^2).
 
 Every row also carries its privacy profile (``profile.privacy_profile``: eps
 at several deltas and the membership-inference bound of each, from the
@@ -44,7 +48,7 @@ import dp_accounting
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
-from keyboard_lm.privacy.config import MECHANISMS, tree_restart_setting
+from keyboard_lm.privacy.config import FTRL_MECHANISMS, MECHANISMS, tree_restart_setting
 from keyboard_lm.privacy.profile import format_profile, privacy_profile
 from keyboard_lm.privacy.sampling import ftrl_participation, restart_period, tree_sensitivity
 
@@ -97,6 +101,13 @@ def _event_maker(mechanism: str, population: int, rounds: int, k: int, tree_rest
         return (lambda z: dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), rounds)), extra
     max_part, min_sep = ftrl_participation(population, k, rounds)
+    if mechanism == "blt":
+        from keyboard_lm.privacy.blt import blt_for_schedule
+
+        blt, s = blt_for_schedule(population, k, rounds)
+        extra = {"sampling": "ftrl_schedule", "max_participations": max_part, "min_separation": min_sep,
+                 "blt": blt.to_dict(), "blt_sensitivity": s}
+        return (lambda z: dp_accounting.GaussianDpEvent(z / math.sqrt(s))), extra
     restart = tree_restart_setting("none" if tree_restart is None else tree_restart, "--tree-restart")
     period = restart_period(restart, population, k)
     s = tree_sensitivity(population, k, rounds, period)
@@ -150,11 +161,11 @@ def plan(epsilon: float, delta: float, population: int, rounds: int, *, mechanis
     for k in sorted(set(cohorts)):
         z = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
         _, extra = _event_maker(mechanism, population, rounds, k, tree_restart)
-        if mechanism == "ftrl":
-            extra["rho"] = extra["tree_sensitivity"] / (2 * z * z)
+        if mechanism in FTRL_MECHANISMS:
+            extra["rho"] = extra["tree_sensitivity" if mechanism == "ftrl" else "blt_sensitivity"] / (2 * z * z)
 
         def eps_at(deltas, z=z, k=k, rho=extra.get("rho")):
-            return (rho_to_epsilons(rho, deltas) if mechanism == "ftrl"
+            return (rho_to_epsilons(rho, deltas) if mechanism in FTRL_MECHANISMS
                     else fedavg_epsilons(z, k / population, rounds, deltas))
 
         rows.append({"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "population": population,
@@ -168,21 +179,22 @@ def format_table(rows: list[dict]) -> str:
     """A plain-text table of ``plan``'s rows, in their order."""
     if not rows:
         return "(no cohort sizes)"
-    ftrl = rows[0]["mechanism"] == "ftrl"
-    head = ["rank", "K", "z", "z*C/K", "client-steps"] + (["max part.", "min sep.", "restart", "rho"] if ftrl
-                                                           else ["q"])
+    ftrl = rows[0]["mechanism"] in FTRL_MECHANISMS
+    tree = rows[0]["mechanism"] == "ftrl"
+    head = ["rank", "K", "z", "z*C/K", "client-steps"] + (["max part.", "min sep."] + (["restart"] if tree else [])
+                                                           + ["rho"] if ftrl else ["q"])
     lines = []
     for i, r in enumerate(rows, 1):
         cells = [str(i), f"{r['clients_per_round']:,}", f"{r['noise_multiplier']:.4g}",
                  f"{r['noise_batch_ratio']:.4g}", f"{r['client_steps']:,}"]
-        cells += ([str(r["max_participations"]), str(r["min_separation"]),
-                   "none" if r["restart_period"] is None else f"{r['restart_period']:,}", f"{r['rho']:.4g}"]
-                  if ftrl else [f"{r['sampling_probability']:.4g}"])
+        cells += ([str(r["max_participations"]), str(r["min_separation"])]
+                  + (["none" if r["restart_period"] is None else f"{r['restart_period']:,}"] if tree else [])
+                  + [f"{r['rho']:.4g}"] if ftrl else [f"{r['sampling_probability']:.4g}"])
         lines.append(cells)
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
     r0 = rows[0]
     restart = (f", tree restart {r0['tree_restart']}" + (" (every N // K rounds)" if r0["tree_restart"] == "epoch"
-                                                        else "") if ftrl else "")
+                                                        else "") if tree else "")
     title = (f"{r0['mechanism']}: eps {r0['epsilon']:g}, delta {r0['delta']:.3g}, population {r0['population']:,}, "
              f"{r0['rounds']:,} rounds, clip {r0['clip']:g}{restart}; ranked by noise-batch ratio z*C/K "
              "(lower is better)")
