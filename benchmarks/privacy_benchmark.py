@@ -69,6 +69,9 @@ BASE_ROWS = [
     ("base_ftrl_inf", "cifg", ["--dp", "ftrl", "--dp-noise-multiplier", "0", "--dp-clip", "0.1", *BASE]),
     ("base_ftrl_eps10", "cifg", ["--dp", "ftrl", "--dp-epsilon", "10", "--dp-clip", "0.1", *BASE]),
     ("base_ftrl_eps1", "cifg", ["--dp", "ftrl", "--dp-epsilon", "1", "--dp-clip", "0.1", *BASE]),
+    # BLT-DP-FTRL (McMahan, Xu and Zhang 2024): DP-FTRL's schedule, clip and server, the tree's noise replaced
+    ("base_blt_eps10", "cifg", ["--dp", "blt", "--dp-epsilon", "10", "--dp-clip", "0.1", *BASE]),
+    ("base_blt_eps1", "cifg", ["--dp", "blt", "--dp-epsilon", "1", "--dp-clip", "0.1", *BASE]),
 ]
 
 
@@ -132,7 +135,7 @@ def collect(args) -> None:
         controls = [r for r in audit["rows"] if r["repeats"] == 0]
         rows.append({
             "row": name, "model": model, "mechanism": dp["mechanism"] if dp["noise_multiplier"] else "none (z=0)",
-            "server": ("heavy-ball 0.9" if dp["mechanism"] == "ftrl" else run["federated"]["server_optimizer"]),
+            "server": ("heavy-ball 0.9" if dp["mechanism"] in ("ftrl", "blt") else run["federated"]["server_optimizer"]),
             "clip": dp["clip"],
             "epsilon": dp["epsilon"], "delta": dp["delta"], "noise_multiplier": dp["noise_multiplier"],
             # Runs made before run.json left it out claimed z*1/K for an adaptive clip.
