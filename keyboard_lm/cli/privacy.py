@@ -162,6 +162,11 @@ def cmd_audit_canaries(args) -> int:
         au.save_canaries(run_dir, placements, controls)
     report = au.audit(run_dir, placements, controls)
     rows, dp = report["rows"], report["differential_privacy"]
+    noisy = bool(dp) and bool(dp.get("noise_multiplier"))
+    control = None
+    if args.control:
+        control = au.control_power(args.control)
+        report["control"] = {"run": args.control, "power": control}
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -170,6 +175,9 @@ def cmd_audit_canaries(args) -> int:
         print(cn.format_audit(rows))
         print("rounds each canary's client trained in: " +
               ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
+        for line in au.verdict(report["power"], report["one_run"], noisy=noisy, control=control,
+                               control_run=args.control):
+            print(line)
         print(f"written: {os.path.join(run_dir, au.AUDIT_FILE)}")
     return 0
 
@@ -228,5 +236,8 @@ def register(sub) -> None:
     ac.add_argument("--controls", type=int, default=4, help="canaries of the same format never planted (4)")
     ac.add_argument("--canary-seed", type=non_negative_int, default=0, help="seed of canaries and placement (0)")
     ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
+    ac.add_argument("--control", metavar="RUN_DIR", help="the noiseless audit run of the same setting: its "
+                    "canaries must stand out from its controls (the audit's power) before this run's say anything "
+                    "about DP")
     ac.add_argument("--json", action="store_true")
     ac.set_defaults(func=cmd_audit_canaries)

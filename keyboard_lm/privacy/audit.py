@@ -86,7 +86,123 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
         # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
         row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
     report = {"rows": rows, "differential_privacy": record.differential_privacy, "rounds": record.rounds_done,
-              "final_metrics": record.final_metrics}
+              "final_metrics": record.final_metrics, "power": power(rows), "one_run": one_run_epsilon(rows)}
     with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     return report
+
+
+#: Significance of the power check and confidence of the one-run lower bound.
+ALPHA = 0.05
+
+
+def power(rows: list[dict], alpha: float = ALPHA) -> dict:
+    """Whether the audit can see memorization at all: are the canaries whose client trained more exposed
+    than the never-planted controls?
+
+    A one-sided Mann-Whitney U test of the trained canaries' exposures against the controls'; ``detected``
+    when p < ``alpha``. Run on a noiseless run of the same setting, this is the audit's positive control:
+    without it, canaries at the controls' level under DP say nothing about DP.
+    """
+    from scipy.stats import mannwhitneyu
+
+    trained = [r["exposure"] for r in rows if r["client"] is not None and r.get("participations", 1) > 0]
+    controls = [r["exposure"] for r in rows if r["client"] is None]
+    out = {"trained_canaries": len(trained), "controls": len(controls), "alpha": alpha,
+           "above_every_control": sum(e > max(controls) for e in trained) if controls else None}
+    if not trained or not controls:
+        return {**out, "p_value": None, "detected": None,
+                "why": "needs trained canaries and never-planted controls (--controls)"}
+    p = float(mannwhitneyu(trained, controls, alternative="greater").pvalue)
+    return {**out, "p_value": p, "detected": p < alpha}
+
+
+def one_run_epsilon(rows: list[dict], beta: float = ALPHA) -> dict:
+    """Steinke, Nasr and Jagielski 2023's one-run lower bound on epsilon from the canaries of this run.
+
+    The candidates are every canary, planted ("in") or a control ("out"); which were planted is a uniformly
+    random subset of the draw (fixed size, where the paper flips a coin per candidate). Ranked by exposure,
+    the top quarter is guessed "in" and the bottom quarter "out"; with v correct of r guesses, an
+    eps-DP mechanism makes each guess right with probability at most e^eps / (1 + e^eps), so any eps with
+    P[Binomial(r, e^eps / (1 + e^eps)) >= v] <= ``beta`` is ruled out. Returned: the largest such eps (0
+    when none), at confidence 1 - beta (delta's share of the bound is ignored: below 1e-3 here for
+    delta <= 1e-5 and at most 100 candidates).
+    """
+    import math
+
+    from scipy.stats import binom
+
+    import random
+
+    shuffled = list(rows)
+    random.Random(0).shuffle(shuffled)  # equal exposures in no particular order: a tie never favours the planted
+    ranked = sorted(shuffled, key=lambda r: -r["exposure"])
+    r4 = len(ranked) // 4
+    if r4 < 1:
+        return {"guesses": 0, "correct": 0, "epsilon_lower_bound": 0.0, "beta": beta,
+                "why": "needs at least 4 canaries and controls"}
+    guesses = [(r, True) for r in ranked[:r4]] + [(r, False) for r in ranked[-r4:]]
+    correct = sum((r["client"] is not None or r["repeats"] > 0) == guess_in for r, guess_in in guesses)
+    n = len(guesses)
+
+    def tail(eps):  # P[Binomial(n, p(eps)) >= correct]
+        return float(binom.sf(correct - 1, n, 1.0 / (1.0 + math.exp(-eps))))
+
+    if tail(0.0) > beta:
+        bound = 0.0
+    else:
+        lo, hi = 0.0, 1.0
+        while tail(hi) <= beta and hi < 100:
+            lo, hi = hi, hi * 2
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if tail(mid) <= beta else (lo, mid)
+        bound = lo
+    return {"guesses": n, "correct": correct, "epsilon_lower_bound": bound, "beta": beta}
+
+
+def control_power(run_dir: str) -> dict:
+    """``power`` of a noiseless audit run (its audit.json, made by `audit canaries`); refuses a noisy one."""
+    path = os.path.join(run_dir, AUDIT_FILE)
+    if not os.path.exists(path):
+        raise ConfigError(f"--control {run_dir}: no {AUDIT_FILE}; audit the noiseless run first (audit canaries)")
+    with open(path, encoding="utf-8") as f:
+        report = json.load(f)
+    dp = report.get("differential_privacy") or {}
+    if dp.get("noise_multiplier"):
+        raise ConfigError(f"--control {run_dir}: trained with noise (z = {dp['noise_multiplier']}); the control "
+                          "is the same setting without noise")
+    return report.get("power") or power(report["rows"])
+
+
+def verdict(own: dict, one_run: dict, *, noisy: bool, control: dict | None = None,
+            control_run: str | None = None) -> list[str]:
+    """The audit's conclusion, power first: lines for the report."""
+    def describe(p):
+        if p.get("detected") is None:
+            return f"cannot be tested ({p.get('why')})"
+        return (f"{'detected' if p['detected'] else 'not detected'}: trained canaries above the controls, "
+                f"Mann-Whitney p = {p['p_value']:.3g} ({p['trained_canaries']} trained, {p['controls']} controls, "
+                f"{p['above_every_control']} above every control)")
+
+    lines = []
+    if not noisy:
+        lines.append(f"power (this run has no noise, it is the positive control): memorization {describe(own)}")
+        if own.get("detected") is False:
+            lines.append("  the audit has no power in this setting: a DP run audited like this one would look the "
+                         "same with or without noise (more repeats, more rounds, or canaries in clients that train "
+                         "more often)")
+    elif control is None:
+        lines.append("power: unknown; give --control RUN_DIR, the same setting audited without noise: a DP run whose "
+                     "canaries sit at the controls' level says nothing until the control shows they would not")
+    else:
+        lines.append(f"power (noiseless control {control_run}): memorization {describe(control)}")
+        if control.get("detected"):
+            lines.append(f"under DP: memorization {describe(own)}")
+        else:
+            lines.append("  the control detects nothing: this audit cannot tell DP from no DP, and its canaries say "
+                         "nothing about the noise")
+    lines.append(f"one-run lower bound on eps (Steinke, Nasr and Jagielski 2023): {one_run['epsilon_lower_bound']:.3g} "
+                 f"({one_run['correct']} of {one_run['guesses']} membership guesses right, confidence "
+                 f"{1 - one_run['beta']:.0%})")
+    return lines
