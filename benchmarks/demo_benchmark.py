@@ -5,7 +5,9 @@
 
 Each variant runs as a user runs it (a fresh process, its own run directory under --work); the wall time is
 the whole command's, and the held-out recall@3 and perplexity are those run.json keeps (the demo's split of
-the embedded corpus). One run at a time, so the times are the machine's own.
+the embedded corpus). One run at a time, so the times are the machine's own. ``--repeats N`` runs each
+variant N times (the demo is not bit-deterministic: dropout and TFF's thread order are not seeded) and reports
+mean and spread, and each run's 95% interval of recall@3 over the held-out users.
 """
 
 from __future__ import annotations
@@ -40,25 +42,61 @@ def run_demo(out: str, scratch: bool) -> dict:
             "perplexity": kept.get("perplexity"), "strips": strips}
 
 
+def heldout_interval(out: str) -> list[float]:
+    """The kept model's recall@3 interval over the demo's held-out users (``evaluation.intervals``)."""
+    from keyboard_lm.data.corpora import load_default
+    from keyboard_lm.data.split import SplitConfig, split_clients
+    from keyboard_lm.evaluation import evaluate_model, intervals
+    from keyboard_lm.models.run_dir import build_loaded_model, load_run
+
+    run = load_run(out)
+    corpus = load_default()
+    heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
+    result = evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
+    return list(intervals(result, ("recall_at_3",))["recall_at_3"])
+
+
+def _spread(values, digits: int = 4):
+    import statistics
+
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return (f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f} "
+            f"({min(values):.{digits}f}-{max(values):.{digits}f})")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--scratch", action="store_true", help="also run `demo --scratch` (from random weights)")
+    p.add_argument("--repeats", type=int, default=1, help="runs of each variant (1)")
     p.add_argument("--work", default=os.path.join("runs", "demo_benchmark"))
     p.add_argument("--name", default="demo")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args(argv)
     variants = {"from the base (default)": False} | ({"from random weights (--scratch)": True} if args.scratch else {})
-    results = {name: run_demo(os.path.join(args.work, "scratch" if scratch else "base"), scratch)
-               for name, scratch in variants.items()}
+    runs = {}
+    for i in range(args.repeats):
+        for name, scratch in variants.items():
+            out = os.path.join(args.work, ("scratch" if scratch else "base") + (f"_{i}" if args.repeats > 1 else ""))
+            r = run_demo(out, scratch)
+            r["interval_recall_at_3"] = heldout_interval(out) if args.repeats > 1 else None
+            runs.setdefault(name, []).append(r)
+    results = {name: rs[0] for name, rs in runs.items()}
     lines = ["`keyboard-lm demo` end to end, one variant after the other; held-out recall@3 and perplexity of the "
-             "round run.json keeps.", "", "| demo | wall s | rounds | held-out recall@3 | perplexity |",
-             "|---|---:|---:|---:|---:|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | {r['seconds']:.0f} | {r['rounds']} | {r['recall_at_3']:.4f} | {r['perplexity']:.1f} |")
+             "round run.json keeps." + (f" {args.repeats} runs of each, alternating." if args.repeats > 1 else ""),
+             "", "| demo | wall s | rounds | held-out recall@3 | perplexity |", "|---|---:|---:|---:|---:|"]
+    for name, rs in runs.items():
+        lines.append(f"| {name} | {_spread([r['seconds'] for r in rs], 0)} | {rs[0]['rounds']} | "
+                     f"{_spread([r['recall_at_3'] for r in rs])} | {_spread([r['perplexity'] for r in rs], 1)} |")
+    if args.repeats > 1:
+        lines += ["", "Each run's held-out recall@3 with its 95% interval over the held-out users:", ""]
+        for name, rs in runs.items():
+            lines.append(f"- {name}: " + "; ".join(f"{r['recall_at_3']:.4f} [{r['interval_recall_at_3'][0]:.4f}, "
+                                                   f"{r['interval_recall_at_3'][1]:.4f}]" for r in rs))
     for name, r in results.items():
         lines += ["", f"{name}, `{r['command']}`:", ""] + [f"- {s}" for s in r["strips"]]
     text = "\n".join(lines) + "\n"
-    paths = _report.write(args.name, {"variants": results}, text, args.out)
+    paths = _report.write(args.name, {"variants": results, "runs": runs, "repeats": args.repeats}, text, args.out)
     print(text)
     print("written:", *paths)
     return 0
