@@ -86,8 +86,21 @@ def cmd_privacy_fit(args) -> int:
     model = lm.fit(fitted, [c for c in curves if c.name in held])
     if args.leave_one_out:
         lm.leave_one_out(model, fitted)
+    record = model.to_dict()
+    if args.isotonic:
+        from keyboard_lm.privacy import isotonic_loss as il
+
+        iso = il.fit_isotonic(fitted)
+        iso_held = [{"run": c.name, "measured": c.loss[-1], "predicted": iso.predict(c.params, c.rounds[-1], c.ratio),
+                     "outside": iso.outside(c.params, c.rounds[-1], c.ratio)}
+                    for c in curves if c.name in held]
+        for h in iso_held:
+            h["relative_error"] = (h["predicted"] - h["measured"]) / h["measured"]
+        record["isotonic"] = {"method": "McKenna et al. 2025: per-size monotone tables over rounds and ratio, "
+                                        "interpolated in log space", "heldout": iso_held,
+                              "leave_one_out": il.leave_one_out_isotonic(fitted) if args.leave_one_out else []}
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(model.to_dict(), f, indent=1)
+        json.dump(record, f, indent=1)
     print(f"loss model {lm.FORM}")
     print("  " + ", ".join(f"{k} = {v:.4g}" for k, v in model.theta.items()))
     print(f"fitted on {len(model.fitted_on)} runs ({', '.join(model.fitted_on)}), start {model.start}: rmse "
@@ -107,6 +120,19 @@ def cmd_privacy_fit(args) -> int:
         e = lm.error_summary(model.leave_one_out)
         print(f"  |error| mean {100 * e['mean']:.2f}%, max {100 * e['max']:.2f}%; closer than the "
               f"constant on {e['beats_constant']} of {e['count']}")
+    if args.isotonic:
+        iso = record["isotonic"]
+        print("isotonic (McKenna et al.'s fit), the same runs:")
+        for h in iso["heldout"]:
+            print(f"  held out {h['run']}: predicted {h['predicted']:.4f} ({100 * h['relative_error']:+.2f}%)"
+                  + (f" [outside the runs: {', '.join(h['outside'])}]" if h["outside"] else ""))
+        for h in iso["leave_one_out"]:
+            print(f"  leave-one-out {h['run']}: predicted {h['predicted']:.4f} ({100 * h['relative_error']:+.2f}%)"
+                  + (f" [outside the others: {', '.join(h['outside'])}]" if h["outside"] else ""))
+        if iso["leave_one_out"]:
+            e = lm.error_summary(iso["leave_one_out"])
+            print(f"  |error| mean {100 * e['mean']:.2f}%, max {100 * e['max']:.2f}% (parametric above); closer than "
+                  f"the constant on {e['beats_constant']} of {e['count']}")
     for params, cost in sorted(model.cost.items(), key=lambda kv: int(kv[0])):
         print(f"cost: {int(params):,} params, {1000 * cost:.2f} ms per client-step")
     if args.png:
@@ -219,6 +245,9 @@ def register(sub) -> None:
     pf.add_argument("--out", required=True, metavar="FILE", help="the loss model (JSON)")
     pf.add_argument("--leave-one-out", action="store_true",
                     help="also predict each fitted run from a fit on the others, and report the errors")
+    pf.add_argument("--isotonic", action="store_true",
+                    help="also McKenna et al.'s own fit (monotone tables interpolated in log space) on the same "
+                         "runs, its held-out and leave-one-out errors beside the parametric form's")
     pf.add_argument("--png", metavar="PATH", help="plot the predicted loss against the noise-batch ratio, runs on it")
     pf.add_argument("--png-rounds", type=positive_int, default=40, help="rounds of the plotted prediction (40)")
     pf.set_defaults(func=cmd_privacy_fit)
