@@ -65,3 +65,30 @@ def test_privacy_fit_puts_the_isotonic_errors_beside_the_parametric_ones(tmp_pat
     assert model.predict(1_412_250, 30, 0.0) <= held["predicted"] <= model.predict(1_412_250, 30, 13.5 * 0.1 / 300)
     assert held["relative_error"] == pytest.approx((held["predicted"] - held["measured"]) / held["measured"])
     assert lm.LossModel.load(out_file).fitted_on  # the planner still reads the parametric model from the file
+
+
+def test_a_flops_budget_buys_client_steps_at_six_parameters_per_token(tmp_path, capsys):
+    import csv
+
+    runs = [write_run(tmp_path, f"k{k}_z{z:g}", 1_412_250, 670, 10000, k, z, seed=i)
+            for i, (k, z) in enumerate([(50, 0.0), (100, 1.2), (50, 2.4), (100, 8.8)])]
+    for d in runs:  # 8 examples of 20 tokens per client a round
+        rows = list(csv.DictReader(open(f"{d}/metrics.csv")))
+        with open(f"{d}/metrics.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, [*rows[0], "examples"])
+            w.writeheader()
+            for r in rows:
+                w.writerow({**r, "examples": 8 * int(r["clients"])})
+    curves = [lm.read_run(d) for d in runs]
+    assert curves[0].tokens_per_client_step == 160
+    model = lm.fit(curves)
+    per_step = lm.flops_per_client_step(model, 1_412_250)
+    assert per_step == 6 * 1_412_250 * 160
+    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+                       flops=per_step * 5000, cohorts=[50, 100])
+    assert {r["client_steps"] for r in rows} == {5000} and all(r["flops"] == per_step * 5000 for r in rows)
+    out_file = str(tmp_path / "m.json")
+    assert main(["privacy", "fit", *runs, "--out", out_file]) == 0
+    assert main(["privacy", "plan", "--epsilon", "10", "--delta", "1e-5", "--population", "6387", "--mechanism",
+                 "ftrl", "--clip", "0.1", "--loss-model", out_file, "--budget-flops", f"{per_step * 5000:g}"]) == 0
+    assert "training FLOPs (6 x parameters x tokens)" in capsys.readouterr().out

@@ -14,10 +14,10 @@ def cmd_privacy_plan(args) -> int:
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.privacy.planner import cmd_privacy_plan as run
 
-    budget = args.budget_client_steps is not None or args.budget_hours is not None
+    budget = any(b is not None for b in (args.budget_client_steps, args.budget_hours, args.budget_flops))
     if args.loss_model is None:
         if budget:
-            raise ConfigError("--budget-client-steps/--budget-hours plan with a fitted loss model: add "
+            raise ConfigError("--budget-client-steps/--budget-hours/--budget-flops plan with a fitted loss model: add "
                               "--loss-model FILE (keyboard-lm privacy fit)")
         if args.rounds is None:
             raise ConfigError("give --rounds T (or a compute budget with --loss-model)")
@@ -37,13 +37,15 @@ def _plan_with_loss_model(args) -> int:
     model = lm.LossModel.load(args.loss_model)
     rows = lm.frontier(model, epsilon=args.epsilon, delta=args.delta, population=args.population,
                        mechanism=args.mechanism, clip=args.clip, client_steps=args.budget_client_steps,
-                       hours=args.budget_hours, cohorts=cohort_grid(args.population, args.max_clients_per_round),
+                       hours=args.budget_hours, flops=args.budget_flops,
+                       cohorts=cohort_grid(args.population, args.max_clients_per_round),
                        tree_restart=args.tree_restart)
     best = rows[0]
     top = plan(args.epsilon, args.delta, args.population, best["rounds"], mechanism=args.mechanism,
                clients_per_round=[best["clients_per_round"]], clip=args.clip, tree_restart=args.tree_restart)[0]
     budget = (f"{args.budget_client_steps:,} client-steps" if args.budget_client_steps is not None
-              else f"{args.budget_hours:g} h on the machine the runs were measured on")
+              else f"{args.budget_hours:g} h on the machine the runs were measured on" if args.budget_hours is not None
+              else f"{args.budget_flops:.3g} training FLOPs (6 x parameters x tokens)")
     if args.png:
         lm.plot_plan(rows, args.png, f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.2g}, "
                                      f"N {args.population:,}, budget {budget}")
@@ -226,6 +228,8 @@ def register(sub) -> None:
                     help="with --loss-model: K * T at most")
     pp.add_argument("--budget-hours", type=positive_float, default=None, metavar="H",
                     help="with --loss-model: hours at the seconds per client-step measured in its runs")
+    pp.add_argument("--budget-flops", type=positive_float, default=None, metavar="F",
+                    help="with --loss-model: training FLOPs at most, 6 x parameters x tokens (McKenna et al.)")
     pp.add_argument("--max-clients-per-round", type=positive_int, default=None,
                     help="top of the cohort grid (min(N, 10000))")
     pp.add_argument("--mechanism", choices=("fedavg", "ftrl", "blt"), default="fedavg",

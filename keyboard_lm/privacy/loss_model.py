@@ -20,7 +20,9 @@ data can pin down, and the held-out error says how far it can be trusted.
 
 Each run also gives its cost: seconds per client-step (a client's local
 training in a round), measured on the machine that ran it, so a budget in
-hours converts to client-steps per model size.
+hours converts to client-steps per model size; and tokens per client-step
+(the examples its clients trained on, times the sequence length), so a budget
+in FLOPs does too, at McKenna et al.'s 6 x parameters x tokens.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class RunCurve:
     rounds: list[int]
     loss: list[float]  # smoothed training loss after each round in ``rounds``
     seconds_per_client_step: float
-    start: str = "random"  # "random", or the warm start's name and the first 12 hex of its weights' sha256
+    start: str = "random"
+    tokens_per_client_step: float = 0.0  # "random", or the warm start's name and the first 12 hex of its weights' sha256
 
     @property
     def ratio(self) -> float:
@@ -87,13 +90,15 @@ def read_run(run_dir: str) -> RunCurve:
     keep = [i for i, t in enumerate(rounds) if t > SKIP_ROUNDS]
     clients = sum(int(r["clients"]) for r in rows)
     seconds = float(rows[-1]["elapsed_seconds"])
+    seq_len = int((info.get("client_data") or {}).get("max_seq_len", 20))
+    tokens = sum(float(r.get("examples") or 0) for r in rows) * seq_len
     m = info["model"]
     init = info.get("init_from")
     start = "random" if not init else f"{init.get('name', '?')}:{str(init.get('weights_sha256', ''))[:12]}"
     return RunCurve(name, int(info["parameters"]), int(m["units"]), int(m["vocab_size"]),
                     int(dp["clients_per_round"]), float(dp["noise_multiplier"]), float(dp["clip"]),
                     [rounds[i] for i in keep], [float(smoothed[i]) for i in keep], seconds / max(clients, 1),
-                    start)
+                    start, tokens / max(clients, 1))
 
 
 def _predict(theta, p, t, r):
@@ -116,6 +121,7 @@ class LossModel:
     leave_one_out: list[dict] = dataclasses.field(default_factory=list)
     #: the fitted runs' largest rounds and noise-batch ratio: a plan beyond them is an extrapolation
     ranges: dict = dataclasses.field(default_factory=dict)
+    tokens: dict = dataclasses.field(default_factory=dict)  # params -> tokens per client-step (FLOPs budgets)
 
     def outside(self, rounds: int, ratio: float) -> list[str]:
         """What of (rounds, ratio) lies beyond the fitted runs, e.g. ``["T > 40"]`` (empty: inside)."""
@@ -145,7 +151,8 @@ class LossModel:
     def to_dict(self) -> dict:
         return {"form": FORM, "theta": self.theta, "fitted_on": self.fitted_on, "fit_rmse": self.fit_rmse,
                 "heldout": self.heldout, "cost_seconds_per_client_step": self.cost, "sizes": self.sizes,
-                "start": self.start, "leave_one_out": self.leave_one_out, "ranges": self.ranges}
+                "start": self.start, "leave_one_out": self.leave_one_out, "ranges": self.ranges,
+                "tokens_per_client_step": self.tokens}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "loss model") -> "LossModel":
@@ -158,7 +165,8 @@ class LossModel:
             return cls(theta, list(d["fitted_on"]), float(d["fit_rmse"]), list(d.get("heldout", [])),
                        {str(k): float(v) for k, v in d.get("cost_seconds_per_client_step", {}).items()},
                        sizes, str(d.get("start", "random")), list(d.get("leave_one_out", [])),
-                       dict(d.get("ranges", {})))
+                       dict(d.get("ranges", {})),
+                       {str(k): float(v) for k, v in d.get("tokens_per_client_step", {}).items()})
         except (KeyError, TypeError, ValueError) as e:
             raise ConfigError(f"{where}: not a keyboard_lm loss model ({e})") from None
 
@@ -230,7 +238,26 @@ def fit(curves: list[RunCurve], heldout: list[RunCurve] = ()) -> LossModel:
     for c in [*curves, *heldout]:
         by_size.setdefault(c.params, []).append(c.seconds_per_client_step)
     model.cost = {str(k): float(np.median(v)) for k, v in by_size.items()}
+    tokens: dict[int, list[float]] = {}
+    for c in [*curves, *heldout]:
+        if c.tokens_per_client_step:
+            tokens.setdefault(c.params, []).append(c.tokens_per_client_step)
+    model.tokens = {str(k): float(np.median(v)) for k, v in tokens.items()}
     return model
+
+
+#: Training FLOPs per parameter and token (forward and backward; McKenna et al., after Kaplan et al.).
+FLOPS_PER_PARAM_TOKEN = 6
+
+
+def flops_per_client_step(model: LossModel, params: int) -> float:
+    """6 x parameters x the measured tokens per client-step (interpolated between the fitted sizes)."""
+    if not model.tokens:
+        raise ConfigError("the loss model holds no measured tokens per client-step; refit it (privacy fit) "
+                          "to plan a FLOPs budget")
+    sizes = sorted((int(p), t) for p, t in model.tokens.items())
+    tokens = float(np.interp(params, [p for p, _ in sizes], [t for _, t in sizes]))
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 def _heldout_error(model: LossModel, c: RunCurve, constant: float) -> dict:
@@ -301,17 +328,19 @@ def cifg_parameters(vocab: int, embedding_dim: int, units: int) -> int:
 
 def frontier(model: LossModel, *, epsilon: float, delta: float, population: int, mechanism: str, clip: float,
              client_steps: int | None = None, hours: float | None = None, sizes: list[dict] | None = None,
-             cohorts: list[int] | None = None, tree_restart=None) -> list[dict]:
+             cohorts: list[int] | None = None, tree_restart=None, flops: float | None = None) -> list[dict]:
     """Every (size, cohort) under the budget: rounds T = budget / K, z for (eps, delta), predicted loss.
 
     The budget is ``client_steps`` (K * T), or ``hours`` converted per size with the measured seconds
-    per client-step. Rows sorted by predicted loss (best first). A model fitted on one size plans that
+    per client-step, or ``flops`` converted per size at 6 x parameters x measured tokens per client-step. Rows sorted by predicted loss (best first). A model fitted on one size plans that
     size only (the start's, for warm starts): it has no term that could rank another.
     """
     from keyboard_lm.privacy.planner import cohort_grid, noise_for
 
-    if (client_steps is None) == (hours is None):
-        raise ConfigError("give one compute budget: --budget-client-steps or --budget-hours")
+    if sum(b is not None for b in (client_steps, hours, flops)) != 1:
+        raise ConfigError("give one compute budget: --budget-client-steps, --budget-hours or --budget-flops")
+    if flops is not None and not flops > 0:
+        raise ConfigError(f"--budget-flops must be > 0, got {flops}")
     if client_steps is not None and client_steps < 1:
         raise ConfigError(f"--budget-client-steps must be >= 1, got {client_steps}")
     if hours is not None and not hours > 0:
@@ -327,7 +356,9 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
         sizes = [{**only, "estimated_bytes": estimated_bytes(only["params"], only["vocab_size"])}]
     for size in sizes or candidate_sizes():
         cost = model.seconds_per_client_step(size["params"]) if model.cost else None
-        budget = client_steps if client_steps is not None else int(hours * 3600 / cost)
+        per_step = flops_per_client_step(model, size["params"]) if model.tokens else None
+        budget = (client_steps if client_steps is not None else int(hours * 3600 / cost) if hours is not None
+                  else int(flops / per_step))
         for k in cohorts or cohort_grid(population):
             rounds = budget // k
             if rounds < 1:
@@ -339,6 +370,7 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
             rows.append({**size, "clients_per_round": k, "rounds": rounds, "client_steps": k * rounds,
                          "noise_multiplier": z, "noise_batch_ratio": ratio,
                          "hours": None if cost is None else k * rounds * cost / 3600,
+                         "flops": None if per_step is None else k * rounds * per_step,
                          "predicted_loss": float(model.predict(size["params"], rounds, ratio)),
                          "extrapolated": None if cost is None else not fitted[0] <= size["params"] <= fitted[-1],
                          "outside_fit": model.outside(rounds, ratio)})
@@ -348,12 +380,15 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
 
 
 def format_frontier(rows: list[dict], model: LossModel, top: int = 12) -> str:
-    head = f"{'units':>5} {'V':>6} {'params':>10} {'K':>6} {'T':>6} {'z':>8} {'z*C/K':>9} {'hours':>7} {'pred. loss':>10}"
+    head = (f"{'units':>5} {'V':>6} {'params':>10} {'K':>6} {'T':>6} {'z':>8} {'z*C/K':>9} {'hours':>7} "
+            f"{'FLOPs':>9} {'pred. loss':>10}")
     lines = [head]
     for r in rows[:top]:
         hours = "-" if r["hours"] is None else f"{r['hours']:.2f}"
+        flops = "-" if r.get("flops") is None else f"{r['flops']:.3g}"
         lines.append(f"{r['units']:>5} {r['vocab_size']:>6} {r['params']:>10,} {r['clients_per_round']:>6,} "
                      f"{r['rounds']:>6,} {r['noise_multiplier']:>8.4g} {r['noise_batch_ratio']:>9.3g} {hours:>7} "
+                     f"{flops:>9} "
                      f"{r['predicted_loss']:>10.3f}" + ("  (size outside the fitted runs)" if r["extrapolated"] else "")
                      + (f"  (beyond the fitted runs: {', '.join(r['outside_fit'])})" if r.get("outside_fit") else ""))
     if model.one_size:
