@@ -181,9 +181,9 @@ def verdict(own: dict, one_run: dict, *, noisy: bool, control: dict | None = Non
     def describe(p):
         if p.get("detected") is None:
             return f"cannot be tested ({p.get('why')})"
-        return (f"{'detected' if p['detected'] else 'not detected'}: trained canaries above the controls, "
-                f"Mann-Whitney p = {p['p_value']:.3g} ({p['trained_canaries']} trained, {p['controls']} controls, "
-                f"{p['above_every_control']} above every control)")
+        return (f"{'detected' if p['detected'] else 'not detected'} (the trained canaries' exposure against the "
+                f"controls': one-sided Mann-Whitney p = {p['p_value']:.3g}; {p['trained_canaries']} trained, "
+                f"{p['controls']} controls, {p['above_every_control']} above every control)")
 
     lines = []
     if not noisy:
