@@ -153,15 +153,19 @@ def collect(args) -> None:
             "trained_above_controls": (sum(r["exposure"] > max(c["exposure"] for c in controls) for r in trained)
                                        if controls else None),
             "log2_R": audit["rows"][0]["max_exposure"] if audit["rows"] else None,
+            # the audit's power (trained canaries against controls) and the one-run lower bound on eps
+            "power_p": (audit.get("power") or {}).get("p_value"),
+            "one_run_epsilon": (audit.get("one_run") or {}).get("epsilon_lower_bound"),
             "seconds": _elapsed(os.path.join(args.out, name, "metrics.csv")),
         })
     fmt = lambda v, f: "-" if v is None else (v if isinstance(v, str) else format(v, f))  # noqa: E731
     lines = ["| row | model | mechanism | server | clip | eps | z | z*C/K (- : adaptive C) | recall@3 | perplexity | canaries trained | "
-             "max / mean exposure (trained) | mean / max exposure (controls) | trained above every control |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "max / mean exposure (trained) | mean / max exposure (controls) | trained above every control | "
+             "trained vs controls, Mann-Whitney p | one-run eps >= |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "diverged" in r:
-            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 11)
+            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 13)
             continue
         lines.append(f"| {r['row']} | {r['model']} | {r['mechanism']} | {r['server']} | {r['clip']} | "
                      f"{fmt(r['epsilon'], '.3g')} | "
@@ -169,7 +173,8 @@ def collect(args) -> None:
                      f"{fmt(r['perplexity'], '.1f')} | {r['canaries_trained']}/{r['canaries_planted']} | "
                      f"{fmt(r['max_exposure_trained'], '.2f')} / {fmt(r['mean_exposure_trained'], '.2f')} | "
                      f"{fmt(r['mean_exposure_controls'], '.2f')} / {fmt(r.get('max_exposure_controls'), '.2f')} "
-                     f"({r.get('controls', '-')}) | {fmt(r.get('trained_above_controls'), 'd')} |")
+                     f"({r.get('controls', '-')}) | {fmt(r.get('trained_above_controls'), 'd')} | "
+                     f"{fmt(r.get('power_p'), '.3g')} | {fmt(r.get('one_run_epsilon'), '.2f')} |")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     done = [r for r in rows if "diverged" not in r]
     head = (f"Measured {datetime.date.today()} on {machine}; {args.note}.\n"
