@@ -74,14 +74,26 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--coordinates", type=int, default=20000)
+    p.add_argument("--name", default=None, help="also write benchmarks/results/NAME.{md,json}")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args()
-    print("| run | mechanism | eps | z | noise std per coordinate | its norm over the model |")
-    print("|---|---|---|---|---|---|")
+    lines = [f"The noise each DP-FTRL run leaves in its model after its rounds ({args.coordinates:,} coordinates "
+             "of the run's own query and server step, every update zero).", "",
+             "| run | mechanism | eps | z | noise std per coordinate | its norm over the model |",
+             "|---|---|---|---|---|---|"]
+    results = []
     for run in args.runs:
         r = noise_left(run, args.coordinates)
+        results.append(r)
         eps = r["epsilon"] if isinstance(r["epsilon"], str) else f"{r['epsilon']:.3g}"
-        print(f"| {os.path.basename(run)} | {r['mechanism']} | {eps} | {r['noise_multiplier']:.4g} | "
-              f"{r['std_per_coordinate']:.3g} | {r['norm_over_model']:.3g} |")
+        lines.append(f"| {os.path.basename(run)} | {r['mechanism']} | {eps} | {r['noise_multiplier']:.4g} | "
+                     f"{r['std_per_coordinate']:.3g} | {r['norm_over_model']:.3g} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.name:
+        from benchmarks import _report
+
+        print("written:", *_report.write(args.name, {"runs": results}, text, args.out))
 
 
 if __name__ == "__main__":
