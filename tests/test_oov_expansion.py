@@ -45,7 +45,8 @@ def test_personal_words_are_read_and_predicted_after_joint_fine_tuning(small_run
     report = joint.fit_grid(["zorblax"], train, val, sigmas=(0.0, 1e-2))
     assert report["sigma"] in (0.0, 1e-2) and report["kept_epoch"] >= 1
     after = joint.predictions(val)
-    assert sum("zorblax" in p for p in after) == len(val)  # suggested at its place in every sentence
+    # in the top 3 at its own place (after "i saw") in every sentence: 4 words a sentence, its index 2
+    assert all("zorblax" in after[4 * i + 2] for i in range(len(val)))
     # a reset restores the global model: fine-tuning is per user
     joint.prepare([], sigma=0.0)
     plain = oov_benchmark.FineTuner(small_run, 1e-2, 1)
