@@ -142,17 +142,17 @@ class FineTuner:
         self.model = build_loaded_model(self.run)
         self.initial = [w.numpy() for w in self.model.trainable_weights]
         self.lr, self.max_epochs, self.batch_size = learning_rate, max_epochs, batch_size
+        self._extend()
 
         @tf.function(reduce_retracing=True)
         def losses(x, y):
-            logits = self.model(x, training=False)
+            logits = self._forward(x)
             mask = tf.cast(y != 0, tf.float32)
             ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
             return tf.reduce_sum(ce * mask), tf.reduce_sum(mask)
 
         # Adam (the optimizer the global model was trained with), its moments reset for every user
-        self.moments = [(tf.Variable(tf.zeros_like(w)), tf.Variable(tf.zeros_like(w)))
-                        for w in self.model.trainable_weights]
+        self.moments = [(tf.Variable(tf.zeros_like(w)), tf.Variable(tf.zeros_like(w))) for w in self.variables()]
         self.t = tf.Variable(0.0)
 
         @tf.function(reduce_retracing=True)
@@ -160,10 +160,10 @@ class FineTuner:
             with tf.GradientTape() as tape:
                 total, count = losses(x, y)
                 loss = total / tf.maximum(count, 1.0)
-            grads = tape.gradient(loss, self.model.trainable_weights)
+            grads = tape.gradient(loss, self.variables())
             grads, _ = tf.clip_by_global_norm(grads, 5.0)
             self.t.assign_add(1.0)
-            for v, g, (m, s) in zip(self.model.trainable_weights, grads, self.moments):
+            for v, g, (m, s) in zip(self.variables(), grads, self.moments):
                 g = tf.convert_to_tensor(g)
                 m.assign(0.9 * m + 0.1 * g)
                 s.assign(0.999 * s + 0.001 * g * g)
@@ -191,6 +191,13 @@ class FineTuner:
             m.assign(self.tf.zeros_like(m))
             s.assign(self.tf.zeros_like(s))
         self.t.assign(0.0)
+
+    def _extend(self) -> None:
+        """Variables a subclass adds to the model before the optimizer's state is made (none here)."""
+
+    def _forward(self, x):
+        """Logits of token ids ``x`` (inside the tf.functions)."""
+        return self.model(x, training=False)
 
     def variables(self) -> list:
         """What fine-tuning trains (and ``fit`` restores at the kept epoch)."""
@@ -260,58 +267,37 @@ class JointTuner(FineTuner):
 
     def __init__(self, run_dir: str, encoder_path: str, learning_rate: float, max_epochs: int, hidden: int = 960,
                  batch_size: int = 16):
-        super().__init__(run_dir, learning_rate, max_epochs, batch_size)
-        import tensorflow as tf
-
         from keyboard_lm.inference.personal_words import CharEncoderFile
 
-        self.encoder = CharEncoderFile(encoder_path)
-        self.embedding, self.rnn = self.model.get_layer("embedding"), self.model.get_layer("rnn")
-        self.V, d = (int(n) for n in self.embedding.embeddings.shape)
-        self.hidden = hidden
-        self.base = tf.Variable(tf.zeros([0, d]), shape=tf.TensorShape([None, d]), trainable=False)
-        self.ln_g, self.ln_b = tf.Variable(tf.ones([d])), tf.Variable(tf.zeros([d]))
-        self.w1, self.b1 = tf.Variable(tf.zeros([d, hidden])), tf.Variable(tf.zeros([hidden]))
-        self.w2, self.b2 = tf.Variable(tf.zeros([hidden, d])), tf.Variable(tf.zeros([d]))
-        self.adapter = [self.ln_g, self.ln_b, self.w1, self.b1, self.w2, self.b2]
+        self.encoder, self.hidden = CharEncoderFile(encoder_path), hidden
         self.words: list[str] = []
         self.sigma, self.seed = 0.0, 0
-        self.moments = [(tf.Variable(tf.zeros_like(w)), tf.Variable(tf.zeros_like(w))) for w in self.variables()]
+        super().__init__(run_dir, learning_rate, max_epochs, batch_size)
+        self._logits = self.tf.function(self._forward, reduce_retracing=True)
 
-        def table():
-            e = self.base
-            mu, var = tf.nn.moments(e, axes=[1], keepdims=True)
-            ln = (e - mu) / tf.sqrt(var + 1e-5) * self.ln_g + self.ln_b
-            personal = e + tf.matmul(tf.nn.relu(tf.matmul(ln, self.w1) + self.b1), self.w2) + self.b2
-            return tf.concat([self.embedding.table(), personal], 0)
+    def _extend(self) -> None:
+        """The adapter's variables and the personal words' base embeddings (none until ``prepare``)."""
+        tf = self.tf
+        self.embedding, self.rnn = self.model.get_layer("embedding"), self.model.get_layer("rnn")
+        self.V, d = (int(n) for n in self.embedding.embeddings.shape)
+        self.base = tf.Variable(tf.zeros([0, d]), shape=tf.TensorShape([None, d]), trainable=False)
+        self.ln_g, self.ln_b = tf.Variable(tf.ones([d])), tf.Variable(tf.zeros([d]))
+        self.w1, self.b1 = tf.Variable(tf.zeros([d, self.hidden])), tf.Variable(tf.zeros([self.hidden]))
+        self.w2, self.b2 = tf.Variable(tf.zeros([self.hidden, d])), tf.Variable(tf.zeros([d]))
+        self.adapter = [self.ln_g, self.ln_b, self.w1, self.b1, self.w2, self.b2]
 
-        @tf.function(reduce_retracing=True)
-        def logits(x):
-            t = table()
-            h = self.rnn(tf.gather(t, x), training=False)
-            return tf.matmul(self.embedding.quantizer.inputs(h), t, transpose_b=True)
+    def _table(self):
+        tf = self.tf
+        e = self.base
+        mu, var = tf.nn.moments(e, axes=[1], keepdims=True)
+        ln = (e - mu) / tf.sqrt(var + 1e-5) * self.ln_g + self.ln_b
+        personal = e + tf.matmul(tf.nn.relu(tf.matmul(ln, self.w1) + self.b1), self.w2) + self.b2
+        return tf.concat([self.embedding.table(), personal], 0)
 
-        @tf.function(reduce_retracing=True)
-        def losses(x, y):
-            mask = tf.cast(y != 0, tf.float32)
-            ce = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits(x))
-            return tf.reduce_sum(ce * mask), tf.reduce_sum(mask)
-
-        @tf.function(reduce_retracing=True)
-        def step(x, y):
-            variables = self.variables()
-            with tf.GradientTape() as tape:
-                total, count = losses(x, y)
-                loss = total / tf.maximum(count, 1.0)
-            grads, _ = tf.clip_by_global_norm(tape.gradient(loss, variables), 5.0)
-            self.t.assign_add(1.0)
-            for v, g, (m, s) in zip(variables, grads, self.moments):
-                g = tf.convert_to_tensor(g)
-                m.assign(0.9 * m + 0.1 * g)
-                s.assign(0.999 * s + 0.001 * g * g)
-                v.assign_sub(self.lr * (m / (1.0 - 0.9 ** self.t)) / (tf.sqrt(s / (1.0 - 0.999 ** self.t)) + 1e-7))
-
-        self._logits, self._losses, self._step = logits, losses, step
+    def _forward(self, x):
+        t = self._table()
+        h = self.rnn(self.tf.gather(t, x), training=False)
+        return self.tf.matmul(self.embedding.quantizer.inputs(h), t, transpose_b=True)
 
     def variables(self) -> list:
         return [*self.model.trainable_weights, *getattr(self, "adapter", [])]

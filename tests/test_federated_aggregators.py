@@ -98,6 +98,22 @@ def test_nesterov_matches_keras_sgd_nesterov():
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def _steps_against_keras(opt, keras_opt, w0, grads):
+    """``opt`` (a TFF optimizer) and ``keras_opt`` stepped on the same gradients from ``w0``: the weights must
+    agree after every step list; returns ``opt``'s (state, weights)."""
+    import tensorflow as tf
+
+    state = opt.initialize([tf.TensorSpec(w.shape, tf.float32) for w in w0])
+    weights = [tf.constant(w) for w in w0]
+    keras_vars = [tf.Variable(w) for w in w0]
+    for g in grads:
+        state, weights = opt.next(state, weights, [tf.constant(x) for x in g])
+        keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
+    for ours, theirs in zip(weights, keras_vars):
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+    return state, weights
+
+
 def test_clipped_sgd_matches_keras_sgd_with_global_clipnorm():
     import tensorflow as tf
 
@@ -108,15 +124,7 @@ def test_clipped_sgd_matches_keras_sgd_with_global_clipnorm():
     # steps with gradients far above and below the norm: only the large ones are scaled
     grads = [[(scale * rng.randn(*w.shape)).astype(np.float32) for w in w0] for scale in (10.0, 0.1, 50.0)]
     opt = ClippedSGD(0.2, 1.5)
-    state = opt.initialize([tf.TensorSpec(w.shape, tf.float32) for w in w0])
-    weights = [tf.constant(w) for w in w0]
-    keras_vars = [tf.Variable(w) for w in w0]
-    keras_opt = tf.keras.optimizers.SGD(0.2, global_clipnorm=1.5)
-    for g in grads:
-        state, weights = opt.next(state, weights, [tf.constant(x) for x in g])
-        keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
-    for ours, theirs in zip(weights, keras_vars):
-        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+    state, weights = _steps_against_keras(opt, tf.keras.optimizers.SGD(0.2, global_clipnorm=1.5), w0, grads)
     # the small step is not touched: one step of 0.1-scale gradients moves w by exactly lr * g
     state, after = opt.next(state, weights, [tf.constant(x) for x in grads[1]])
     np.testing.assert_allclose(after[0], weights[0] - 0.2 * grads[1][0], rtol=1e-6)
@@ -139,15 +147,7 @@ def test_clipped_sgd_with_momentum_matches_keras_sgd_momentum_when_nothing_is_cl
     w0 = [rng.randn(3, 2).astype(np.float32), rng.randn(4).astype(np.float32)]
     grads = [[(0.1 * rng.randn(*w.shape)).astype(np.float32) for w in w0] for _ in range(4)]
     opt = ClippedSGD(0.05, 1e6, momentum=0.5)
-    state = opt.initialize([tf.TensorSpec(w.shape, tf.float32) for w in w0])
-    weights = [tf.constant(w) for w in w0]
-    keras_vars = [tf.Variable(w) for w in w0]
-    keras_opt = tf.keras.optimizers.SGD(0.05, momentum=0.5)
-    for g in grads:
-        state, weights = opt.next(state, weights, [tf.constant(x) for x in g])
-        keras_opt.apply_gradients(zip([tf.constant(x) for x in g], keras_vars))
-    for ours, theirs in zip(weights, keras_vars):
-        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+    state, _ = _steps_against_keras(opt, tf.keras.optimizers.SGD(0.05, momentum=0.5), w0, grads)
     # the hyper-parameters the rate decay reads and writes, without the accumulator
     hp = opt.get_hparams(state)
     assert set(hp) == {"learning_rate", "clipnorm", "momentum"}

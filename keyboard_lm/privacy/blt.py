@@ -35,6 +35,7 @@ prefix sums at a fixed rho (``optimize``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -124,10 +125,12 @@ def _check_schema(n: int, k: int, b: int) -> None:
                           f"got {n}, {k}, {b}")
 
 
+@functools.lru_cache(maxsize=64)
 def optimize(n: int, max_participations: int, min_separation: int, buffers: int = BUFFERS) -> BLT:
     """The BLT of ``buffers`` buffers minimizing ``BLT.loss`` for ``n`` rounds under the (k, b) schema.
 
-    Deterministic: L-BFGS-B from fixed starting points (decays spread over the scales of n). The search is
+    Deterministic, so cached: a run's calibration, its DPRun and the planner's rows ask for the same
+    schedule more than once. L-BFGS-B from fixed starting points (decays spread over the scales of n). The search is
     unconstrained through theta = logistic(u) and omega = logistic(v_0) * softmax(v_1..d): so 0 < theta < 1,
     omega > 0 and sum(omega) = c_1 < 1 = c_0, which keeps C's coefficients non-increasing (the condition
     under which ``BLT.sensitivity``'s periodic patterns are the worst ones).
