@@ -183,3 +183,20 @@ def small_tflite(small_run, tmp_path_factory):
         export_run(small_run, str(out / "model.tflite"))
 
     return str(build_once(tmp_path_factory, "small_tflite", build) / "model.tflite")
+
+
+@pytest.fixture(scope="session")
+def small_char_encoder(small_run, small_tflite, default_corpus, tmp_path_factory):
+    """``(encoder file, build report)``: a personal-word encoder for ``small_tflite``, 2 epochs on 3,000
+    positions of the embedded corpus, built once (the encoder's own tests and the OOV benchmark's share it)."""
+    import json
+
+    from keyboard_lm.char_encoder.training import build_char_encoder_file
+
+    def build(out):
+        report = build_char_encoder_file(small_run, small_tflite, str(out / "enc.tflite"), corpus=default_corpus,
+                                         epochs=2, max_positions=3000)
+        (out / "report.json").write_text(json.dumps(report))
+
+    out = build_once(tmp_path_factory, "small_char_encoder", build)
+    return str(out / "enc.tflite"), json.loads((out / "report.json").read_text())

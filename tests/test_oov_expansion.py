@@ -12,13 +12,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks import oov_benchmark  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def tiny_encoder(small_run, small_tflite, default_corpus, tmp_path_factory):
-    from keyboard_lm.char_encoder.training import build_char_encoder_file
-
-    out = str(tmp_path_factory.mktemp("joint") / "enc.tflite")
-    build_char_encoder_file(small_run, small_tflite, out, corpus=default_corpus, epochs=2, max_positions=3000)
-    return out
+@pytest.fixture
+def tiny_encoder(small_char_encoder):
+    return small_char_encoder[0]
 
 
 def test_without_personal_words_the_joint_model_is_the_fine_tuned_model(small_run, tiny_encoder, default_corpus):
