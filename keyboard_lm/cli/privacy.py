@@ -210,6 +210,42 @@ def cmd_audit_canaries(args) -> int:
     return 0
 
 
+def _positive_list(kind):
+    """argparse type: comma-separated values of ``kind`` (int or float), each > 0."""
+
+    def parse(text: str) -> list:
+        import argparse
+
+        try:
+            values = [kind(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
+        if not values or any(not v > 0 for v in values):
+            raise argparse.ArgumentTypeError(f"expected comma-separated values > 0, got {text!r}")
+        return values
+
+    return parse
+
+
+def cmd_privacy_field(args) -> int:
+    """``keyboard-lm privacy field``: the noise-batch ratio over two budgets and what doubling each buys."""
+    from keyboard_lm.privacy import field as fl
+
+    columns = args.epsilons if args.vs == "privacy" else args.populations
+    result = fl.field(args.vs, cohorts=args.clients_per_round, columns=columns, delta=args.delta,
+                      rounds=args.rounds, mechanism=args.mechanism, epsilon=args.epsilon,
+                      population=args.population, clip=args.clip)
+    if args.png:
+        fl.plot_field(result, args.png)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(fl.format_field(result))
+    if args.png:
+        print(f"field plot: {args.png}")
+    return 0
+
+
 def register(sub) -> None:
     """Add ``privacy plan`` and ``audit canaries``."""
     priv = sub.add_parser("privacy", help="differential privacy tools").add_subparsers(
@@ -255,6 +291,26 @@ def register(sub) -> None:
     pf.add_argument("--png", metavar="PATH", help="plot the predicted loss against the noise-batch ratio, runs on it")
     pf.add_argument("--png-rounds", type=positive_int, default=40, help="rounds of the plotted prediction (40)")
     pf.set_defaults(func=cmd_privacy_fit)
+    pv = priv.add_parser("field", help="accounting only: the noise-batch ratio over cohort K and epsilon (or "
+                                       "population), and the relative decrease one step along each (McKenna et "
+                                       "al.'s vector fields)")
+    pv.add_argument("--vs", choices=("privacy", "data"), default="privacy",
+                    help="columns: epsilons at --population (privacy) or populations at --epsilon (data) (privacy)")
+    pv.add_argument("--delta", type=float, required=True, help="delta, in (0, 1)")
+    pv.add_argument("--rounds", type=positive_int, required=True, help="T, rounds at every cell")
+    pv.add_argument("--clients-per-round", type=_positive_list(int), required=True, metavar="K1,K2,...",
+                    help="the rows: cohort sizes, increasing (the compute budget at T rounds)")
+    pv.add_argument("--epsilons", type=_positive_list(float), metavar="E1,E2,...",
+                    help="--vs privacy: the columns, increasing")
+    pv.add_argument("--population", type=positive_int, help="--vs privacy: N")
+    pv.add_argument("--populations", type=_positive_list(int), metavar="N1,N2,...",
+                    help="--vs data: the columns, increasing")
+    pv.add_argument("--epsilon", type=positive_float, help="--vs data: the target epsilon")
+    pv.add_argument("--mechanism", choices=("fedavg", "ftrl", "blt"), default="fedavg", help="as privacy plan (fedavg)")
+    pv.add_argument("--clip", type=positive_float, default=1.0, help="L2 clip C of the ratio (1.0)")
+    pv.add_argument("--png", metavar="PATH", help="also draw the field")
+    pv.add_argument("--json", action="store_true")
+    pv.set_defaults(func=cmd_privacy_field)
 
     audit = sub.add_parser("audit", help="memorization audits").add_subparsers(dest="audit_command", required=True)
     ac = audit.add_parser("canaries", help="plant canary sentences, train, report their exposure (Carlini et al.)",
