@@ -124,8 +124,8 @@ def field(vs: str, **kwargs) -> dict:
     return table
 
 
-def _num(v: float) -> str:
-    return f"{v:g}" if v < 1e5 else f"{v:.3g}"
+def _num(v) -> str:
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
 
 
 def format_field(result: dict) -> str:
