@@ -3,14 +3,14 @@
 Before any training, which budget lowers the noise-batch ratio z * C / K most: more privacy budget
 (epsilon), more data (clients in the population) or more compute (clients a round at the same rounds)?
 `keyboard-lm privacy field` computes the table and the relative gain one grid step along each axis; this
-script draws the four fields this project's runs stand in, DP-FedAvg (Poisson sampling) and DP-FTRL (tree,
-cyclic schedule), 40 rounds as the DP rows of docs/privacy.md:
+script draws the six fields this project's runs stand in, DP-FedAvg (Poisson sampling) and DP-FTRL (tree
+or BLT noise, cyclic schedule), 40 rounds as the DP rows of docs/privacy.md:
 
 - privacy vs compute at the Tiny Shakespeare speeches' population (6,387, delta 6.52e-5 as those runs);
 - data vs compute at eps 10 and Gboard's delta 1e-10, from 1,000 clients (the mail has 887 senders) to
   1,024,000 (a Gboard-sized population is larger still).
 
-    python benchmarks/privacy_field.py            # writes privacy_field.{json,md} and four PNGs
+    python benchmarks/privacy_field.py            # writes privacy_field.{json,md} and six PNGs
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ GBOARD_DELTA, DATA_EPSILON = 1e-10, 10.0
 def fields() -> list[tuple[str, dict]]:
     """(name, arguments of ``field.field``) of each field drawn."""
     out = []
-    for mechanism in ("fedavg", "ftrl"):
+    for mechanism in ("fedavg", "ftrl", "blt"):
         out.append((f"{mechanism}_privacy", dict(vs="privacy", cohorts=COHORTS, columns=EPSILONS,
                                                   delta=SHAKESPEARE_DELTA, rounds=ROUNDS, mechanism=mechanism,
                                                   population=SHAKESPEARE_SPEECHES)))
