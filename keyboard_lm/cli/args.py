@@ -58,6 +58,21 @@ def _float_above(minimum: float, strict: bool):
 
 
 positive_float = _float_above(0.0, strict=True)
+
+
+def comma_list(item):
+    """argparse type: comma-separated values, each parsed (and checked) by the argparse type ``item``."""
+
+    def parse(text: str) -> list:
+        try:
+            values = [item(v.strip()) for v in text.split(",") if v.strip()]
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"expected comma-separated values: {e}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected comma-separated values, got {text!r}")
+        return values
+
+    return parse
 non_negative_float = _float_above(0.0, strict=False)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from keyboard_lm.cli.args import load_corpus_from_args, non_negative_int, positive_float, positive_int, split_from_args
+from keyboard_lm.cli.args import (comma_list, load_corpus_from_args, non_negative_int, positive_float, positive_int,
+                                  split_from_args)
 from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validation, train_federated_from_args,
                                   warm_start_from_args)
 
@@ -210,23 +211,6 @@ def cmd_audit_canaries(args) -> int:
     return 0
 
 
-def _positive_list(kind):
-    """argparse type: comma-separated values of ``kind`` (int or float), each > 0."""
-
-    def parse(text: str) -> list:
-        import argparse
-
-        try:
-            values = [kind(v) for v in text.split(",") if v.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
-        if not values or any(not v > 0 for v in values):
-            raise argparse.ArgumentTypeError(f"expected comma-separated values > 0, got {text!r}")
-        return values
-
-    return parse
-
-
 def cmd_privacy_field(args) -> int:
     """``keyboard-lm privacy field``: the noise-batch ratio over two budgets and what doubling each buys."""
     from keyboard_lm.privacy import field as fl
@@ -298,12 +282,12 @@ def register(sub) -> None:
                     help="columns: epsilons at --population (privacy) or populations at --epsilon (data) (privacy)")
     pv.add_argument("--delta", type=float, required=True, help="delta, in (0, 1)")
     pv.add_argument("--rounds", type=positive_int, required=True, help="T, rounds at every cell")
-    pv.add_argument("--clients-per-round", type=_positive_list(int), required=True, metavar="K1,K2,...",
+    pv.add_argument("--clients-per-round", type=comma_list(positive_int), required=True, metavar="K1,K2,...",
                     help="the rows: cohort sizes, increasing (the compute budget at T rounds)")
-    pv.add_argument("--epsilons", type=_positive_list(float), metavar="E1,E2,...",
+    pv.add_argument("--epsilons", type=comma_list(positive_float), metavar="E1,E2,...",
                     help="--vs privacy: the columns, increasing")
     pv.add_argument("--population", type=positive_int, help="--vs privacy: N")
-    pv.add_argument("--populations", type=_positive_list(int), metavar="N1,N2,...",
+    pv.add_argument("--populations", type=comma_list(positive_int), metavar="N1,N2,...",
                     help="--vs data: the columns, increasing")
     pv.add_argument("--epsilon", type=positive_float, help="--vs data: the target epsilon")
     pv.add_argument("--mechanism", choices=("fedavg", "ftrl", "blt"), default="fedavg", help="as privacy plan (fedavg)")

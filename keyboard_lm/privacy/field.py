@@ -23,7 +23,6 @@ import math
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.privacy.config import MECHANISMS
 
 AXES = {"privacy": "epsilon", "data": "population"}
 
@@ -57,24 +56,19 @@ def noise_batch_table(vs: str, *, cohorts, columns, delta: float, rounds: int, m
       A dict with the axes, the fixed budget, ``z`` and ``ratio`` (lists of rows, None where the cell is
       empty) and ``empty`` (why each empty cell is).
     """
-    from keyboard_lm.privacy.planner import noise_for
+    from keyboard_lm.privacy.planner import _check, noise_for
 
     if vs not in AXES:
         raise ConfigError(f"the field is drawn against {' or '.join(AXES)}, got {vs!r}")
-    if mechanism not in MECHANISMS or mechanism == "none":
-        raise ConfigError(f"--mechanism must be fedavg, ftrl or blt, got {mechanism!r}")
-    if not 0 < delta < 1:
-        raise ConfigError(f"--delta must be in (0, 1), got {delta}")
-    if rounds < 1:
-        raise ConfigError(f"--rounds must be >= 1, got {rounds}")
-    if not clip > 0 or math.isinf(clip):
-        raise ConfigError(f"--clip must be a finite number > 0, got {clip}")
     cohorts = _check_grid("--clients-per-round", cohorts, integer=True)
     columns = _check_grid("--epsilons" if vs == "privacy" else "--populations", columns, integer=(vs == "data"))
     fixed = population if vs == "privacy" else epsilon
     if fixed is None or not fixed > 0 or math.isinf(fixed):
         raise ConfigError(f"the field against {vs} needs --{'population' if vs == 'privacy' else 'epsilon'} "
                           f"(a finite number > 0), got {fixed}")
+    # the planner's own checks of what every cell shares (mechanism, delta, rounds, clip)
+    _check(columns[0] if vs == "privacy" else epsilon, delta, population if vs == "privacy" else columns[0],
+           rounds, [], mechanism, clip)
     z_rows, ratio_rows, empty = [], [], {}
     for k in cohorts:
         z_row, ratio_row = [], []
@@ -98,6 +92,11 @@ def noise_batch_table(vs: str, *, cohorts, columns, delta: float, rounds: int, m
             "empty": empty}
 
 
+def _nan_array(rows) -> np.ndarray:
+    """Lists of rows with None for empty cells -> a float array with NaN there."""
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], dtype=float)
+
+
 def gains(ratio) -> tuple[np.ndarray, np.ndarray]:
     """(along columns, along rows): each cell's relative decrease of the ratio one grid step on, r / r' - 1.
 
@@ -106,7 +105,7 @@ def gains(ratio) -> tuple[np.ndarray, np.ndarray]:
     either cell is empty. Both arrays have one row and one column fewer than the table, as McKenna et al.'s
     arrows stand between grid points.
     """
-    r = np.array([[np.nan if v is None else v for v in row] for row in ratio], dtype=float)
+    r = _nan_array(ratio)
     along_columns = r[:-1, :-1] / r[:-1, 1:] - 1.0
     along_rows = r[:-1, :-1] / r[1:, :-1] - 1.0
     return along_columns, along_rows
@@ -165,8 +164,7 @@ def plot_field(result: dict, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    gc = np.array([[np.nan if v is None else v for v in row] for row in result["gain_column"]], dtype=float)
-    gr = np.array([[np.nan if v is None else v for v in row] for row in result["gain_row"]], dtype=float)
+    gc, gr = _nan_array(result["gain_column"]), _nan_array(result["gain_row"])
     x, y = np.meshgrid(result["columns"][:-1], result["cohorts"][:-1])
     ok = ~(np.isnan(gc) | np.isnan(gr))
     color = np.clip(np.log((gc[ok] + 1) / (gr[ok] + 1)), -1, 1)
