@@ -11,6 +11,9 @@ noise multiplier 0.
         --out runs/privacy --jobs 2            # launch (rows run in order, --jobs at a time)
     python benchmarks/privacy_benchmark.py --out runs/privacy --collect   # table from finished rows
 
+A row's run checkpoints every round: after a session ends, the same launch with
+--resume skips the finished rows and continues the others (`audit canaries --resume`).
+
 The table goes to benchmarks/results/privacy_benchmark.{md,json}.
 """
 
@@ -95,7 +98,14 @@ def launch(args) -> None:
             running = [p for p in running if p.poll() is None]
             time.sleep(5)
         cmd = command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round)
-        log = open(os.path.join(args.out, f"{name}.log"), "w", encoding="utf-8")
+        run_dir = os.path.join(args.out, name)
+        if args.resume and os.path.exists(os.path.join(run_dir, "audit.json")):
+            print(f"{name}: finished already", flush=True)
+            continue
+        if args.resume and os.path.isdir(os.path.join(run_dir, "checkpoints")):
+            # the run's own settings and canaries, from its run.json, up to its own rounds
+            cmd = [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--out", run_dir, "--resume"]
+        log = open(os.path.join(args.out, f"{name}.log"), "a" if args.resume else "w", encoding="utf-8")
         print(" ".join(cmd), flush=True)
         running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
     for p in running:
@@ -198,6 +208,8 @@ def main() -> None:
     p.add_argument("--clients-per-round", type=int, default=100)
     p.add_argument("--only", help="comma-separated row names")
     p.add_argument("--collect", action="store_true", help="only write the table of finished rows")
+    p.add_argument("--resume", action="store_true", help="skip finished rows and continue interrupted ones from "
+                                                         "their checkpoints (rows that never started start)")
     p.add_argument("--note", default="two rows at a time on the 2 cores",
                    help="how the rows shared the machine, for the table's head (two rows at a time on the 2 cores)")
     p.add_argument("--rows", choices=("scratch", "base"), default="scratch",

@@ -145,6 +145,8 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
                  "--canary-repeats", "2,5", "--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1"]) == 0
     text = capsys.readouterr().out
     assert "exposure of 5 canaries" in text and "eps " in text
+    with open(os.path.join(out, "canaries.json"), encoding="utf-8") as f:
+        report_placements = json.load(f)["placements"]
     with open(os.path.join(out, "audit.json"), encoding="utf-8") as f:
         report = json.load(f)
     rows = report["rows"]
@@ -159,6 +161,20 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     assert main(["audit", "canaries", "--run", out, "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert [r["rank"] for r in again["rows"]] == [r["rank"] for r in rows]
+    # --resume continues the audit: the same canaries in the same clients, the rounds tracked so far kept.
+    assert run.info["audit"] == {"canaries": 3, "controls": 2, "repeats": [2, 5], "seed": 0,
+                                 "validation_fraction": 0.0}
+    assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3", "--canaries", "4"]) == 2
+    assert "--canaries 4" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3"]) == 0
+    assert "exposure of 5 canaries" in capsys.readouterr().out
+    resumed = load_run(out)
+    assert resumed.info["rounds_done"] == 3 and resumed.info["audit"] == run.info["audit"]
+    for client, rounds in run.info["participation"].items():
+        later = resumed.info["participation"][client]
+        assert [r for r in later if r <= 2] == rounds and all(r == 3 for r in later[len(rounds):])
+    with open(os.path.join(out, "canaries.json"), encoding="utf-8") as f:
+        assert json.load(f)["placements"] == report_placements
 
 
 def test_audit_canaries_refuses_bad_input(tmp_path, capsys):
@@ -168,6 +184,12 @@ def test_audit_canaries_refuses_bad_input(tmp_path, capsys):
     assert "--canary-repeats" in capsys.readouterr().err
     assert main(["audit", "canaries", "--run", str(tmp_path)]) == 2
     assert "canaries.json" in capsys.readouterr().err
+    plain = str(tmp_path / "plain")
+    assert main(["train", "--out", plain, *TINY, "--rounds", "1", "--eval-every", "1"]) == 0
+    assert main(["audit", "canaries", "--out", plain, "--resume", "--rounds", "2"]) == 2
+    assert "records no canary settings" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--out", plain, "--resume", "--init-from", "base"]) == 2
+    assert "--init-from do not apply" in capsys.readouterr().err
 
 
 def test_adaptive_clip_is_recorded_every_round(tmp_path):

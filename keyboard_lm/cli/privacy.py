@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 
-from keyboard_lm.cli.args import (comma_list, load_corpus_from_args, non_negative_int, positive_float, positive_int,
-                                  split_from_args)
+from keyboard_lm.cli.args import (comma_list, default_data_to_run, load_corpus_from_args, non_negative_int,
+                                  positive_float, positive_int, split_from_args)
 from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validation, train_federated_from_args,
                                   warm_start_from_args)
 
@@ -158,6 +158,51 @@ def _canary_repeats(text: str) -> list[int]:
     return values
 
 
+#: ``audit canaries``'s canary flags and their defaults (a resumed audit refuses a value other than the run's).
+CANARY_DEFAULTS = {"canaries": 6, "controls": 4, "canary_repeats": "1,4,16", "canary_seed": 0}
+
+
+def _audit_settings(args) -> dict:
+    """The canaries' settings from the flags: what ``au.plant`` takes and run.json records for --resume."""
+    return {"canaries": args.canaries, "controls": args.controls, "repeats": _canary_repeats(args.canary_repeats),
+            "seed": args.canary_seed, "validation_fraction": federated_validation(args)["validation_fraction"]}
+
+
+def _resume_audit(args):
+    """Continue the audit run in --out from its checkpoint: the same canaries planted in the same clients,
+    the participation recorded so far kept; (placements, controls) once it has finished."""
+    from keyboard_lm.data.split import SplitConfig
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.models.run_dir import load_run
+    from keyboard_lm.privacy import audit as au
+
+    if args.out is None:
+        raise ConfigError("audit canaries --resume needs --out RUN_DIR, the audit run to continue")
+    if args.centralized or args.init_from is not None:
+        raise ConfigError("audit canaries --resume continues the run in --out with its own settings; "
+                          "--centralized and --init-from do not apply")
+    info = load_run(args.out).info
+    settings = info.get("audit")
+    if not settings:
+        raise ConfigError(f"{args.out}: run.json records no canary settings; --resume continues a run made by "
+                          "`audit canaries` (runs made before it recorded them start again with --overwrite)")
+    for dest, key in (("canaries", "canaries"), ("controls", "controls"), ("canary_seed", "seed")):
+        value = getattr(args, dest)
+        if value != CANARY_DEFAULTS[dest] and value != settings[key]:
+            raise ConfigError(f"--{dest.replace('_', '-')} {value}: the run in {args.out} planted with "
+                              f"{settings[key]}; --resume plants what the run planted (leave the flag out)")
+    if args.canary_repeats != CANARY_DEFAULTS["canary_repeats"] and _canary_repeats(args.canary_repeats) != settings["repeats"]:
+        raise ConfigError(f"--canary-repeats {args.canary_repeats}: the run in {args.out} planted "
+                          f"{','.join(map(str, settings['repeats']))}; --resume plants what the run planted")
+    default_data_to_run(args, info)
+    corpus, placements, controls = au.plant(load_corpus_from_args(args), SplitConfig(**info["data"]["split"]),
+                                            **settings)
+    train_federated_from_args(args, corpus=corpus, track_clients=au.tracked_clients(placements),
+                              audit=settings)
+    au.save_canaries(args.out, placements, controls)
+    return placements, controls
+
+
 def cmd_audit_canaries(args) -> int:
     """``keyboard-lm audit canaries``: plant canaries, train as ``train`` would, report each one's exposure.
 
@@ -173,21 +218,21 @@ def cmd_audit_canaries(args) -> int:
     if args.run:
         run_dir = args.run
         placements, controls = au.load_canaries(run_dir)
+    elif args.resume:
+        run_dir, (placements, controls) = args.out, _resume_audit(args)
     else:
         if args.out is None:
             raise ConfigError("audit canaries needs --out RUN_DIR (to train) or --run RUN_DIR (to re-audit)")
-        if args.centralized or args.resume:
-            raise ConfigError("audit canaries trains a new federated run; --centralized and --resume do not apply")
+        if args.centralized:
+            raise ConfigError("audit canaries trains a federated run; --centralized does not apply")
         au.check_counts(args.canaries, args.controls)  # bad counts and flags fail before any data is read
-        repeats = _canary_repeats(args.canary_repeats)
+        settings = _audit_settings(args)
         dp_options(args)
         init = warm_start_from_args(args)
-        fraction = federated_validation(args)["validation_fraction"]
-        corpus, placements, controls = au.plant(
-            load_corpus_from_args(args), split_from_args(args), canaries=args.canaries, controls=args.controls,
-            repeats=repeats, seed=args.canary_seed, validation_fraction=fraction)
+        corpus, placements, controls = au.plant(load_corpus_from_args(args), split_from_args(args), **settings)
         run_dir = args.out
-        train_federated_from_args(args, corpus=corpus, track_clients=au.tracked_clients(placements), init=init)
+        train_federated_from_args(args, corpus=corpus, track_clients=au.tracked_clients(placements), init=init,
+                                  audit=settings)
         au.save_canaries(run_dir, placements, controls)
     report = au.audit(run_dir, placements, controls)
     rows, dp = report["rows"], report["differential_privacy"]
@@ -301,13 +346,17 @@ def register(sub) -> None:
                           description="Plants --canaries random sentences of one format ('my number is' + 4 words "
                                       "from 10) into training clients, trains federated with every `train` "
                                       "option (--dp too) and reports each canary's exposure, log2|R| - "
-                                      "log2(rank); --controls unplanted canaries give the baseline.")
+                                      "log2(rank); --controls unplanted canaries give the baseline. --out RUN_DIR "
+                                      "--resume continues an audit run from its checkpoint with the same canaries.")
     add_train_args(ac, out_required=False)
-    ac.add_argument("--canaries", type=int, default=6, help="canaries planted (6)")
-    ac.add_argument("--canary-repeats", default="1,4,16", metavar="R1,R2,...",
-                    help="copies of each canary, cycled over the canaries (1,4,16)")
-    ac.add_argument("--controls", type=int, default=4, help="canaries of the same format never planted (4)")
-    ac.add_argument("--canary-seed", type=non_negative_int, default=0, help="seed of canaries and placement (0)")
+    d = CANARY_DEFAULTS
+    ac.add_argument("--canaries", type=int, default=d["canaries"], help="canaries planted (%(default)s)")
+    ac.add_argument("--canary-repeats", default=d["canary_repeats"], metavar="R1,R2,...",
+                    help="copies of each canary, cycled over the canaries (%(default)s)")
+    ac.add_argument("--controls", type=int, default=d["controls"],
+                    help="canaries of the same format never planted (%(default)s)")
+    ac.add_argument("--canary-seed", type=non_negative_int, default=d["canary_seed"],
+                    help="seed of canaries and placement (%(default)s)")
     ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
     ac.add_argument("--control", metavar="RUN_DIR", help="the noiseless audit run of the same setting: its "
                     "canaries must stand out from its controls (the audit's power) before this run's say anything "

@@ -152,8 +152,9 @@ def federated_config_from_args(args, init) -> FederatedConfig:
     return dataclasses.replace(default_federated(init is not None, dp=args.dp is not None), **fields)
 
 
-def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None) -> int:
-    """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it)."""
+def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None, audit=None) -> int:
+    """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it and
+    records its settings, ``audit``)."""
     from keyboard_lm.federated.trainer import RunOptions, train_federated
 
     split = split_from_args(args)
@@ -206,7 +207,7 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     try:
         options = RunOptions(resume=args.resume, init=init, vocab_size=args.vocab_size, dp=dp,
                              data_source=data_source(args), overwrite=args.overwrite,
-                             track_clients=tuple(track_clients), worker_data=getattr(args, "worker_data", None),
+                             track_clients=tuple(track_clients), audit=audit, worker_data=getattr(args, "worker_data", None),
                              worker_data_root=getattr(args, "worker_data_root", None), workers=worker_record,
                              on_round=on_round, log=log)
         train_federated(corpus, args.out, model_config, fed, data_config, split, loop, options)

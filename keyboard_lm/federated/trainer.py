@@ -67,8 +67,11 @@ class RunOptions:
       data_source: the corpus's path and format, recorded for ``eval``.
       command: what made the run (``train`` or ``demo``), in run.json.
       overwrite: replace a run already in ``run_dir``.
-      track_clients: ids whose rounds of participation run.json records (a
-        fresh run only; ``participation``), e.g. the clients holding audit canaries.
+      track_clients: ids whose rounds of participation run.json records
+        (``participation``), e.g. the clients holding audit canaries; a resumed
+        run continues the rounds its checkpoint recorded.
+      audit: the canary audit's settings (``audit canaries``), recorded in
+        run.json so that a resumed audit plants the same canaries.
       worker_data: a directory the training clients' shards are written to
         once; each round then sends the workers only shard paths (under
         ``worker_data_root``, default ``worker_data``) and seeds, and the
@@ -88,6 +91,7 @@ class RunOptions:
     command: str = "train"
     overwrite: bool = False
     track_clients: tuple = ()
+    audit: dict | None = None
     worker_data: str | None = None
     worker_data_root: str | None = None
     workers: dict | None = None
@@ -210,8 +214,6 @@ class FederatedRun:
         o = self.options
         self.split = split
         self.train_ids, self.heldout_ids = split_clients(self.corpus.client_ids, split)
-        if o.resume and o.track_clients:
-            raise ConfigError("tracking client participation needs a fresh run, not a resumed one")
         if config is None:
             config = default_federated(warm_start=o.init is not None, dp=o.dp is not None)
         if o.resume and o.init is not None:
@@ -331,7 +333,7 @@ class FederatedRun:
                                    self.data_config.max_seq_len, self.limit, self.run_dir)
         self.last_good = self.start_round
         self.examples_seen, self.elapsed_before = _totals_so_far(self.run_dir) if resume else (0, 0.0)
-        self.tracked = {c: [] for c in self.options.track_clients}
+        self.tracked = self._tracked_so_far()
         self.dp_clip = self.dp_run.config.clip if self.dp_run is not None else None
         # The rate clients train at: it lives in TFF's state, so a resumed run continues with its own.
         from keyboard_lm.federated.process import client_learning_rate
@@ -343,6 +345,7 @@ class FederatedRun:
     def _info(self) -> dict:
         """run.json's record of the run (save_run rewrites it whole; a resumed run keeps where it started)."""
         config, o, init = self.config, self.options, self.options.init
+        audit = self.resumed.get("audit") if o.resume else o.audit
         return {
             "trainer": "federated", "command": self.command,
             # Compression's stochastic rounding, dropout's masks and DP noise are
@@ -363,7 +366,20 @@ class FederatedRun:
             "workers": o.workers,
             "init_from": (self.resumed.get("init_from") if o.resume
                           else init.record(self.vocab) if init is not None else None),
+            **({"audit": audit} if audit else {}),
         }
+
+    def _tracked_so_far(self) -> dict:
+        """Rounds each tracked client trained in: none yet, or a resumed run's up to its checkpoint."""
+        ids = self.options.track_clients
+        if not self.options.resume:
+            return {c: [] for c in ids}
+        saved = self.resumed.get("participation") or {}
+        missing = [c for c in ids if c not in saved]
+        if missing:
+            raise ConfigError(f"{self.run_dir}: the run did not record the participation of {len(missing)} of the "
+                              f"{len(ids)} clients to track (e.g. {missing[0]!r}); it cannot be resumed as an audit")
+        return {c: [r for r in saved[c] if r <= self.start_round] for c in ids}
 
     def _announce(self) -> None:
         config = self.config
