@@ -78,11 +78,13 @@ BASE_ROWS = [
 ]
 
 
-def command(data: str, out: str, name: str, model: str, extra: list[str], rounds: int, k: int):
+def command(data: str, out: str, name: str, model: str, extra: list[str], rounds: int, k: int,
+            vocab: str | None = None):
+    """``vocab``: the base rows' ``--init-vocab`` (None for the rows from random weights)."""
     return [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--data", data, "--format", "shakespeare",
             "--partition", "record", "--model", model, "--rounds", str(rounds), "--eval-every", str(rounds // 2),
             "--clients-per-round", str(k), "--out", os.path.join(out, name),
-            "--overwrite", *extra]
+            "--overwrite", *extra, *(["--init-vocab", vocab] if vocab else [])]
 
 
 def launch(args) -> None:
@@ -97,7 +99,8 @@ def launch(args) -> None:
         while len(running) >= args.jobs:
             running = [p for p in running if p.poll() is None]
             time.sleep(5)
-        cmd = command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round)
+        cmd = command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round,
+                      args.vocab if args.rows == "base" else None)
         run_dir = os.path.join(args.out, name)
         if args.resume and os.path.exists(os.path.join(run_dir, "audit.json")):
             print(f"{name}: finished already", flush=True)
@@ -214,6 +217,10 @@ def main() -> None:
                    help="how the rows shared the machine, for the table's head (two rows at a time on the 2 cores)")
     p.add_argument("--rows", choices=("scratch", "base"), default="scratch",
                    help="scratch: the rows from random weights (default); base: the same from the base model")
+    p.add_argument("--vocab", choices=("target", "base"), default="target",
+                   help="--rows base: the vocabulary, built on the training speeches (target, as the base tables "
+                        "were measured: outside the DP guarantee) or the base's public one (base, train's default "
+                        "under --dp) (target)")
     p.add_argument("--name", default=None, help="result file name (privacy_benchmark, or privacy_base for "
                                                  "--rows base)")
     args = p.parse_args()

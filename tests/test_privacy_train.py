@@ -74,11 +74,16 @@ def test_dp_model_card_carries_the_guarantee(fedavg_run, tmp_path):
     assert dp["delta"] > 0 and dp["rounds"] == 3
 
 
-def test_dp_ftrl_calibrated_to_epsilon_follows_its_schedule_and_resumes(tmp_path):
+def test_dp_ftrl_calibrated_to_epsilon_follows_its_schedule_and_resumes(tmp_path, capsys):
+    from keyboard_lm.federated.dp import CLIENT_VOCABULARY
+
     out = str(tmp_path / "ftrl")
     assert main(["train", "--out", out, *TINY, "--rounds", "3", "--eval-every", "3", "--clients-per-round", "40",
                  "--dp", "ftrl", "--dp-epsilon", "4", "--dp-clip", "1"]) == 0
     dp = load_run(out).info["differential_privacy"]
+    # From random weights the vocabulary comes from the clients' text: the run says it is outside the guarantee.
+    assert dp["vocabulary"] == CLIENT_VOCABULARY
+    assert "vocabulary is built from the training clients' text without noise" in capsys.readouterr().out
     n = dp["population"]
     # The planner calibrated z so that eps after all rounds is the target (to its tolerance).
     assert dp["epsilon"] == pytest.approx(4.0, rel=2e-3) and dp["target_epsilon"] == 4.0

@@ -118,7 +118,7 @@ def test_federated_warm_start_sends_the_base_in_round_one(small_run, tmp_path, d
     """A federated (and a DP-FTRL) run's first server model is the base's: after one round at a tiny client
     rate the held-out loss is the base's, not the ~log(V) of random weights."""
     out = tmp_path / "fed"
-    argv = ["train", "--out", str(out), "--init-from", small_run, "--init-vocab", "base",
+    argv = ["train", "--out", str(out), "--init-from", small_run, *([] if dp else ["--init-vocab", "base"]),
             "--split-seed", "1", "--rounds", "1", "--clients-per-round", "3", "--client-lr", "1e-6",
             "--seq-len", "20", "--max-batches", "2", "--dropout", "0"]
     # FedAvgM, not the from-base default FedAdam: Adam's first step moves every weight by about its rate
@@ -127,7 +127,12 @@ def test_federated_warm_start_sends_the_base_in_round_one(small_run, tmp_path, d
              else ["--validation-fraction", "0", "--weight-average", "0", "--server-optimizer", "nesterov"])
     assert _train(argv) == 0
     run, base = load_run(str(out)), load_run(small_run)
+    # under DP the base's public vocabulary is the default: one built on the clients' text has no noise
     assert run.info["init_from"]["vocab"] == "base" and run.vocab.tokens == base.vocab.tokens
+    if dp:
+        from keyboard_lm.federated.dp import PUBLIC_VOCABULARY
+
+        assert run.info["differential_privacy"]["vocabulary"] == PUBLIC_VOCABULARY
     assert run.info["final_metrics"]["loss"] == pytest.approx(base.info["final_metrics"]["loss"], rel=0.02)
     assert run.info["final_metrics"]["loss"] < 0.8 * np.log(len(base.vocab))
 

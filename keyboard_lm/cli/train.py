@@ -80,7 +80,8 @@ def warm_start_from_args(args):
     else:
         from keyboard_lm.models.warm_start import load_warm_start
 
-        init = load_warm_start(args.init_from, args.init_vocab or INIT_VOCAB[0])
+        # Under DP the vocabulary stays the base's: one built on the clients' text is released without noise.
+        init = load_warm_start(args.init_from, args.init_vocab or ("base" if getattr(args, "dp", None) else INIT_VOCAB[0]))
     ref = init.base.model_config if init is not None else MODEL
     for dest, field in (("model", "model_type"), ("embedding_dim", "embedding_dim"), ("units", "units")):
         if getattr(args, dest, None) is None:
@@ -247,7 +248,8 @@ MAIN_FLAGS = (
          "(pretrained on public English text, docs/training.md); default: random", metavar="base|RUN_DIR",
          default=None),
     flag("--init-vocab", "with --init-from: build the vocabulary on this corpus and carry over the rows of the "
-         "words the base knows (target), or keep the base's vocabulary (base) ({init_vocab})",
+         "words the base knows (target), or keep the base's vocabulary (base) ({init_vocab}; under --dp, base: "
+         "a vocabulary built on the clients' text is outside the DP guarantee)",
          choices=INIT_VOCAB, default=None),
     flag("--quantization-aware", "train computing with the int8 roundings of export mode MODE (dynamic-range, "
          "the default, or weight-only), so the exported model computes exactly what was trained and evaluated",

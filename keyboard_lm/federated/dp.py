@@ -279,6 +279,12 @@ def build_dp_process(model_config, dp: DPConfig, input_spec, *, client_lr: float
                          client_clipnorm=client_clipnorm, blt=blt)
 
 
+#: run.json's ``differential_privacy.vocabulary``: whether the guarantee covers the vocabulary too.
+PUBLIC_VOCABULARY = "public: the base model's, covered (no client's text chose it)"
+CLIENT_VOCABULARY = ("the training clients' most frequent words, chosen without noise: outside the guarantee "
+                     "(--init-from base --init-vocab base keeps the base's public vocabulary)")
+
+
 class DPRun:
     """The DP side of one training run: its settings, cohorts and running account.
 
@@ -293,7 +299,7 @@ class DPRun:
     server's own randomness provides.  The DP noise itself is never seeded.
     """
 
-    def __init__(self, options: DPOptions, client_ids: list[str], config):
+    def __init__(self, options: DPOptions, client_ids: list[str], config, public_vocabulary: bool = False):
         n, k = len(client_ids), config.clients_per_round
         if options.mechanism in FTRL_MECHANISMS and config.server_optimizer == "adam":
             raise ConfigError(f"--dp {options.mechanism} steps the server with SGD and momentum (DP-FTRLM); "
@@ -314,6 +320,8 @@ class DPRun:
                           clip=config.clip, population=n, client_momentum=config.client_momentum,
                           server_noise=config.server_noise)
         self.client_ids, self.seed = list(client_ids), config.seed
+        # The vocabulary is part of the model: built from the clients' text, it is released without noise.
+        self.public_vocabulary = public_vocabulary
         self.schedule = (ftrl_schedule(self.client_ids, k, config.rounds, config.seed)
                          if options.mechanism in FTRL_MECHANISMS else None)
         # BLT-DP-FTRL's matrix: optimized for this run's rounds and schedule once, kept by a resumed run
@@ -394,6 +402,7 @@ class DPRun:
                "noise_batch_ratio": (c.noise_multiplier * c.clip / c.clients_per_round
                                      if c.clip is not None else None),
                "unit": "user = one training client of the partition",
+               "vocabulary": (PUBLIC_VOCABULARY if self.public_vocabulary else CLIENT_VOCABULARY),
                "accountant": (("zCDP of the BLT-correlated Gaussian mechanism, one mechanism over the run, "
                                "sensitivity over every pattern of the schedule's (max participations, min "
                                "separation) (McMahan, Xu and Zhang 2024)") if self.blt is not None else

@@ -256,7 +256,14 @@ class FederatedRun:
         if self.dp is not None:
             from keyboard_lm.federated.dp import DPRun
 
-            self.dp_run = DPRun(self.dp, self.trainable, config)
+            o = self.options
+            start = self.resumed.get("init_from") if o.resume else (
+                {"vocab": o.init.vocab} if o.init is not None else None)
+            public = bool(start) and start.get("vocab") == "base"
+            self.dp_run = DPRun(self.dp, self.trainable, config, public_vocabulary=public)
+            if not public:
+                self.log("warning: the vocabulary is built from the training clients' text without noise, "
+                         "outside the DP guarantee (--init-from base --init-vocab base keeps the base's)")
             # The DP clip is the clip: the non-DP robust clipping is off.
             self.config = dataclasses.replace(config, clip="none")
         elif config.clients_per_round > len(self.trainable):
