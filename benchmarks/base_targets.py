@@ -102,12 +102,18 @@ def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
 
     def evaluate():
         from keyboard_lm.data.corpora import load_corpus
+        from keyboard_lm.data.partition import apply_partition
         from keyboard_lm.data.split import SplitConfig, split_clients
         from keyboard_lm.evaluation import evaluate_model
         from keyboard_lm.models.run_dir import build_loaded_model, load_run
 
         run = load_run(run_dir)
-        corpus = load_corpus(_arg(corpus_args, "--data"), _arg(corpus_args, "--format"))
+        # the clients the run trained on: the corpus re-partitioned as its flags say (train's defaults otherwise)
+        num_clients = _arg(corpus_args, "--num-clients")
+        corpus = apply_partition(load_corpus(_arg(corpus_args, "--data"), _arg(corpus_args, "--format")),
+                                 _arg(corpus_args, "--partition") or "natural",
+                                 int(num_clients) if num_clients else None,
+                                 int(_arg(corpus_args, "--partition-seed") or _arg(corpus_args, "--split-seed") or 0))
         heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
         return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
 
