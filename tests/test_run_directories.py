@@ -47,10 +47,11 @@ def test_centralized_training_refuses_to_overwrite_a_federated_run(tmp_path, cap
 
 def test_overwrite_replaces_only_the_runs_own_files(tmp_path):
     out = tmp_path / "run"
-    assert main(["train", "--out", str(out), *TINY_CENTRAL]) == 0
+    small = ["--data", _jsonl(tmp_path / "a.jsonl", users=12), "--format", "jsonl", *TINY_CENTRAL]  # files, not text
+    assert main(["train", "--out", str(out), *small]) == 0
     (out / "notes.md").write_text("keep me", encoding="utf-8")
-    assert main(["train", "--out", str(out), *TINY_CENTRAL]) == 2  # same command: still refused
-    assert main(["train", "--out", str(out), "--overwrite", *TINY_CENTRAL, "--epochs", "2"]) == 0
+    assert main(["train", "--out", str(out), *small]) == 2  # same command: still refused
+    assert main(["train", "--out", str(out), "--overwrite", *small, "--epochs", "2"]) == 0
     assert load_run(str(out)).info["epochs_done"] == 2
     assert (out / "notes.md").read_text(encoding="utf-8") == "keep me"
 
