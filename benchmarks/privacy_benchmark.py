@@ -87,6 +87,32 @@ def command(data: str, out: str, name: str, model: str, extra: list[str], rounds
             "--overwrite", *extra, *(["--init-vocab", vocab] if vocab else [])]
 
 
+def _audit_counts(extra: list[str], args) -> list[str]:
+    """A base row's flags with the canary counts of --canaries, --canary-repeats and --controls (the audit's
+    regime; BASE's 20, 16 and 20 when not given)."""
+    out = list(extra)
+    for flag in ("--canaries", "--canary-repeats", "--controls"):
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None:
+            out[out.index(flag) + 1] = str(value)
+    return out
+
+
+def row_command(args, name: str, model: str, extra: list[str]) -> list[str] | None:
+    """The command of one row: a fresh run, with --resume the continuation of an interrupted one, or None for a
+    row that --resume finds finished."""
+    run_dir = os.path.join(args.out, name)
+    if args.resume and os.path.exists(os.path.join(run_dir, "audit.json")):
+        return None
+    if args.resume and os.path.isdir(os.path.join(run_dir, "checkpoints")):
+        # the run's own settings and canaries, from its run.json, up to its own rounds
+        return [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--out", run_dir, "--resume"]
+    if args.rows == "base":
+        extra = _audit_counts(extra, args)
+    return command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round,
+                   args.vocab if args.rows == "base" else None)
+
+
 def launch(args) -> None:
     os.makedirs(args.out, exist_ok=True)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
@@ -99,15 +125,10 @@ def launch(args) -> None:
         while len(running) >= args.jobs:
             running = [p for p in running if p.poll() is None]
             time.sleep(5)
-        cmd = command(args.data, args.out, name, model, extra, args.rounds, args.clients_per_round,
-                      args.vocab if args.rows == "base" else None)
-        run_dir = os.path.join(args.out, name)
-        if args.resume and os.path.exists(os.path.join(run_dir, "audit.json")):
+        cmd = row_command(args, name, model, extra)
+        if cmd is None:
             print(f"{name}: finished already", flush=True)
             continue
-        if args.resume and os.path.isdir(os.path.join(run_dir, "checkpoints")):
-            # the run's own settings and canaries, from its run.json, up to its own rounds
-            cmd = [sys.executable, "-m", "keyboard_lm.cli", "audit", "canaries", "--out", run_dir, "--resume"]
         log = open(os.path.join(args.out, f"{name}.log"), "a" if args.resume else "w", encoding="utf-8")
         print(" ".join(cmd), flush=True)
         running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
@@ -217,6 +238,9 @@ def main() -> None:
                    help="how the rows shared the machine, for the table's head (two rows at a time on the 2 cores)")
     p.add_argument("--rows", choices=("scratch", "base"), default="scratch",
                    help="scratch: the rows from random weights (default); base: the same from the base model")
+    p.add_argument("--canaries", type=int, help="--rows base: canaries planted (20)")
+    p.add_argument("--canary-repeats", type=int, help="--rows base: copies of each canary (16)")
+    p.add_argument("--controls", type=int, help="--rows base: never-planted controls (20)")
     p.add_argument("--vocab", choices=("target", "base"), default="target",
                    help="--rows base: the vocabulary, built on the training speeches (target, as the base tables "
                         "were measured: outside the DP guarantee) or the base's public one (base, train's default "

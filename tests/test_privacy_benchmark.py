@@ -1,0 +1,42 @@
+"""benchmarks/privacy_benchmark.py's row commands: the audit's regime, the vocabulary, and --resume."""
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import privacy_benchmark as pb  # noqa: E402
+
+
+def _args(tmp_path, **changes):
+    return SimpleNamespace(**{"out": str(tmp_path), "resume": False, "rows": "base", "data": "input.txt",
+                              "rounds": 320, "clients_per_round": 20, "vocab": "target", "canaries": None,
+                              "canary_repeats": None, "controls": None, **changes})
+
+
+def _flag(cmd, flag):
+    return cmd[cmd.index(flag) + 1]
+
+
+def test_a_base_row_takes_the_regime_and_the_vocabulary_given(tmp_path):
+    name, model, extra = next(r for r in pb.BASE_ROWS if r[0] == "base_ftrl_inf")
+    cmd = pb.row_command(_args(tmp_path), name, model, extra)
+    assert [_flag(cmd, f) for f in ("--canaries", "--canary-repeats", "--controls", "--init-vocab")] == [
+        "20", "16", "20", "target"]
+    assert (_flag(cmd, "--rounds"), _flag(cmd, "--clients-per-round"), _flag(cmd, "--eval-every")) == (
+        "320", "20", "160")
+    cmd = pb.row_command(_args(tmp_path, canary_repeats=64, controls=40, vocab="base"), name, model, extra)
+    assert [_flag(cmd, f) for f in ("--canaries", "--canary-repeats", "--controls", "--init-vocab")] == [
+        "20", "64", "40", "base"]
+    assert extra.count("--canary-repeats") == 1 and _flag(extra, "--canary-repeats") == "16"  # BASE unchanged
+
+
+def test_resume_skips_finished_rows_and_continues_interrupted_ones(tmp_path):
+    name, model, extra = next(r for r in pb.BASE_ROWS if r[0] == "base_ftrl_eps10")
+    args = _args(tmp_path, resume=True)
+    assert "--overwrite" in pb.row_command(args, name, model, extra)  # never started: a fresh run
+    (tmp_path / name / "checkpoints").mkdir(parents=True)
+    assert pb.row_command(args, name, model, extra)[-5:] == ["audit", "canaries", "--out", str(tmp_path / name),
+                                                             "--resume"]
+    (tmp_path / name / "audit.json").write_text("{}")
+    assert pb.row_command(args, name, model, extra) is None
+    assert "--overwrite" in pb.row_command(_args(tmp_path), name, model, extra)  # without --resume: anew
