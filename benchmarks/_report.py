@@ -57,3 +57,12 @@ def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, st
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(header + markdown + "\n")
     return json_path, md_path
+
+
+def publish(name: str, data: dict, markdown: str, out_dir: str, started: float) -> None:
+    """``write`` a resumable benchmark's report (with the seconds this call took since ``started``) and print it."""
+    import time
+
+    paths = write(name, {**data, "seconds_this_call": time.time() - started}, markdown, out_dir)
+    print(markdown)
+    print("written:", *paths)

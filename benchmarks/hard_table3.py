@@ -146,9 +146,7 @@ def main():
                     if not _finished(out):
                         _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
     data, text = collect(args)
-    paths = _report.write(args.name, {**data, "seconds_this_call": time.time() - start}, text, args.out)
-    print(text)
-    print("written:", *paths)
+    _report.publish(args.name, data, text, args.out, start)
 
 
 if __name__ == "__main__":

@@ -149,9 +149,7 @@ def main():
                     for model in MODELS:
                         ensure(args, mechanism, epsilon, model, seed)
     data, text = collect(args)
-    paths = _report.write(args.name, {**data, "seconds_this_call": time.time() - start}, text, args.out)
-    print(text)
-    print("written:", *paths)
+    _report.publish(args.name, data, text, args.out, start)
 
 
 if __name__ == "__main__":
