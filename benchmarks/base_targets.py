@@ -90,6 +90,7 @@ def _cached(path: str, compute, key: str = "") -> dict:
         if saved.get("key", "") == key:
             return saved
     result = compute()
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # a --collect before any run has no work directory
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         json.dump({"key": key, "pooled": result["pooled"], "clients": result["clients"]}, f)
     os.replace(path + ".tmp", path)
