@@ -180,6 +180,9 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
         assert [r for r in later if r <= 2] == rounds and all(r == 3 for r in later[len(rounds):])
     with open(os.path.join(out, "canaries.json"), encoding="utf-8") as f:
         assert json.load(f)["placements"] == report_placements
+    # `train --resume` would train on the corpus without its canaries: refused, naming the command that resumes
+    assert main(["train", "--out", out, "--resume", "--rounds", "4"]) == 2
+    assert "audit canaries --out" in capsys.readouterr().err and load_run(out).info["rounds_done"] == 3
 
 
 def test_audit_canaries_refuses_bad_input(tmp_path, capsys):

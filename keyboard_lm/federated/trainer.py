@@ -170,6 +170,9 @@ def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], confi
     fingerprint = run.info["data"].get("fingerprint")
     if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
             fingerprint and fingerprint != corpus.fingerprint()):
+        if run.info.get("audit"):
+            raise ConfigError(f"{run_dir}: an audit run trains on its corpus with the canaries planted; continue "
+                              f"it with `keyboard-lm audit canaries --out {run_dir} --resume`")
         raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
     dp = run.info.get("differential_privacy")
     options = None
