@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 from benchmarks.recipe_benchmark import ngram_result  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _arg, _collect, _finished, _slug, _train, ngram_args  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA, _collect, _finished, _slug, _train, ngram_args  # noqa: E402
 
 #: Bootstrap draws of held-out users for each seed's paired interval.
 DRAWS = 1000
@@ -102,19 +102,19 @@ def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
     weights stay the same)."""
 
     def evaluate():
-        from keyboard_lm.data.corpora import load_corpus
-        from keyboard_lm.data.partition import apply_partition
+        import argparse
+
+        from keyboard_lm.cli.args import add_data_args, add_split_args, load_corpus_from_args
         from keyboard_lm.data.split import SplitConfig, split_clients
         from keyboard_lm.evaluation import evaluate_model
         from keyboard_lm.models.run_dir import build_loaded_model, load_run
 
         run = load_run(run_dir)
-        # the clients the run trained on: the corpus re-partitioned as its flags say (train's defaults otherwise)
-        num_clients = _arg(corpus_args, "--num-clients")
-        corpus = apply_partition(load_corpus(_arg(corpus_args, "--data"), _arg(corpus_args, "--format")),
-                                 _arg(corpus_args, "--partition") or "natural",
-                                 int(num_clients) if num_clients else None,
-                                 int(_arg(corpus_args, "--partition-seed") or _arg(corpus_args, "--split-seed") or 0))
+        # the clients the run trained on: the corpus flags read as `train` reads them (--partition included)
+        flags = argparse.ArgumentParser(add_help=False)
+        add_data_args(flags)
+        add_split_args(flags)
+        corpus = load_corpus_from_args(flags.parse_known_args(corpus_args)[0])
         heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
         return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
 

@@ -58,6 +58,7 @@ def _float_above(minimum: float, strict: bool):
 
 
 positive_float = _float_above(0.0, strict=True)
+non_negative_float = _float_above(0.0, strict=False)
 
 
 def comma_list(item):
@@ -73,7 +74,6 @@ def comma_list(item):
         return values
 
     return parse
-non_negative_float = _float_above(0.0, strict=False)
 
 
 def add_data_args(p: argparse.ArgumentParser) -> None:

@@ -186,14 +186,14 @@ def _resume_audit(args):
     if not settings:
         raise ConfigError(f"{args.out}: run.json records no canary settings; --resume continues a run made by "
                           "`audit canaries` (runs made before it recorded them start again with --overwrite)")
-    for dest, key in (("canaries", "canaries"), ("controls", "controls"), ("canary_seed", "seed")):
-        value = getattr(args, dest)
-        if value != CANARY_DEFAULTS[dest] and value != settings[key]:
+    for dest, key in (("canaries", "canaries"), ("controls", "controls"), ("canary_seed", "seed"),
+                      ("canary_repeats", "repeats")):
+        value, saved = getattr(args, dest), settings[key]
+        if dest == "canary_repeats":
+            value, saved = ",".join(map(str, _canary_repeats(value))), ",".join(map(str, saved))
+        if getattr(args, dest) != CANARY_DEFAULTS[dest] and value != saved:
             raise ConfigError(f"--{dest.replace('_', '-')} {value}: the run in {args.out} planted with "
-                              f"{settings[key]}; --resume plants what the run planted (leave the flag out)")
-    if args.canary_repeats != CANARY_DEFAULTS["canary_repeats"] and _canary_repeats(args.canary_repeats) != settings["repeats"]:
-        raise ConfigError(f"--canary-repeats {args.canary_repeats}: the run in {args.out} planted "
-                          f"{','.join(map(str, settings['repeats']))}; --resume plants what the run planted")
+                              f"{saved}; --resume plants what the run planted (leave the flag out)")
     default_data_to_run(args, info)
     corpus, placements, controls = au.plant(load_corpus_from_args(args), SplitConfig(**info["data"]["split"]),
                                             **settings)

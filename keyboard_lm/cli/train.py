@@ -81,7 +81,8 @@ def warm_start_from_args(args):
         from keyboard_lm.models.warm_start import load_warm_start
 
         # Under DP the vocabulary stays the base's: one built on the clients' text is released without noise.
-        init = load_warm_start(args.init_from, args.init_vocab or ("base" if getattr(args, "dp", None) else INIT_VOCAB[0]))
+        vocab = args.init_vocab or ("base" if getattr(args, "dp", None) else INIT_VOCAB[0])
+        init = load_warm_start(args.init_from, vocab)
     ref = init.base.model_config if init is not None else MODEL
     for dest, field in (("model", "model_type"), ("embedding_dim", "embedding_dim"), ("units", "units")):
         if getattr(args, dest, None) is None:
@@ -208,7 +209,8 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     try:
         options = RunOptions(resume=args.resume, init=init, vocab_size=args.vocab_size, dp=dp,
                              data_source=data_source(args), overwrite=args.overwrite,
-                             track_clients=tuple(track_clients), audit=audit, worker_data=getattr(args, "worker_data", None),
+                             track_clients=tuple(track_clients), audit=audit,
+                             worker_data=getattr(args, "worker_data", None),
                              worker_data_root=getattr(args, "worker_data_root", None), workers=worker_record,
                              on_round=on_round, log=log)
         train_federated(corpus, args.out, model_config, fed, data_config, split, loop, options)
