@@ -146,6 +146,11 @@ def _elapsed(metrics_csv: str):
         return None
 
 
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
 def collect(args) -> None:
     rows = []
     for name, model, _ in (BASE_ROWS if args.rows == "base" else ROWS):
@@ -167,6 +172,7 @@ def collect(args) -> None:
         planted = [r for r in audit["rows"] if r["repeats"] > 0]
         trained = [r for r in planted if r.get("participations")]
         controls = [r for r in audit["rows"] if r["repeats"] == 0]
+        stat = audit.get("statistic", "exposure")
         rows.append({
             "row": name, "model": model, "mechanism": dp["mechanism"] if dp["noise_multiplier"] else "none (z=0)",
             "server": ("heavy-ball 0.9" if dp["mechanism"] in ("ftrl", "blt") else run["federated"]["server_optimizer"]),
@@ -183,8 +189,12 @@ def collect(args) -> None:
             "mean_exposure_controls": (sum(r["exposure"] for r in controls) / len(controls)) if controls else None,
             "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
             "controls": len(controls),
-            # canaries the model learnt beyond chance: trained, with more bits than every never-planted control
-            "trained_above_controls": (sum(r["exposure"] > max(c["exposure"] for c in controls) for r in trained)
+            # the audit's statistic: exposure calibrated against the run's start when it has one (from a base)
+            "statistic": stat,
+            "mean_calibrated_trained": _mean(r.get("calibrated_exposure") for r in trained),
+            "mean_calibrated_controls": _mean(r.get("calibrated_exposure") for r in controls),
+            # canaries the model learnt beyond chance: trained, scored above every never-planted control
+            "trained_above_controls": (sum(r[stat] > max(c[stat] for c in controls) for r in trained)
                                        if controls else None),
             "log2_R": audit["rows"][0]["max_exposure"] if audit["rows"] else None,
             # the audit's power (trained canaries against controls) and the one-run lower bound on eps
@@ -194,12 +204,13 @@ def collect(args) -> None:
         })
     fmt = lambda v, f: "-" if v is None else (v if isinstance(v, str) else format(v, f))  # noqa: E731
     lines = ["| row | model | mechanism | server | clip | eps | z | z*C/K (- : adaptive C) | recall@3 | perplexity | canaries trained | "
-             "max / mean exposure (trained) | mean / max exposure (controls) | trained above every control | "
-             "trained vs controls, Mann-Whitney p | one-run eps >= |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "max / mean exposure (trained) | mean / max exposure (controls) | calibrated exposure, mean: trained / "
+             "controls | statistic | trained above every control | trained vs controls, Mann-Whitney p | "
+             "one-run eps >= |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "diverged" in r:
-            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 13)
+            lines.append(f"| {r['row']} | {r['model']} | {r['diverged']} |" + " |" * 15)
             continue
         lines.append(f"| {r['row']} | {r['model']} | {r['mechanism']} | {r['server']} | {r['clip']} | "
                      f"{fmt(r['epsilon'], '.3g')} | "
@@ -207,7 +218,9 @@ def collect(args) -> None:
                      f"{fmt(r['perplexity'], '.1f')} | {r['canaries_trained']}/{r['canaries_planted']} | "
                      f"{fmt(r['max_exposure_trained'], '.2f')} / {fmt(r['mean_exposure_trained'], '.2f')} | "
                      f"{fmt(r['mean_exposure_controls'], '.2f')} / {fmt(r.get('max_exposure_controls'), '.2f')} "
-                     f"({r.get('controls', '-')}) | {fmt(r.get('trained_above_controls'), 'd')} | "
+                     f"({r.get('controls', '-')}) | {fmt(r.get('mean_calibrated_trained'), '.2f')} / "
+                     f"{fmt(r.get('mean_calibrated_controls'), '.2f')} | {r.get('statistic', 'exposure')} | "
+                     f"{fmt(r.get('trained_above_controls'), 'd')} | "
                      f"{fmt(r.get('power_p'), '.3g')} | {fmt(r.get('one_run_epsilon'), '.2f')} |")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     done = [r for r in rows if "diverged" not in r]

@@ -276,6 +276,41 @@ def test_audit_extrapolates_beyond_max_exhaustive_and_agrees_with_exact():
         assert a["exposure"] == pytest.approx(e["exposure"], abs=0.25)
 
 
+def test_calibrated_exposure_ranks_what_training_added_not_what_the_start_knew():
+    vocab = _format_vocab()
+    cans = C.make_canaries(6, seed=5)
+    # The start already favours a control strongly; training adds a smaller pull toward the planted canary.
+    start = _bigram(vocab, seed=3, boost=(*FMT.prefix, *cans[3].secret))
+    # Training moves every logit a little (continuous differences, as a network's) and the canary's more.
+    pull = np.random.default_rng(7).normal(0.0, 0.5, (len(vocab), len(vocab)))
+    ids = [SPECIAL_TOKENS.bos_id] + vocab.encode((*FMT.prefix, *cans[0].secret))
+    for a, b in zip(ids, ids[1:]):
+        pull[a, b] += 2.0
+    trained = lambda x: start(x) + pull[np.asarray(x)]  # noqa: E731
+    _, record = C.plant_canaries(_tiny_corpus(), cans[:2], [3, 1], ["a", "b"], seed=0)
+    rows = C.audit(trained, vocab, record, controls=cans[2:], reference=start)
+    assert C.audit(trained, vocab, record, controls=cans[2:]) == [
+        {k: v for k, v in r.items() if k not in ("reference_log_perplexity", "calibrated_exposure")} for r in rows]
+    texts = [FMT.text(FMT.secret(i)) for i in range(FMT.space_size)]
+    every = C.canary_log_perplexity(trained, vocab, texts) - C.canary_log_perplexity(start, vocab, texts)
+    for r in rows:
+        i = FMT.index(r["secret"])
+        assert r["reference_log_perplexity"] == pytest.approx(C.canary_log_perplexity(start, vocab, [r["text"]])[0])
+        assert r["calibrated_exposure"] == pytest.approx(C.exact_exposure(every[i], every))
+    # Raw exposure puts the start's favourite first; calibrated, the planted canary is first and the control
+    # is back among the rest.
+    assert rows[3]["exposure"] == pytest.approx(FMT.max_exposure) and rows[0]["exposure"] < FMT.max_exposure
+    assert rows[0]["calibrated_exposure"] == pytest.approx(FMT.max_exposure)
+    assert rows[3]["calibrated_exposure"] < 0.5 * FMT.max_exposure
+    assert "calibrated" in C.format_audit(rows).splitlines()[1]
+    # Beyond max_exhaustive both scores are extrapolated from one sample.
+    approx = C.audit(trained, vocab, record, controls=cans[2:], reference=start, max_exhaustive=0,
+                     sample_size=5000, seed=1)
+    for e, a in zip(rows, approx):
+        assert a["reference_log_perplexity"] == pytest.approx(e["reference_log_perplexity"])
+        assert a["calibrated_exposure"] == pytest.approx(e["calibrated_exposure"], abs=0.5)
+
+
 def test_audit_rejects_malformed_records_and_foreign_controls():
     vocab = _format_vocab()
     _, record = C.plant_canaries(_tiny_corpus(), C.make_canaries(1, 0), 1, ["a"], 0)

@@ -183,6 +183,45 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     # `train --resume` would train on the corpus without its canaries: refused, naming the command that resumes
     assert main(["train", "--out", out, "--resume", "--rounds", "4"]) == 2
     assert "audit canaries --out" in capsys.readouterr().err and load_run(out).info["rounds_done"] == 3
+    # From random weights there is no start to calibrate against: the audit says so and ranks raw exposure.
+    assert again["statistic"] == "exposure" and again["calibration"] == "none: the run started from random weights"
+    assert all("calibrated_exposure" not in r for r in again["rows"])
+
+
+def test_an_audit_from_a_base_is_calibrated_against_the_start(tmp_path, capsys):
+    base, warm = str(tmp_path / "base"), str(tmp_path / "warm")
+    assert main(["train", "--out", base, *TINY, "--rounds", "1", "--clients-per-round", "10"]) == 0
+    flags = ["--canaries", "3", "--controls", "3", "--canary-repeats", "4", "--rounds", "1",
+             "--clients-per-round", "10", "--dropout", "0"]
+    assert main(["audit", "canaries", "--out", warm, "--init-from", base, "--init-vocab", "base", *flags]) == 0
+    text = capsys.readouterr().out
+    assert "calibrated" in text and "the audit's statistic: calibrated exposure (calibration against the run's" \
+        in text
+    with open(os.path.join(warm, "audit.json"), encoding="utf-8") as f:
+        report = json.load(f)
+    assert report["statistic"] == "calibrated_exposure" and set(report["by_statistic"]) == {
+        "exposure", "calibrated_exposure"}
+    assert report["power"] == report["by_statistic"]["calibrated_exposure"]["power"]
+    # The reference is the model the run started from: with the base's vocabulary, the base itself.
+    from keyboard_lm.privacy import audit as au
+    from keyboard_lm.privacy import canaries as cn
+
+    placements, controls = au.load_canaries(warm)
+    under_base = cn.audit_run(base, placements, controls=controls)
+    assert [r["reference_log_perplexity"] for r in report["rows"]] == pytest.approx(
+        [r["log_perplexity"] for r in under_base], abs=1e-3)
+    assert [r["log_perplexity"] for r in report["rows"]] != pytest.approx(
+        [r["log_perplexity"] for r in under_base], abs=1e-3)
+    # A control must be scored by the same statistic: one audited before calibration (or from random weights)
+    # is refused, naming the command that measures it again.
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "audit.json").write_text(json.dumps({**report, "rows": [
+        {k: v for k, v in r.items() if k != "calibrated_exposure"} for r in report["rows"]]}), encoding="utf-8")
+    assert main(["audit", "canaries", "--run", warm, "--control", str(old)]) == 2
+    assert f"audit canaries --run {old}" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--run", warm, "--control", warm, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["control"]["power"] == report["power"]
 
 
 def test_audit_canaries_refuses_bad_input(tmp_path, capsys):

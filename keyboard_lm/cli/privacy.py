@@ -239,7 +239,7 @@ def cmd_audit_canaries(args) -> int:
     noisy = bool(dp) and bool(dp.get("noise_multiplier"))
     control = None
     if args.control:
-        control = au.control_power(args.control)
+        control = au.control_power(args.control, report["statistic"])
         report["control"] = {"run": args.control, "power": control}
     if args.json:
         print(json.dumps(report, indent=2))
@@ -249,8 +249,10 @@ def cmd_audit_canaries(args) -> int:
         print(cn.format_audit(rows))
         print("rounds each canary's client trained in: " +
               ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
+        print(f"the audit's statistic: {report['statistic'].replace('_', ' ')} (calibration "
+              f"{report['calibration']})")
         for line in au.verdict(report["power"], report["one_run"], noisy=noisy, control=control,
-                               control_run=args.control):
+                               control_run=args.control, statistic=report["statistic"]):
             print(line)
         print(f"written: {os.path.join(run_dir, au.AUDIT_FILE)}")
     return 0

@@ -176,3 +176,29 @@ def describe(record: dict) -> str:
     return (f"warm start from {record['name']} (weights sha256 {record['weights_sha256'][:12]}), "
             f"{record['vocab']} vocabulary: {record['shared_words']:,} words carried over, "
             f"{record['new_words']:,} new")
+
+
+def start_weights(run: Run) -> tuple[dict[str, np.ndarray] | None, str]:
+    """(the weights ``run`` started from, "") for a federated run warm-started from a base that is still
+    there, as it was; else (None, why not).
+
+    The start is rebuilt as training built it: the base named in run.json's ``init_from`` (its weights'
+    sha256 checked), carried over to the run's vocabulary with the run's seed.  A run from random weights
+    has no start to rebuild (TFF draws it inside the process).
+    """
+    init = run.info.get("init_from")
+    if not init:
+        return None, "the run started from random weights"
+    seed = (run.info.get("federated") or {}).get("seed")
+    if seed is None:
+        return None, "run.json records no federated seed"
+    path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")
+    if not path or not os.path.isfile(os.path.join(path, RUN_FILE)):
+        return None, f"its base {path} is not found"
+    if sha256_file(os.path.join(path, WEIGHTS_FILE)) != init.get("weights_sha256"):
+        return None, f"{os.path.join(path, WEIGHTS_FILE)} is not the base the run started from (sha256 differs)"
+    base = load_warm_start(BASE_NAME if init.get("name") == BASE_NAME else path, init.get("vocab", INIT_VOCAB[0]))
+    weights = base.initial_weights(run.vocab, seed)
+    if weights[EMBEDDING].shape[0] != len(run.vocab):
+        return None, f"the base's vocabulary ({weights[EMBEDDING].shape[0]}) is not the run's ({len(run.vocab)})"
+    return weights, ""

@@ -69,24 +69,38 @@ def load_canaries(run_dir: str):
     return placements, [cn.Canary(fmt, fmt.parse(t)) for t in saved["controls"]]
 
 
+#: The audit's two scores: Carlini et al.'s exposure, and the same calibrated against the run's start.
+STATISTICS = ("exposure", "calibrated_exposure")
+
+
 def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
     """Each canary's exposure in the run (and how many rounds its client trained in), written to audit.json.
 
-    ``placements``/``controls`` default to the run's own canaries.json.
+    ``placements``/``controls`` default to the run's own canaries.json.  A run warm-started from a base
+    is also scored against its start (calibrated exposure), and that is the audit's statistic: its power
+    check and one-run bound use it (``statistic``); both scores' are kept (``by_statistic``).
     """
     from keyboard_lm.models.run_dir import load_run
+    from keyboard_lm.models.warm_start import start_weights
     from keyboard_lm.privacy import canaries as cn
 
     if placements is None:
         placements, controls = load_canaries(run_dir)
-    rows = cn.audit_run(run_dir, placements, controls=controls)
-    record = load_run(run_dir).record
+    run = load_run(run_dir)
+    start, why = start_weights(run)
+    rows = cn.audit_run(run_dir, placements, reference_weights=start, controls=controls)
+    record = run.record
     rounds_of = record.participation
     for row in rows:
         # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
         row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
+    statistic = STATISTICS[1] if start is not None else STATISTICS[0]
+    by = {key: {"power": power(rows, key=key), "one_run": one_run_epsilon(rows, key=key)}
+          for key in STATISTICS[:2 if start is not None else 1]}
     report = {"rows": rows, "differential_privacy": record.differential_privacy, "rounds": record.rounds_done,
-              "final_metrics": record.final_metrics, "power": power(rows), "one_run": one_run_epsilon(rows)}
+              "final_metrics": record.final_metrics, "statistic": statistic,
+              "calibration": "against the run's start" if start is not None else f"none: {why}",
+              "power": by[statistic]["power"], "one_run": by[statistic]["one_run"], "by_statistic": by}
     with open(os.path.join(run_dir, AUDIT_FILE), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     return report
@@ -96,18 +110,18 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
 ALPHA = 0.05
 
 
-def power(rows: list[dict], alpha: float = ALPHA) -> dict:
+def power(rows: list[dict], alpha: float = ALPHA, key: str = "exposure") -> dict:
     """Whether the audit can see memorization at all: are the canaries whose client trained more exposed
     than the never-planted controls?
 
-    A one-sided Mann-Whitney U test of the trained canaries' exposures against the controls'; ``detected``
-    when p < ``alpha``. Run on a noiseless run of the same setting, this is the audit's positive control:
-    without it, canaries at the controls' level under DP say nothing about DP.
+    A one-sided Mann-Whitney U test of the trained canaries' ``key`` (exposure, or calibrated_exposure)
+    against the controls'; ``detected`` when p < ``alpha``. Run on a noiseless run of the same setting, this
+    is the audit's positive control: without it, canaries at the controls' level under DP say nothing about DP.
     """
     from scipy.stats import mannwhitneyu
 
-    trained = [r["exposure"] for r in rows if r["client"] is not None and r.get("participations", 1) > 0]
-    controls = [r["exposure"] for r in rows if r["client"] is None]
+    trained = [r[key] for r in rows if r["client"] is not None and r.get("participations", 1) > 0]
+    controls = [r[key] for r in rows if r["client"] is None]
     out = {"trained_canaries": len(trained), "controls": len(controls), "alpha": alpha,
            "above_every_control": sum(e > max(controls) for e in trained) if controls else None}
     if not trained or not controls:
@@ -117,11 +131,11 @@ def power(rows: list[dict], alpha: float = ALPHA) -> dict:
     return {**out, "p_value": p, "detected": p < alpha}
 
 
-def one_run_epsilon(rows: list[dict], beta: float = ALPHA) -> dict:
+def one_run_epsilon(rows: list[dict], beta: float = ALPHA, key: str = "exposure") -> dict:
     """Steinke, Nasr and Jagielski 2023's one-run lower bound on epsilon from the canaries of this run.
 
     The candidates are every canary, planted ("in") or a control ("out"); which were planted is a uniformly
-    random subset of the draw (fixed size, where the paper flips a coin per candidate). Ranked by exposure,
+    random subset of the draw (fixed size, where the paper flips a coin per candidate). Ranked by ``key``,
     the top quarter is guessed "in" and the bottom quarter "out"; with v correct of r guesses, an
     eps-DP mechanism makes each guess right with probability at most e^eps / (1 + e^eps), so any eps with
     P[Binomial(r, e^eps / (1 + e^eps)) >= v] <= ``beta`` is ruled out. Returned: the largest such eps (0
@@ -136,7 +150,7 @@ def one_run_epsilon(rows: list[dict], beta: float = ALPHA) -> dict:
 
     shuffled = list(rows)
     random.Random(0).shuffle(shuffled)  # equal exposures in no particular order: a tie never favours the planted
-    ranked = sorted(shuffled, key=lambda r: -r["exposure"])
+    ranked = sorted(shuffled, key=lambda r: -r[key])
     r4 = len(ranked) // 4
     if r4 < 1:
         return {"guesses": 0, "correct": 0, "epsilon_lower_bound": 0.0, "beta": beta,
@@ -161,8 +175,9 @@ def one_run_epsilon(rows: list[dict], beta: float = ALPHA) -> dict:
     return {"guesses": n, "correct": correct, "epsilon_lower_bound": bound, "beta": beta}
 
 
-def control_power(run_dir: str) -> dict:
-    """``power`` of a noiseless audit run (its audit.json, made by `audit canaries`); refuses a noisy one."""
+def control_power(run_dir: str, statistic: str = "exposure") -> dict:
+    """``power`` of a noiseless audit run (its audit.json, made by `audit canaries`) by ``statistic``, the
+    audited run's own; refuses a noisy one, and one not scored by that statistic."""
     path = os.path.join(run_dir, AUDIT_FILE)
     if not os.path.exists(path):
         raise ConfigError(f"--control {run_dir}: no {AUDIT_FILE}; audit the noiseless run first (audit canaries)")
@@ -172,16 +187,21 @@ def control_power(run_dir: str) -> dict:
     if dp.get("noise_multiplier"):
         raise ConfigError(f"--control {run_dir}: trained with noise (z = {dp['noise_multiplier']}); the control "
                           "is the same setting without noise")
-    return report.get("power") or power(report["rows"])
+    if not all(statistic in r for r in report["rows"]):
+        raise ConfigError(f"--control {run_dir}: its {AUDIT_FILE} has no {statistic} (audited before it, or from "
+                          f"random weights); measure it again with `keyboard-lm audit canaries --run {run_dir}`")
+    return power(report["rows"], key=statistic)
 
 
 def verdict(own: dict, one_run: dict, *, noisy: bool, control: dict | None = None,
-            control_run: str | None = None) -> list[str]:
+            control_run: str | None = None, statistic: str = "exposure") -> list[str]:
     """The audit's conclusion, power first: lines for the report."""
+    score = statistic.replace("_", " ")
+
     def describe(p):
         if p.get("detected") is None:
             return f"cannot be tested ({p.get('why')})"
-        return (f"{'detected' if p['detected'] else 'not detected'} (the trained canaries' exposure against the "
+        return (f"{'detected' if p['detected'] else 'not detected'} (the trained canaries' {score} against the "
                 f"controls': one-sided Mann-Whitney p = {p['p_value']:.3g}; {p['trained_canaries']} trained, "
                 f"{p['controls']} controls, {p['above_every_control']} above every control)")
 

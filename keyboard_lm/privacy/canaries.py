@@ -19,6 +19,12 @@ after training, among every secret it could have been.  Ramaswamy et al.
   random sample of candidates: exposure = -log2 CDF(canary)
   (``extrapolated_exposure``).  ``audit`` picks one by |R|; ``audit_run``
   audits a run directory.
+- Calibrated exposure ranks each candidate's log-perplexity minus its
+  log-perplexity under a reference model, the model training started from
+  (difficulty calibration, Watson et al. 2022).  From a pretrained base the
+  base's prior over the candidates ("time time time paper" is likelier than
+  "city dust paper power" before any canary is seen) spreads raw exposure by
+  several bits whatever was planted; the difference keeps what training did.
 
 The default format is ``my number is`` + 4 slots over ten nouns, ``air body
 city dust money paper people power time world``: |R| = 10^4, at most 13.3
@@ -420,7 +426,7 @@ def _read_placements(placements: dict) -> tuple[CanaryFormat, list[tuple[Canary,
 
 def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Canary] = (),
           max_exhaustive: int = DEFAULT_MAX_EXHAUSTIVE, sample_size: int = DEFAULT_SAMPLE_SIZE, seed: int = 0,
-          batch_size: int = SCORE_BATCH) -> list[dict]:
+          batch_size: int = SCORE_BATCH, reference=None) -> list[dict]:
     """Exposure of every planted canary (and of unplanted ``controls``) under ``predict``.
 
     Args:
@@ -433,10 +439,18 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
       sample_size: random candidates for the skew-normal fit.
       seed: draws that sample.
       batch_size: sequences per ``predict`` call.
+      reference: a ``predict`` of the model training started from (a
+        public base), or None.  With it each candidate's score is also
+        calibrated: its log-perplexity minus the reference's, the bits
+        training took off it, ranked among every candidate's the same way
+        (difficulty calibration, Watson et al. 2022; the reference models of
+        Carlini et al. 2022).  A candidate the base already found likely no
+        longer ranks high for that alone.
     Returns:
       One row per canary: text, secret, repeats, client, log_perplexity
       (bits, secret slots), rank and ties (exact only, else None), exposure,
-      max_exposure (log2|R|) and method (``exact`` or ``extrapolated``).
+      max_exposure (log2|R|) and method (``exact`` or ``extrapolated``); with
+      a reference also reference_log_perplexity and calibrated_exposure.
     """
     if batch_size < 1:
         raise ConfigError(f"batch_size must be >= 1, got {batch_size}")
@@ -450,26 +464,45 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
     rows += [(c, 0, None) for c in controls]
     k = len(fmt.alphabet)
     digits = np.array([[fmt.alphabet.index(t) for t in c.secret] for c, _, _ in rows], np.int64)  # [canaries, S]
+    place = k ** np.arange(fmt.slots - 1, -1, -1)
+
+    def scored(fn, candidates):
+        return _score(fn, _tokens(fmt, vocab, candidates), len(fmt.prefix), batch_size)
+
     out = []
     if fmt.space_size <= max_exhaustive:
         every = np.arange(fmt.space_size, dtype=np.int64)
-        all_digits = (every[:, None] // k ** np.arange(fmt.slots - 1, -1, -1)) % k  # [|R|, S], as CanaryFormat.secret
-        scores = _score(predict, _tokens(fmt, vocab, all_digits), len(fmt.prefix), batch_size)
+        all_digits = (every[:, None] // place) % k  # [|R|, S], as CanaryFormat.secret
+        scores = scored(predict, all_digits)
+        calibrated = None if reference is None else scores - scored(reference, all_digits)
         ordered = np.sort(scores)
         for (c, repeats, client), d in zip(rows, digits):
-            s = scores[int(d @ k ** np.arange(fmt.slots - 1, -1, -1))]
+            i = int(d @ place)
+            s = scores[i]
             below = int(np.searchsorted(ordered, s, side="left"))
             ties = int(np.searchsorted(ordered, s, side="right")) - below - 1
-            out.append(_row(c, repeats, client, s, below + 1, ties, exact_exposure(s, scores), fmt, "exact"))
+            row = _row(c, repeats, client, s, below + 1, ties, exact_exposure(s, scores), fmt, "exact")
+            if calibrated is not None:
+                row.update(reference_log_perplexity=float(s - calibrated[i]),
+                           calibrated_exposure=exact_exposure(calibrated[i], calibrated))
+            out.append(row)
     else:
         if sample_size < MIN_SAMPLE_SIZE:
             raise ConfigError(f"sample_size must be >= {MIN_SAMPLE_SIZE} to fit a skew-normal, got {sample_size}")
         sample = _rng(seed, _SAMPLE).integers(0, k, size=(sample_size, fmt.slots))  # uniform over R
-        fit = _fit_skewnorm(_score(predict, _tokens(fmt, vocab, sample), len(fmt.prefix), batch_size))
-        scores = _score(predict, _tokens(fmt, vocab, digits), len(fmt.prefix), batch_size)
-        for (c, repeats, client), s in zip(rows, scores):
-            out.append(_row(c, repeats, client, s, None, None, _tail_exposure(s, fit, fmt.space_size), fmt,
-                            "extrapolated"))
+        sample_scores = scored(predict, sample)
+        fit = _fit_skewnorm(sample_scores)
+        scores = scored(predict, digits)
+        if reference is not None:
+            ref = scored(reference, digits)
+            fit_calibrated = _fit_skewnorm(sample_scores - scored(reference, sample))
+        for j, ((c, repeats, client), s) in enumerate(zip(rows, scores)):
+            row = _row(c, repeats, client, s, None, None, _tail_exposure(s, fit, fmt.space_size), fmt,
+                       "extrapolated")
+            if reference is not None:
+                row.update(reference_log_perplexity=float(ref[j]),
+                           calibrated_exposure=_tail_exposure(s - ref[j], fit_calibrated, fmt.space_size))
+            out.append(row)
     return out
 
 
@@ -487,9 +520,11 @@ def keras_predict_fn(model, seq_len: int):
     return lambda x: fn(x).numpy()
 
 
-def audit_run(run_dir: str, placements: dict, **kwargs) -> list[dict]:
+def audit_run(run_dir: str, placements: dict, reference_weights: dict | None = None, **kwargs) -> list[dict]:
     """``audit`` of the model in a run directory (``models.run_dir.load_run``).
 
+    ``reference_weights``: the weights of the reference model for calibrated
+    exposure (the run's start, ``models.warm_start.start_weights``), or None.
     ``kwargs`` go to ``audit``.  Whether the run was trained on the planted
     corpus is for the caller to check: ``placements["corpus_fingerprint"]``
     against the run's ``info["data"]["fingerprint"]`` (a clean run audited
@@ -500,24 +535,33 @@ def audit_run(run_dir: str, placements: dict, **kwargs) -> list[dict]:
     fmt, _ = _read_placements(placements)
     run = load_run(run_dir)
     _ids(fmt, run.vocab)  # fail on an OOV canary token before building the model
-    predict = keras_predict_fn(build_loaded_model(run), len(fmt.prefix) + fmt.slots)
-    return audit(predict, run.vocab, placements, **kwargs)
+    length = len(fmt.prefix) + fmt.slots
+    predict = keras_predict_fn(build_loaded_model(run), length)
+    reference = None
+    if reference_weights is not None:
+        start = dataclasses.replace(run, weights=reference_weights)
+        reference = keras_predict_fn(build_loaded_model(start), length)
+    return audit(predict, run.vocab, placements, reference=reference, **kwargs)
 
 
 def format_audit(rows: list[dict]) -> str:
     """A plain-text table of ``audit``'s rows, in their order."""
     if not rows:
         return "(no canaries)"
-    head = ["canary", "repeats", "client", "log-ppl", "rank", "exposure", "max", "method"]
+    calibrated = all("calibrated_exposure" in r for r in rows)
+    head = ["canary", "repeats", "client", "log-ppl", "rank", "exposure", *(["calibrated"] if calibrated else []),
+            "max", "method"]
     lines = []
     for r in rows:
         rank = "-" if r["rank"] is None else f"{r['rank']:,}" + (f" ({r['ties']} tied)" if r["ties"] else "")
         lines.append([r["text"], str(r["repeats"]), "-" if r["client"] is None else str(r["client"]),
-                      f"{r['log_perplexity']:.2f}", rank, f"{r['exposure']:.2f}", f"{r['max_exposure']:.2f}",
+                      f"{r['log_perplexity']:.2f}", rank, f"{r['exposure']:.2f}",
+                      *([f"{r['calibrated_exposure']:.2f}"] if calibrated else []), f"{r['max_exposure']:.2f}",
                       r["method"]])
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
     out = ["exposure in bits: log2|R| - log2(rank), or -log2 CDF when extrapolated; log-ppl in bits over the "
-           "secret slots; repeats 0: never planted",
+           "secret slots; repeats 0: never planted"
+           + ("; calibrated: the same rank of log-ppl minus the run's start's" if calibrated else ""),
            "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths)))]
     out += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
             for cells in lines]
