@@ -186,3 +186,32 @@ def test_init_flags_are_checked_before_data_is_read(tmp_path, capsys):
         ["train", "--out", str(tmp_path / "out"), "--init-vocab", "base"], capsys, tmp_path)
     assert "no such directory" in _refused(
         ["train", "--out", str(tmp_path / "out"), "--init-from", str(tmp_path / "nowhere")], capsys, tmp_path)
+
+
+def test_start_weights_rebuild_the_start_or_say_why_not(tmp_path):
+    from keyboard_lm.models.run_dir import WEIGHTS_FILE, save_run, sha256_file
+    from keyboard_lm.models.warm_start import start_weights
+
+    base = _base(["the", "a", "cat", "dog", "zebra"])
+    path = str(tmp_path / "base")
+    save_run(path, base.model_config, base.vocab, base.weights, {"trainer": "test"})
+    target = _vocab(["the", "dog", "newt"])
+    record = {**WarmStart(base, path, sha256_file(os.path.join(path, WEIGHTS_FILE)), "target").record(target),
+              "path": path}
+
+    def run(info):
+        return Run("run-dir", ModelConfig("cifg", len(target), 3, 5), target, {}, info)
+
+    weights, why = start_weights(run({"init_from": record, "federated": {"seed": 3}}))
+    assert why == "" and weights is not None
+    expected = load_warm_start(path, "target").initial_weights(target, 3)
+    for k in expected:
+        np.testing.assert_array_equal(weights[k], expected[k])  # the run's seed draws the new words' rows
+    assert not np.array_equal(start_weights(run({"init_from": record, "federated": {"seed": 4}}))[0][EMBEDDING],
+                              weights[EMBEDDING])
+    assert start_weights(run({})) == (None, "the run started from random weights")
+    assert start_weights(run({"init_from": record}))[1] == "run.json records no federated seed"
+    gone = {**record, "path": str(tmp_path / "gone")}
+    assert "is not found" in start_weights(run({"init_from": gone, "federated": {"seed": 3}}))[1]
+    other = {**record, "weights_sha256": "0" * 64}
+    assert "sha256 differs" in start_weights(run({"init_from": other, "federated": {"seed": 3}}))[1]
