@@ -97,19 +97,27 @@ def _cached(path: str, compute, key: str = "") -> dict:
     return result
 
 
-def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
+def heldout_by_user(run_dir: str, corpus_args: list[str], start: bool = False) -> dict:
     """The kept model of a run evaluated on its held-out users, pooled and per user (cached in the run while its
-    weights stay the same)."""
+    weights stay the same); with ``start``, the model the run started from (its base, as training loaded it)
+    on the same users."""
 
     def evaluate():
         import argparse
+        import dataclasses
 
         from keyboard_lm.cli.args import add_data_args, add_split_args, load_corpus_from_args
         from keyboard_lm.data.split import SplitConfig, split_clients
         from keyboard_lm.evaluation import evaluate_model
         from keyboard_lm.models.run_dir import build_loaded_model, load_run
+        from keyboard_lm.models.warm_start import start_weights
 
         run = load_run(run_dir)
+        if start:
+            weights, why = start_weights(run)
+            if weights is None:
+                raise SystemExit(f"{run_dir}: its start cannot be rebuilt: {why}")
+            run = dataclasses.replace(run, weights=weights)
         # the clients the run trained on: the corpus flags read as `train` reads them (--partition included)
         flags = argparse.ArgumentParser(add_help=False)
         add_data_args(flags)
@@ -120,6 +128,10 @@ def heldout_by_user(run_dir: str, corpus_args: list[str]) -> dict:
 
     from keyboard_lm.models.run_dir import WEIGHTS_FILE, sha256_file
 
+    if start:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+            key = (json.load(f).get("init_from") or {}).get("weights_sha256", "")
+        return _cached(os.path.join(run_dir, "start_by_user.json"), evaluate, key=key)
     # keyed by the weights: a run resumed and finished after a first collect is evaluated again
     return _cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate,
                    key=sha256_file(os.path.join(run_dir, WEIGHTS_FILE)))

@@ -44,3 +44,13 @@ def test_a_run_is_dp_ftrl_from_its_base_and_is_evaluated_on_its_own_speeches(sma
     assert set(result["clients"]) == set(heldout) and all("/" in c for c in heldout)
     with open(os.path.join(out, "heldout_by_user.json"), encoding="utf-8") as f:
         assert json.load(f)["pooled"] == result["pooled"]
+    # the start row: the base itself (the run kept the base's vocabulary) on the same held-out messages
+    from keyboard_lm.evaluation import evaluate_model
+    from keyboard_lm.models.run_dir import build_loaded_model
+
+    start = heldout_by_user(out, ["--format", "default", "--partition", "record", "--split-seed", "1"], start=True)
+    direct = evaluate_model(build_loaded_model(base), records, heldout, base.vocab, run.record.seq_len)
+    assert set(start["clients"]) == set(heldout)
+    assert start["pooled"]["perplexity"] == pytest.approx(direct["pooled"]["perplexity"], rel=1e-5)
+    assert start["pooled"]["perplexity"] != pytest.approx(result["pooled"]["perplexity"], rel=1e-5)
+    assert os.path.exists(os.path.join(out, "start_by_user.json"))
