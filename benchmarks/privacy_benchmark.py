@@ -88,13 +88,17 @@ def command(data: str, out: str, name: str, model: str, extra: list[str], rounds
 
 
 def _audit_counts(extra: list[str], args) -> list[str]:
-    """A base row's flags with the canary counts of --canaries, --canary-repeats and --controls (the audit's
-    regime; BASE's 20, 16 and 20 when not given)."""
+    """A base row's flags with the canaries of --canaries, --canary-repeats, --controls, --canary-words and
+    --canary-slots (the audit's regime; BASE's 20, 16 and 20 and the default format when not given)."""
     out = list(extra)
-    for flag in ("--canaries", "--canary-repeats", "--controls"):
+    for flag in ("--canaries", "--canary-repeats", "--controls", "--canary-words", "--canary-slots"):
         value = getattr(args, flag[2:].replace("-", "_"))
-        if value is not None:
+        if value is None:
+            continue
+        if flag in out:
             out[out.index(flag) + 1] = str(value)
+        else:
+            out += [flag, str(value)]
     return out
 
 
@@ -254,6 +258,9 @@ def main() -> None:
     p.add_argument("--canaries", type=int, help="--rows base: canaries planted (20)")
     p.add_argument("--canary-repeats", type=int, help="--rows base: copies of each canary (16)")
     p.add_argument("--controls", type=int, help="--rows base: never-planted controls (20)")
+    p.add_argument("--canary-words", help="--rows base: the canaries' alphabet, comma-separated (audit canaries' "
+                                          "ten nouns)")
+    p.add_argument("--canary-slots", type=int, help="--rows base: secret words per canary (4)")
     p.add_argument("--vocab", choices=("target", "base"), default="target",
                    help="--rows base: the vocabulary, built on the training speeches (target, as the base tables "
                         "were measured: outside the DP guarantee) or the base's public one (base, train's default "

@@ -10,7 +10,8 @@ import privacy_benchmark as pb  # noqa: E402
 def _args(tmp_path, **changes):
     return SimpleNamespace(**{"out": str(tmp_path), "resume": False, "rows": "base", "data": "input.txt",
                               "rounds": 320, "clients_per_round": 20, "vocab": "target", "canaries": None,
-                              "canary_repeats": None, "controls": None, **changes})
+                              "canary_repeats": None, "controls": None, "canary_words": None,
+                              "canary_slots": None, **changes})
 
 
 def _flag(cmd, flag):
@@ -28,6 +29,10 @@ def test_a_base_row_takes_the_regime_and_the_vocabulary_given(tmp_path):
     assert [_flag(cmd, f) for f in ("--canaries", "--canary-repeats", "--controls", "--init-vocab")] == [
         "20", "64", "40", "base"]
     assert extra.count("--canary-repeats") == 1 and _flag(extra, "--canary-repeats") == "16"  # BASE unchanged
+    assert "--canary-words" not in cmd  # audit canaries' own default format
+    cmd = pb.row_command(_args(tmp_path, canary_words="a,b,c", canary_slots=3), name, model, extra)
+    assert (_flag(cmd, "--canary-words"), _flag(cmd, "--canary-slots")) == ("a,b,c", "3")
+    assert "--canary-words" not in extra
 
 
 def test_resume_skips_finished_rows_and_continues_interrupted_ones(tmp_path):

@@ -168,7 +168,9 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     assert [r["rank"] for r in again["rows"]] == [r["rank"] for r in rows]
     # --resume continues the audit: the same canaries in the same clients, the rounds tracked so far kept.
     assert run.info["audit"] == {"canaries": 3, "controls": 2, "repeats": [2, 5], "seed": 0,
-                                 "validation_fraction": 0.0}
+                                 "validation_fraction": 0.0, "slots": 4,
+                                 "alphabet": ["air", "body", "city", "dust", "money", "paper", "people", "power",
+                                              "time", "world"]}
     assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3", "--canaries", "4"]) == 2
     assert "--canaries 4" in capsys.readouterr().err
     assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3"]) == 0
@@ -191,10 +193,24 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
 def test_an_audit_from_a_base_is_calibrated_against_the_start(tmp_path, capsys):
     base, warm = str(tmp_path / "base"), str(tmp_path / "warm")
     assert main(["train", "--out", base, *TINY, "--rounds", "1", "--clients-per-round", "10"]) == 0
+    # another format: 3 slots of 12 words the base's vocabulary has (|R| = 1,728); a word it lacks is refused
+    # before the run directory is touched
+    vocab = load_run(base).vocab
+    words = [t for t in vocab.tokens[len(vocab.special.tokens):] if t.isalpha() and t not in ("my", "number", "is")]
     flags = ["--canaries", "3", "--controls", "3", "--canary-repeats", "4", "--rounds", "1",
-             "--clients-per-round", "10", "--dropout", "0"]
-    assert main(["audit", "canaries", "--out", warm, "--init-from", base, "--init-vocab", "base", *flags]) == 0
+             "--clients-per-round", "10", "--dropout", "0", "--canary-slots", "3"]
+    start = ["audit", "canaries", "--out", warm, "--init-from", base, "--init-vocab", "base", *flags]
+    assert main([*start, "--canary-words", ",".join([*words[:11], "zyzzyva"])]) == 2
+    assert "'zyzzyva' not in the run's" in capsys.readouterr().err and not os.path.exists(warm)
+    assert main([*start, "--canary-words", "a,a"]) == 2
+    assert "lists 'a' twice" in capsys.readouterr().err
+    assert main([*start, "--canary-words", ",".join(words[:12])]) == 0
     text = capsys.readouterr().out
+    placements, _ = __import__("keyboard_lm.privacy.audit", fromlist=["load_canaries"]).load_canaries(warm)
+    assert placements["format"]["alphabet"] == words[:12] and placements["format"]["slots"] == 3
+    assert load_run(warm).info["audit"]["alphabet"] == words[:12]
+    assert main(["audit", "canaries", "--out", warm, "--resume", "--canary-slots", "2"]) == 2
+    assert "--canary-slots 2: the run in" in capsys.readouterr().err
     assert "calibrated" in text and "the audit's statistic: calibrated exposure (calibration against the run's" \
         in text
     with open(os.path.join(warm, "audit.json"), encoding="utf-8") as f:

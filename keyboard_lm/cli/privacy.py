@@ -159,13 +159,36 @@ def _canary_repeats(text: str) -> list[int]:
 
 
 #: ``audit canaries``'s canary flags and their defaults (a resumed audit refuses a value other than the run's).
-CANARY_DEFAULTS = {"canaries": 6, "controls": 4, "canary_repeats": "1,4,16", "canary_seed": 0}
+CANARY_DEFAULTS = {"canaries": 6, "controls": 4, "canary_repeats": "1,4,16", "canary_seed": 0,
+                   "canary_words": "air,body,city,dust,money,paper,people,power,time,world", "canary_slots": 4}
+#: run.json's ``audit`` key of each canary flag.
+CANARY_SETTINGS = {"canaries": "canaries", "controls": "controls", "canary_seed": "seed",
+                   "canary_repeats": "repeats", "canary_words": "alphabet", "canary_slots": "slots"}
+
+
+def _canary_words(text: str) -> list[str]:
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    return words
 
 
 def _audit_settings(args) -> dict:
     """The canaries' settings from the flags: what ``au.plant`` takes and run.json records for --resume."""
+    from keyboard_lm.privacy import canaries as cn
+
+    words = _canary_words(args.canary_words)
+    cn.CanaryFormat(alphabet=tuple(words), slots=args.canary_slots)  # a bad format fails before any data is read
     return {"canaries": args.canaries, "controls": args.controls, "repeats": _canary_repeats(args.canary_repeats),
-            "seed": args.canary_seed, "validation_fraction": federated_validation(args)["validation_fraction"]}
+            "seed": args.canary_seed, "validation_fraction": federated_validation(args)["validation_fraction"],
+            "alphabet": words, "slots": args.canary_slots}
+
+
+def _flag_value(dest: str, value):
+    """A canary flag's value as run.json's ``audit`` records it."""
+    if dest == "canary_repeats":
+        return ",".join(map(str, _canary_repeats(value) if isinstance(value, str) else value))
+    if dest == "canary_words":
+        return ",".join(_canary_words(value) if isinstance(value, str) else value)
+    return value
 
 
 def _resume_audit(args):
@@ -186,11 +209,11 @@ def _resume_audit(args):
     if not settings:
         raise ConfigError(f"{args.out}: run.json records no canary settings; --resume continues a run made by "
                           "`audit canaries` (runs made before it recorded them start again with --overwrite)")
-    for dest, key in (("canaries", "canaries"), ("controls", "controls"), ("canary_seed", "seed"),
-                      ("canary_repeats", "repeats")):
-        value, saved = getattr(args, dest), settings[key]
-        if dest == "canary_repeats":
-            value, saved = ",".join(map(str, _canary_repeats(value))), ",".join(map(str, saved))
+    # runs recorded before the format flags planted the default format
+    settings = {"alphabet": _canary_words(CANARY_DEFAULTS["canary_words"]), "slots": CANARY_DEFAULTS["canary_slots"],
+                **settings}
+    for dest, key in CANARY_SETTINGS.items():
+        value, saved = _flag_value(dest, getattr(args, dest)), _flag_value(dest, settings[key])
         if getattr(args, dest) != CANARY_DEFAULTS[dest] and value != saved:
             raise ConfigError(f"--{dest.replace('_', '-')} {value}: the run in {args.out} planted with "
                               f"{saved}; --resume plants what the run planted (leave the flag out)")
@@ -345,8 +368,9 @@ def register(sub) -> None:
 
     audit = sub.add_parser("audit", help="memorization audits").add_subparsers(dest="audit_command", required=True)
     ac = audit.add_parser("canaries", help="plant canary sentences, train, report their exposure (Carlini et al.)",
-                          description="Plants --canaries random sentences of one format ('my number is' + 4 words "
-                                      "from 10) into training clients, trains federated with every `train` "
+                          description="Plants --canaries random sentences of one format ('my number is' + "
+                                      "--canary-slots words of --canary-words) into training clients, trains "
+                                      "federated with every `train` "
                                       "option (--dp too) and reports each canary's exposure, log2|R| - "
                                       "log2(rank); --controls unplanted canaries give the baseline. --out RUN_DIR "
                                       "--resume continues an audit run from its checkpoint with the same canaries.")
@@ -359,6 +383,12 @@ def register(sub) -> None:
                     help="canaries of the same format never planted (%(default)s)")
     ac.add_argument("--canary-seed", type=non_negative_int, default=d["canary_seed"],
                     help="seed of canaries and placement (%(default)s)")
+    ac.add_argument("--canary-words", default=d["canary_words"], metavar="W1,W2,...",
+                    help="the alphabet of the secret words, each one token in the model's vocabulary; a larger "
+                         "one keeps canaries from sharing word pairs (%(default)s)")
+    ac.add_argument("--canary-slots", type=positive_int, default=d["canary_slots"],
+                    help="secret words per canary: |R| = words ** slots, ranked exactly up to 100,000, "
+                         "extrapolated beyond (%(default)s)")
     ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
     ac.add_argument("--control", metavar="RUN_DIR", help="the noiseless audit run of the same setting: its "
                     "canaries must stand out from its controls (the audit's power) before this run's say anything "

@@ -47,6 +47,16 @@ from keyboard_lm.training.loop import KeepBest, RunWriter
 EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate")
 
 
+def _check_canary_words(audit: dict, vocab: Vocabulary) -> None:
+    """An audit whose canary words the run's vocabulary lacks would train, then fail to score: refuse it first."""
+    from keyboard_lm.privacy.canaries import DEFAULT_ALPHABET, DEFAULT_PREFIX
+
+    missing = [w for w in (*DEFAULT_PREFIX, *audit.get("alphabet", DEFAULT_ALPHABET)) if w not in vocab]
+    if missing:
+        raise ConfigError(f"canary word(s) {', '.join(map(repr, missing))} not in the run's {len(vocab):,}-word "
+                          "vocabulary: the canaries could not be scored; choose --canary-words the vocabulary has")
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     """How a federated run starts, what it records and whom it tells; everything but the recipe.
@@ -231,10 +241,12 @@ class FederatedRun:
             base = model_config or ModelConfig()
             if o.init is not None:
                 o.init.check_model(base.model_type, base.embedding_dim, base.units)
-            prepare_run_dir(self.run_dir, self.command, overwrite=o.overwrite, replace_own=self.command == "demo")
             self.vocab = Vocabulary.from_sentences(self.corpus.sentences(self.train_ids), o.vocab_size)
             if o.init is not None:
                 self.vocab = o.init.vocabulary(self.vocab)
+            if o.audit:
+                _check_canary_words(o.audit, self.vocab)  # before the run directory is touched
+            prepare_run_dir(self.run_dir, self.command, overwrite=o.overwrite, replace_own=self.command == "demo")
             model_config = dataclasses.replace(base, vocab_size=len(self.vocab))
         if self.dp is not None:
             config = without_validation_for_dp(config, refuse=False, log=self.log)

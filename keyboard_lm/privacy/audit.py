@@ -25,11 +25,12 @@ def check_counts(canaries: int, controls: int) -> None:
 
 
 def plant(corpus, split, *, canaries: int, controls: int, repeats=(1,), seed: int = 0,
-          validation_fraction: float = 0.0):
+          validation_fraction: float = 0.0, alphabet=None, slots: int | None = None):
     """(corpus with ``canaries`` planted, their placements, ``controls`` never planted).
 
     Canaries go to training clients that train (not to the validation clients ``validation_fraction``
-    sets aside); the i-th canary is planted ``repeats[i % len(repeats)]`` times.
+    sets aside); the i-th canary is planted ``repeats[i % len(repeats)]`` times. ``alphabet`` and ``slots``
+    make the format ("my number is" + ``slots`` words of ``alphabet``; the default format's when None).
     """
     from keyboard_lm.data.split import split_clients, validation_clients
     from keyboard_lm.privacy import canaries as cn
@@ -38,7 +39,8 @@ def plant(corpus, split, *, canaries: int, controls: int, repeats=(1,), seed: in
     train_ids, _ = split_clients(corpus.client_ids, split)
     if validation_fraction:
         train_ids = validation_clients(train_ids, validation_fraction, split.seed)[0]
-    made = cn.make_canaries(canaries + controls, seed=seed)
+    made = cn.make_canaries(canaries + controls, seed=seed, alphabet=alphabet or cn.DEFAULT_ALPHABET,
+                            slots=slots or cn.DEFAULT_SLOTS)
     planted, never = made[:canaries], made[canaries:]
     per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
     corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=seed)
