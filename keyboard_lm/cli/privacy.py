@@ -167,8 +167,7 @@ CANARY_SETTINGS = {"canaries": "canaries", "controls": "controls", "canary_seed"
 
 
 def _canary_words(text: str) -> list[str]:
-    words = [w.strip() for w in text.split(",") if w.strip()]
-    return words
+    return [w.strip() for w in text.split(",") if w.strip()]
 
 
 def _audit_settings(args) -> dict:
