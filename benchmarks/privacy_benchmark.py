@@ -188,9 +188,9 @@ def collect(args) -> None:
             "clients_per_round": dp["clients_per_round"], "population": dp["population"], "rounds": dp["rounds"],
             "recall_at_3": metrics.get("recall_at_3"), "perplexity": metrics.get("perplexity"),
             "max_exposure_trained": max((r["exposure"] for r in trained), default=None),
-            "mean_exposure_trained": (sum(r["exposure"] for r in trained) / len(trained)) if trained else None,
+            "mean_exposure_trained": _mean(r["exposure"] for r in trained),
             "canaries_trained": len(trained), "canaries_planted": len(planted),
-            "mean_exposure_controls": (sum(r["exposure"] for r in controls) / len(controls)) if controls else None,
+            "mean_exposure_controls": _mean(r["exposure"] for r in controls),
             "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
             "controls": len(controls),
             # the audit's statistic: exposure calibrated against the run's start when it has one (from a base)

@@ -9,6 +9,7 @@ from keyboard_lm.cli.args import (comma_list, default_data_to_run, load_corpus_f
                                   positive_float, positive_int, split_from_args)
 from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validation, train_federated_from_args,
                                   warm_start_from_args)
+from keyboard_lm.privacy.canaries import DEFAULT_ALPHABET, DEFAULT_SLOTS
 
 
 def cmd_privacy_plan(args) -> int:
@@ -160,7 +161,7 @@ def _canary_repeats(text: str) -> list[int]:
 
 #: ``audit canaries``'s canary flags and their defaults (a resumed audit refuses a value other than the run's).
 CANARY_DEFAULTS = {"canaries": 6, "controls": 4, "canary_repeats": "1,4,16", "canary_seed": 0,
-                   "canary_words": "air,body,city,dust,money,paper,people,power,time,world", "canary_slots": 4}
+                   "canary_words": ",".join(DEFAULT_ALPHABET), "canary_slots": DEFAULT_SLOTS}
 #: run.json's ``audit`` key of each canary flag.
 CANARY_SETTINGS = {"canaries": "canaries", "controls": "controls", "canary_seed": "seed",
                    "canary_repeats": "repeats", "canary_words": "alphabet", "canary_slots": "slots"}
@@ -209,8 +210,7 @@ def _resume_audit(args):
         raise ConfigError(f"{args.out}: run.json records no canary settings; --resume continues a run made by "
                           "`audit canaries` (runs made before it recorded them start again with --overwrite)")
     # runs recorded before the format flags planted the default format
-    settings = {"alphabet": _canary_words(CANARY_DEFAULTS["canary_words"]), "slots": CANARY_DEFAULTS["canary_slots"],
-                **settings}
+    settings = {"alphabet": list(DEFAULT_ALPHABET), "slots": DEFAULT_SLOTS, **settings}
     for dest, key in CANARY_SETTINGS.items():
         value, saved = _flag_value(dest, getattr(args, dest)), _flag_value(dest, settings[key])
         if getattr(args, dest) != CANARY_DEFAULTS[dest] and value != saved:

@@ -195,9 +195,12 @@ def start_weights(run: Run) -> tuple[dict[str, np.ndarray] | None, str]:
     path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")
     if not path or not os.path.isfile(os.path.join(path, RUN_FILE)):
         return None, f"its base {path} is not found"
-    if sha256_file(os.path.join(path, WEIGHTS_FILE)) != init.get("weights_sha256"):
+    try:
+        base = load_warm_start(BASE_NAME if init.get("name") == BASE_NAME else path, init.get("vocab", INIT_VOCAB[0]))
+    except ConfigError as e:
+        return None, str(e)
+    if base.weights_sha256 != init.get("weights_sha256"):
         return None, f"{os.path.join(path, WEIGHTS_FILE)} is not the base the run started from (sha256 differs)"
-    base = load_warm_start(BASE_NAME if init.get("name") == BASE_NAME else path, init.get("vocab", INIT_VOCAB[0]))
     weights = base.initial_weights(run.vocab, seed)
     if weights[EMBEDDING].shape[0] != len(run.vocab):
         return None, f"the base's vocabulary ({weights[EMBEDDING].shape[0]}) is not the run's ({len(run.vocab)})"
