@@ -9,7 +9,11 @@ accuracy. Here, on real per-user text (the SpamAssassin senders; Tiny Shakespear
 1. ``--phase sweep``: each model over client lr {0.1, 0.5, 1} x server lr {1e-3, 1e-2}, one seed, a small
    cohort and few rounds. Each model's pair is the one with the lowest validation loss (the validation
    clients, never the held-out ones) at the model its run keeps.
-2. ``--phase seeds``: each model at its pair, seeds 0, 1, 2, for as many rounds as the machine allows.
+2. ``--phase seeds``: each model at its pair, seeds 0, 1, 2, for as many rounds as the machine allows. Ro
+   select rates on full-length runs; the sweep's runs are short, so a pair it selects can diverge later. A pair
+   at which any seed diverges is reported as such (each seed's best model before it diverged, and the round),
+   and the model's next pair by the sweep's validation loss is run in its place: a model's pair is the best
+   one whose seeds all train the full length.
 
 The report gives Ro's metrics on the held-out users for the model each run keeps (perplexity without
 end-of-sentence targets; recall@1 and in-vocabulary accuracy@1; the perplexity over every target beside them),
@@ -32,6 +36,7 @@ import csv
 import json
 import math
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -90,13 +95,23 @@ def ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every
     _train(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
 
 
-def _diverged(out: str) -> bool:
-    """Whether the run stopped on divergence (`train` says so in its log and keeps the last good round)."""
+def diverged_at(out: str) -> int | None:
+    """The round at which the run stopped on divergence (`train` says so in its log and keeps its best round
+    before it), or None if it did not."""
     path = out + ".log"
     if not os.path.exists(path):
-        return False
+        return None
     with open(path, encoding="utf-8", errors="replace") as f:
-        return any("training diverged" in line for line in f)
+        for line in f:
+            if "training diverged" in line:
+                found = re.search(r"training diverged at round (\d+)", line)
+                return int(found.group(1)) if found else 0
+    return None
+
+
+def _diverged(out: str) -> bool:
+    """Whether the run stopped on divergence."""
+    return diverged_at(out) is not None
 
 
 def curve(out: str) -> list[dict]:
@@ -120,16 +135,32 @@ def validation_loss(out: str) -> float:
     return float(loss) if loss is not None and math.isfinite(float(loss)) else math.inf
 
 
-def select(work: str, corpus: str, model: str) -> tuple[float, float] | None:
-    """The (client lr, server lr) of ``model``'s lowest validation loss in the sweep, or None before it ran."""
+def ranked_pairs(work: str, corpus: str, model: str) -> list[tuple[float, float]]:
+    """``model``'s (client lr, server lr) pairs that trained through the sweep, lowest validation loss first."""
     found = []
     for c in CLIENT_LRS:
         for s in SERVER_LRS:
             out = run_dir(work, corpus, "sweep", model, c, s, 0)
             if os.path.exists(os.path.join(out, "run.json")):
                 found.append((validation_loss(out), c, s))
-    finite = [f for f in found if math.isfinite(f[0])]
-    return min(finite)[1:] if finite else None
+    return [f[1:] for f in sorted(found) if math.isfinite(f[0])]
+
+
+def select(work: str, corpus: str, model: str) -> tuple[float, float] | None:
+    """The (client lr, server lr) of ``model``'s lowest validation loss in the sweep, or None before it ran."""
+    ranked = ranked_pairs(work, corpus, model)
+    return ranked[0] if ranked else None
+
+
+def pairs_in_order(work: str, corpus: str, model: str) -> list[tuple[float, float]]:
+    """The pairs the seeds phase runs for ``model``, in order: the sweep's best, then, while every pair so far
+    had a seed diverge, the next. The last is the model's pair unless one of its seeds diverged too."""
+    tried = []
+    for pair in ranked_pairs(work, corpus, model):
+        tried.append(pair)
+        if not any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS):
+            break
+    return tried
 
 
 def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
@@ -148,6 +179,34 @@ def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
         if all(si[q] < cifg[q] for q in rounds[i:]):
             return r
     return None
+
+
+def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, eval_every: int, run=None) -> None:
+    """Every seed of ``model`` at its sweep's best pair, then at the next while a seed of the last diverged
+    (``run`` trains one run: `ensure` by default)."""
+    run = run or ensure
+    if select(work, corpus, model) is None:
+        raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
+    done: list[tuple[float, float]] = []
+    while True:
+        pairs = pairs_in_order(work, corpus, model)
+        if pairs == done:
+            return
+        for pair in pairs[len(done):]:
+            for seed in SEEDS:
+                run(corpus, model, *pair, seed, rounds, cohort, eval_every,
+                    run_dir(work, corpus, "seeds", model, *pair, seed))
+        done = pairs
+
+
+def _kept(out: str) -> int | None:
+    """The round of the model a run keeps (its best validation round), or None."""
+    path = os.path.join(out, "run.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        best = json.load(f).get("best") or {}
+    return int(best["round"]) if best.get("round") is not None else None
 
 
 def _spread(values: list[float]) -> str:
@@ -181,20 +240,33 @@ def collect(args) -> tuple[dict, str]:
                     data[corpus]["sweep"][f"{model} c{c:g} s{s:g}"] = v
                     cells.append("not run" if v is None else ("diverged" if math.isinf(v) else f"{v:.4f}"))
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
-        per_model, curves = {}, {}
+        per_model, curves, unstable = {}, {}, []
         for model in MODELS:
-            pair = select(args.work, corpus, model)
+            tried = pairs_in_order(args.work, corpus, model)
+            pair = tried[-1] if tried else None
             data[corpus]["selected"][model] = pair
-            if pair is None:
-                continue
-            for seed in SEEDS:
-                out = run_dir(args.work, corpus, "seeds", model, *pair, seed)
-                if not _finished(out):
+            data[corpus].setdefault("diverged_pairs", {})[model] = []
+            for other in tried:
+                runs = {}
+                for seed in SEEDS:
+                    out = run_dir(args.work, corpus, "seeds", model, *other, seed)
+                    at = diverged_at(out)
+                    if at is not None and os.path.exists(os.path.join(out, "run.json")):
+                        runs[seed] = {"diverged_at": at, "result": heldout_by_user(out, CORPORA[corpus])}
+                    elif _finished(out):
+                        runs[seed] = {"diverged_at": None, "result": heldout_by_user(out, CORPORA[corpus])}
+                if other != pair or any(r["diverged_at"] is not None for r in runs.values()):
+                    unstable.append((model, other, runs))
+                    data[corpus]["diverged_pairs"][model].append(
+                        {"pair": other, "seeds": {s: {"diverged_at": r["diverged_at"], "kept_round": _kept(
+                            run_dir(args.work, corpus, "seeds", model, *other, s)), "pooled": r["result"]["pooled"]}
+                            for s, r in runs.items()}})
                     continue
-                result = heldout_by_user(out, CORPORA[corpus])
-                per_model.setdefault(model, {})[seed] = result
-                curves.setdefault(model, []).append(curve(out))
+                for seed, r in runs.items():
+                    per_model.setdefault(model, {})[seed] = r["result"]
+                    curves.setdefault(model, []).append(curve(run_dir(args.work, corpus, "seeds", model, *pair, seed)))
         lines += ["", "### Seeds at each model's pair: held-out users", "",
+                  "A model's pair is the sweep's best whose seeds all trained the full length.", "",
                   "| model | pair (client, server) | " + " | ".join(METRICS) + " | each seed's interval of "
                   "perplexity_no_eos |", "|---|---|" + "---|" * (len(METRICS) + 1)]
         for model in MODELS:
@@ -206,6 +278,18 @@ def collect(args) -> tuple[dict, str]:
                                             "intervals": ivs}
             lines.append(f"| {model} | {'-' if pair is None else f'{pair[0]:g}, {pair[1]:g}'} | " + " | ".join(cells)
                          + " | " + ("; ".join(f"[{lo:.1f}, {hi:.1f}]" for lo, hi in ivs) or "-") + " |")
+        if unstable:
+            lines += ["", "Pairs at which a seed diverged (each seed's best model before it diverged; a seed that "
+                      "trained the full length is its kept model):", "",
+                      "| model | pair (client, server) | seed | diverged at round | kept round | "
+                      + " | ".join(METRICS) + " |", "|---|---|---|---|---|" + "---|" * len(METRICS)]
+            for model, other, runs in unstable:
+                for seed, r in sorted(runs.items()):
+                    kept = _kept(run_dir(args.work, corpus, "seeds", model, *other, seed))
+                    lines.append(f"| {model} | {other[0]:g}, {other[1]:g} | {seed} | "
+                                 f"{'-' if r['diverged_at'] is None else r['diverged_at']} | "
+                                 f"{'-' if kept is None else kept} | "
+                                 + " | ".join(f"{r['result']['pooled'][m]:.4g}" for m in METRICS) + " |")
         both = sorted(set(per_model.get("cifg", {})) & set(per_model.get("si-cifg", {})))
         paired = {s: paired_intervals(per_model["si-cifg"][s], per_model["cifg"][s],
                                       ("perplexity_no_eos", "recall_at_1"), replicates=DRAWS, seed=s) for s in both}
@@ -252,13 +336,8 @@ def main():
                                                                                c, s, 0))
     if args.phase == "seeds" and not args.collect:
         for corpus in args.corpora:
-            for seed in SEEDS:
-                for model in MODELS:
-                    pair = select(args.work, corpus, model)
-                    if pair is None:
-                        raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
-                    ensure(corpus, model, *pair, seed, args.rounds, args.cohort, args.eval_every,
-                           run_dir(args.work, corpus, "seeds", model, *pair, seed))
+            for model in MODELS:
+                seeds_phase(args.work, corpus, model, args.rounds, args.cohort, args.eval_every)
     data, text = collect(args)
     paths = _report.write(args.name, {**data, "protocol": PROTOCOL, "seconds_this_call": time.time() - start},
                           text, args.out)

@@ -52,3 +52,39 @@ def test_a_diverged_sweep_run_counts_as_a_result_with_infinite_loss(tmp_path, li
     assert ro_table2._diverged(str(out)) is diverged
     if diverged:
         assert ro_table2.validation_loss(str(out)) == float("inf")
+
+
+def _sweep_run(work, model, c, s, val_loss=None, diverged=False):
+    out = ro_table2.run_dir(str(work), "mail", "sweep", model, c, s, 0)
+    os.makedirs(out)
+    best = {} if val_loss is None else {"round": 50, "val_loss": val_loss}
+    with open(os.path.join(out, "run.json"), "w") as f:
+        json.dump({"best": best}, f)
+    with open(out + ".log", "w") as f:
+        f.write("error: training diverged at round 9\n" if diverged else "run saved\n")
+
+
+def test_a_pair_whose_seed_diverges_gives_way_to_the_sweeps_next(tmp_path):
+    _sweep_run(tmp_path, "cifg", 0.1, 0.01, 6.7)
+    _sweep_run(tmp_path, "cifg", 0.5, 0.001, 7.4)
+    _sweep_run(tmp_path, "cifg", 0.1, 0.001, 7.5)
+    _sweep_run(tmp_path, "cifg", 1.0, 0.01, diverged=True)
+    assert ro_table2.ranked_pairs(str(tmp_path), "mail", "cifg") == [(0.1, 0.01), (0.5, 0.001), (0.1, 0.001)]
+    trained = []
+
+    def run(corpus, model, c, s, seed, rounds, cohort, eval_every, out):
+        if os.path.exists(out):  # as `ensure`: a finished or diverged run is read, not retrained
+            return
+        trained.append((c, s, seed))
+        os.makedirs(out)
+        with open(out + ".log", "w") as f:  # seed 1 diverges at the best pair, the next pair trains through
+            f.write("error: training diverged at round 100\n" if (c, s, seed) == (0.1, 0.01, 1) else "run saved\n")
+
+    ro_table2.seeds_phase(str(tmp_path), "mail", "cifg", 300, 10, 25, run=run)
+    assert trained == [(0.1, 0.01, 0), (0.1, 0.01, 1), (0.1, 0.01, 2), (0.5, 0.001, 0), (0.5, 0.001, 1),
+                       (0.5, 0.001, 2)]
+    assert ro_table2.pairs_in_order(str(tmp_path), "mail", "cifg") == [(0.1, 0.01), (0.5, 0.001)]
+    assert ro_table2.diverged_at(ro_table2.run_dir(str(tmp_path), "mail", "seeds", "cifg", 0.1, 0.01, 1)) == 100
+    # run again: nothing left to train
+    ro_table2.seeds_phase(str(tmp_path), "mail", "cifg", 300, 10, 25, run=run)
+    assert len(trained) == 6
