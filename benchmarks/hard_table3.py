@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 from benchmarks.base_targets import _cached, _ngram_by_user, heldout_by_user  # noqa: E402
-from benchmarks.ro_table2 import _train  # noqa: E402
+from benchmarks.ro_table2 import _kept, _train, diverged_at  # noqa: E402
 from benchmarks.warm_start_sweep import CORPORA, _finished  # noqa: E402
 
 SERVER_LRS = (0.5, 1.0, 2.0)
@@ -59,6 +59,11 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
     return args + FEDERATED
 
 
+def _result(out: str) -> bool:
+    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before."""
+    return _finished(out) or (diverged_at(out) is not None and os.path.exists(os.path.join(out, "run.json")))
+
+
 def _val_recall(out: str) -> float:
     with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
         best = json.load(f).get("best") or {}
@@ -68,7 +73,7 @@ def _val_recall(out: str) -> float:
 def server_lr(work: str, corpus: str) -> float | None:
     """The grid's rate with the best validation recall@3 (seed 0), or None before the grid ran."""
     found = [(_val_recall(run_dir(work, corpus, "server", 0, lr)), lr) for lr in SERVER_LRS
-             if _finished(run_dir(work, corpus, "server", 0, lr))]
+             if _result(run_dir(work, corpus, "server", 0, lr))]
     return max(found)[1] if found else None
 
 
@@ -90,12 +95,15 @@ def collect(args) -> tuple[dict, str]:
         lr = server_lr(args.work, corpus)
         ng = _cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
                      lambda: _ngram_by_user(CORPORA[corpus]))
-        runs = {"server": {}, "federated": {}}
+        runs, diverged = {"server": {}, "federated": {}}, []
         for seed in SEEDS:
             for row in runs:
                 out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
-                if (row != "server" or lr is not None) and _finished(out):
+                if (row != "server" or lr is not None) and _result(out):
                     runs[row][seed] = heldout_by_user(out, CORPORA[corpus])
+                    if diverged_at(out) is not None:
+                        diverged.append(f"the {row} CIFG of seed {seed} diverged at round {diverged_at(out)}; its "
+                                        f"row is its best model before, of round {_kept(out)}")
         lines += [f"## {corpus}: `{shlex.join(CORPORA[corpus])}`", "",
                   "| model | recall@1 | recall@3 |", "|---|---|---|",
                   f"| Kneser-Ney 5-gram | {ng['pooled']['recall_at_1']:.4f} | {ng['pooled']['recall_at_3']:.4f} |"]
@@ -109,11 +117,12 @@ def collect(args) -> tuple[dict, str]:
                                                                   METRICS, replicates=DRAWS, seed=seed),
                            "federated / 5-gram": paired_intervals(runs["federated"][seed], ng, METRICS,
                                                                   replicates=DRAWS, seed=seed)}
-        lines += [""] + [f"- seed {s}: " + "; ".join(f"{what} recall@1 [{p['recall_at_1'][0]:.3f}, "
-                                                     f"{p['recall_at_1'][1]:.3f}], recall@3 [{p['recall_at_3'][0]:.3f}, "
-                                                     f"{p['recall_at_3'][1]:.3f}]" for what, p in per.items())
-                         for s, per in pairs.items()] + [""]
-        data[corpus] = {"server_lr": lr, "ngram": ng["pooled"],
+        lines += [""] + [f"- {d}." for d in diverged]
+        lines += [f"- seed {s}: " + "; ".join(f"{what} recall@1 [{p['recall_at_1'][0]:.3f}, "
+                                              f"{p['recall_at_1'][1]:.3f}], recall@3 [{p['recall_at_3'][0]:.3f}, "
+                                              f"{p['recall_at_3'][1]:.3f}]" for what, p in per.items())
+                  for s, per in pairs.items()] + [""]
+        data[corpus] = {"server_lr": lr, "ngram": ng["pooled"], "diverged": diverged,
                         "pooled": {row: {s: r["pooled"] for s, r in rr.items()} for row, rr in runs.items()},
                         "paired": {s: {w: {m: list(v) for m, v in p.items()} for w, p in per.items()}
                                    for s, per in pairs.items()}}
@@ -137,13 +146,13 @@ def main():
         for corpus in args.corpora:
             for lr in SERVER_LRS:
                 out = run_dir(args.work, corpus, "server", 0, lr)
-                if not _finished(out):
+                if not _result(out):
                     _train(train_args(corpus, "server", 0, out, lr, args.epochs), out)
             lr = server_lr(args.work, corpus)
             for seed in SEEDS:
                 for row in ("federated", "server"):
                     out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
-                    if not _finished(out):
+                    if not _result(out):
                         _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
     data, text = collect(args)
     _report.publish(args.name, data, text, args.out, start)

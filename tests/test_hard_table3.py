@@ -28,3 +28,15 @@ def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(
     assert (fed["dropout"], fed["weight_average"], fed["server_optimizer"]) == (0.2, 0.0, "nesterov")
     # stopped with a checkpoint: resumed, not restarted
     assert hard_table3.train_args("mail", "federated", 1, str(tmp_path / "f"))[-1] == "--resume"
+
+
+def test_a_diverged_run_is_a_result_not_a_run_to_retrain(tmp_path):
+    out = str(tmp_path / "federated_seed0")
+    assert not hard_table3._result(out)
+    os.makedirs(out)
+    with open(out + ".log", "w") as f:
+        f.write("keyboard-lm: error: training diverged at round 40 (train loss 5000.0, limit 27.6)\n")
+    assert not hard_table3._result(out)  # nothing kept yet: trained again
+    with open(os.path.join(out, "run.json"), "w") as f:
+        json.dump({"best": {"round": 25}, "federated": {"rounds": 350}, "rounds_done": 39, "final_metrics": {}}, f)
+    assert hard_table3._result(out)
