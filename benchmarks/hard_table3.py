@@ -33,8 +33,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
 from benchmarks.base_targets import _cached, _ngram_by_user, heldout_by_user  # noqa: E402
-from benchmarks.ro_table2 import _kept, _train, diverged_at  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _finished  # noqa: E402
+from benchmarks.ro_table2 import _kept, _train, diverged_at, is_result as _result  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA  # noqa: E402
 
 SERVER_LRS = (0.5, 1.0, 2.0)
 SEEDS = (0, 1, 2)
@@ -57,11 +57,6 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
     if row == "server":
         return args + [*SERVER, "--lr", f"{lr:g}", "--epochs", str(epochs)]
     return args + FEDERATED
-
-
-def _result(out: str) -> bool:
-    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before."""
-    return _finished(out) or (diverged_at(out) is not None and os.path.exists(os.path.join(out, "run.json")))
 
 
 def _val_recall(out: str) -> float:
@@ -101,9 +96,10 @@ def collect(args) -> tuple[dict, str]:
                 out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
                 if (row != "server" or lr is not None) and _result(out):
                     runs[row][seed] = heldout_by_user(out, CORPORA[corpus])
-                    if diverged_at(out) is not None:
-                        diverged.append(f"the {row} CIFG of seed {seed} diverged at round {diverged_at(out)}; its "
-                                        f"row is its best model before, of round {_kept(out)}")
+                    at = diverged_at(out)
+                    if at is not None:
+                        diverged.append(f"the {row} CIFG of seed {seed} diverged at round {at}; its row is its best "
+                                        f"model before, of round {_kept(out)}")
         lines += [f"## {corpus}: `{shlex.join(CORPORA[corpus])}`", "",
                   "| model | recall@1 | recall@3 |", "|---|---|---|",
                   f"| Kneser-Ney 5-gram | {ng['pooled']['recall_at_1']:.4f} | {ng['pooled']['recall_at_3']:.4f} |"]

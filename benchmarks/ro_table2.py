@@ -114,6 +114,11 @@ def _diverged(out: str) -> bool:
     return diverged_at(out) is not None
 
 
+def is_result(out: str) -> bool:
+    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before."""
+    return _finished(out) or (_diverged(out) and os.path.exists(os.path.join(out, "run.json")))
+
+
 def curve(out: str) -> list[dict]:
     """The evaluated rows of a run's metrics.csv (round, held-out and validation figures)."""
     path = os.path.join(out, "metrics.csv")
@@ -144,12 +149,6 @@ def ranked_pairs(work: str, corpus: str, model: str) -> list[tuple[float, float]
             if os.path.exists(os.path.join(out, "run.json")):
                 found.append((validation_loss(out), c, s))
     return [f[1:] for f in sorted(found) if math.isfinite(f[0])]
-
-
-def select(work: str, corpus: str, model: str) -> tuple[float, float] | None:
-    """The (client lr, server lr) of ``model``'s lowest validation loss in the sweep, or None before it ran."""
-    ranked = ranked_pairs(work, corpus, model)
-    return ranked[0] if ranked else None
 
 
 def pairs_in_order(work: str, corpus: str, model: str) -> list[tuple[float, float]]:
@@ -185,7 +184,7 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
     """Every seed of ``model`` at its sweep's best pair, then at the next while a seed of the last diverged
     (``run`` trains one run: `ensure` by default)."""
     run = run or ensure
-    if select(work, corpus, model) is None:
+    if not ranked_pairs(work, corpus, model):
         raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
     done: list[tuple[float, float]] = []
     while True:
@@ -250,21 +249,18 @@ def collect(args) -> tuple[dict, str]:
                 runs = {}
                 for seed in SEEDS:
                     out = run_dir(args.work, corpus, "seeds", model, *other, seed)
-                    at = diverged_at(out)
-                    if at is not None and os.path.exists(os.path.join(out, "run.json")):
-                        runs[seed] = {"diverged_at": at, "result": heldout_by_user(out, CORPORA[corpus])}
-                    elif _finished(out):
-                        runs[seed] = {"diverged_at": None, "result": heldout_by_user(out, CORPORA[corpus])}
+                    if is_result(out):
+                        runs[seed] = {"out": out, "diverged_at": diverged_at(out), "kept_round": _kept(out),
+                                      "result": heldout_by_user(out, CORPORA[corpus])}
                 if other != pair or any(r["diverged_at"] is not None for r in runs.values()):
                     unstable.append((model, other, runs))
                     data[corpus]["diverged_pairs"][model].append(
-                        {"pair": other, "seeds": {s: {"diverged_at": r["diverged_at"], "kept_round": _kept(
-                            run_dir(args.work, corpus, "seeds", model, *other, s)), "pooled": r["result"]["pooled"]}
-                            for s, r in runs.items()}})
+                        {"pair": other, "seeds": {s: {"diverged_at": r["diverged_at"], "kept_round": r["kept_round"],
+                                                      "pooled": r["result"]["pooled"]} for s, r in runs.items()}})
                     continue
                 for seed, r in runs.items():
                     per_model.setdefault(model, {})[seed] = r["result"]
-                    curves.setdefault(model, []).append(curve(run_dir(args.work, corpus, "seeds", model, *pair, seed)))
+                    curves.setdefault(model, []).append(curve(r["out"]))
         lines += ["", "### Seeds at each model's pair: held-out users", "",
                   "A model's pair is the sweep's best whose seeds all trained the full length.", "",
                   "| model | pair (client, server) | " + " | ".join(METRICS) + " | each seed's interval of "
@@ -285,10 +281,9 @@ def collect(args) -> tuple[dict, str]:
                       + " | ".join(METRICS) + " |", "|---|---|---|---|---|" + "---|" * len(METRICS)]
             for model, other, runs in unstable:
                 for seed, r in sorted(runs.items()):
-                    kept = _kept(run_dir(args.work, corpus, "seeds", model, *other, seed))
                     lines.append(f"| {model} | {other[0]:g}, {other[1]:g} | {seed} | "
                                  f"{'-' if r['diverged_at'] is None else r['diverged_at']} | "
-                                 f"{'-' if kept is None else kept} | "
+                                 f"{'-' if r['kept_round'] is None else r['kept_round']} | "
                                  + " | ".join(f"{r['result']['pooled'][m]:.4g}" for m in METRICS) + " |")
         both = sorted(set(per_model.get("cifg", {})) & set(per_model.get("si-cifg", {})))
         paired = {s: paired_intervals(per_model["si-cifg"][s], per_model["cifg"][s],
