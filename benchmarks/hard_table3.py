@@ -21,7 +21,6 @@ seed's paired 95% interval over held-out users of federated / server and federat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import statistics
@@ -31,8 +30,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.base_targets import _cached, _ngram_by_user, heldout_by_user  # noqa: E402
+from benchmarks import _records, _report  # noqa: E402
+from benchmarks.base_targets import _cached, _ngram_by_user  # noqa: E402
 from benchmarks.ro_table2 import _kept, _train, diverged_at, is_result as _result  # noqa: E402
 from benchmarks.warm_start_sweep import CORPORA  # noqa: E402
 
@@ -60,9 +59,7 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
 
 
 def _val_recall(out: str) -> float:
-    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-        best = json.load(f).get("best") or {}
-    return float(best.get("val_recall_at_3") or 0.0)
+    return float(_records.load(out)["best"].get("val_recall_at_3") or 0.0)
 
 
 def server_lr(work: str, corpus: str) -> float | None:
@@ -88,14 +85,14 @@ def collect(args) -> tuple[dict, str]:
                        f"Held-out users; intervals are 95%, paired, over held-out users ({DRAWS} draws).", ""]
     for corpus in args.corpora:
         lr = server_lr(args.work, corpus)
-        ng = _cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
-                     lambda: _ngram_by_user(CORPORA[corpus]))
+        ng = _records.pseudonymous(_cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
+                                           lambda: _ngram_by_user(CORPORA[corpus])))
         runs, diverged = {"server": {}, "federated": {}}, []
         for seed in SEEDS:
             for row in runs:
                 out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
                 if (row != "server" or lr is not None) and _result(out):
-                    runs[row][seed] = heldout_by_user(out, CORPORA[corpus])
+                    runs[row][seed] = _records.heldout(out, CORPORA[corpus])
                     at = diverged_at(out)
                     if at is not None:
                         diverged.append(f"the {row} CIFG of seed {seed} diverged at round {at}; its row is its best "
@@ -144,12 +141,14 @@ def main():
                 out = run_dir(args.work, corpus, "server", 0, lr)
                 if not _result(out):
                     _train(train_args(corpus, "server", 0, out, lr, args.epochs), out)
+                    _records.heldout(out, CORPORA[corpus])
             lr = server_lr(args.work, corpus)
             for seed in SEEDS:
                 for row in ("federated", "server"):
                     out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
                     if not _result(out):
                         _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
+                        _records.heldout(out, CORPORA[corpus])
     data, text = collect(args)
     _report.publish(args.name, data, text, args.out, start)
 

@@ -30,8 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
-from benchmarks.ro_table2 import _diverged, _train, curve  # noqa: E402
-from benchmarks.warm_start_sweep import SHAKESPEARE, _finished  # noqa: E402
+from benchmarks.ro_table2 import _diverged, _train, curve, is_result  # noqa: E402
+from benchmarks.warm_start_sweep import SHAKESPEARE  # noqa: E402
 
 CORPUS = ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "iid", "--num-clients", "100"]
 #: Ji et al.'s model and client: a tied GRU of 300, SGD with momentum 0.5 at 0.01, 5 local epochs of
@@ -93,7 +93,7 @@ def collect(args) -> tuple[dict, str]:
                 out = run_dir(args.work, algorithm, fraction, seed)
                 if _diverged(out):
                     found[seed] = "diverged"
-                elif _finished(out):
+                elif is_result(out):
                     row = best_validation_row(out)
                     found[seed] = None if row is None else {"round": int(row["round"]),
                                                             "perplexity": row["perplexity"]}
@@ -131,7 +131,7 @@ def main():
             for seed in SEEDS:
                 for algorithm in ALGORITHMS:
                     out = run_dir(args.work, algorithm, fraction, seed)
-                    if _finished(out) or _diverged(out):
+                    if is_result(out) or _diverged(out):
                         continue
                     resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(
                         os.path.join(out, "run.json"))

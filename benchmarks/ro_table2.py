@@ -32,11 +32,8 @@ the benchmark spans sessions:
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import math
 import os
-import re
 import shlex
 import statistics
 import subprocess
@@ -46,9 +43,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.base_targets import heldout_by_user  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _finished  # noqa: E402
+from benchmarks import _records, _report  # noqa: E402
+from benchmarks.warm_start_sweep import CORPORA  # noqa: E402
 
 MODELS = ("cifg", "si-cifg")
 CLIENT_LRS = (0.1, 0.5, 1.0)
@@ -84,29 +80,31 @@ def _train(args: list[str], out: str) -> None:
     with open(out + ".log", "a", encoding="utf-8") as log:
         done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
     # a diverged run stops with its own message and keeps its last good round: it is a result, not a failure
-    if done.returncode and not _diverged(out):
+    if done.returncode and _records.log_diverged_at(out) is None:
         raise SystemExit(f"{out}: train exited with {done.returncode}; see {out}.log")
+    _records.load(out)  # its record, now it is a result
 
 
 def ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out) -> None:
-    if _finished(out) or _diverged(out):
+    """Train the run unless it is a result or diverged; a stopped run resumes."""
+    if is_result(out) or _diverged(out):
         return
     resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(os.path.join(out, "run.json"))
     _train(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
 
 
+def ensure_evaluated(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out) -> None:
+    """`ensure`, then the kept model's held-out figures into the run's record while its weights are here."""
+    ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out)
+    if is_result(out):
+        _records.heldout(out, CORPORA[corpus])
+
+
 def diverged_at(out: str) -> int | None:
-    """The round at which the run stopped on divergence (`train` says so in its log and keeps its best round
-    before it), or None if it did not."""
-    path = out + ".log"
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if "training diverged" in line:
-                found = re.search(r"training diverged at round (\d+)", line)
-                return int(found.group(1)) if found else 0
-    return None
+    """The round at which the run stopped on divergence (0 if not known), or None if it did not: from its
+    record, or, for a run that diverged before it kept a round, from its log."""
+    record = _records.load(out)
+    return record["diverged_at"] if record is not None else _records.log_diverged_at(out)
 
 
 def _diverged(out: str) -> bool:
@@ -115,28 +113,23 @@ def _diverged(out: str) -> bool:
 
 
 def is_result(out: str) -> bool:
-    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before."""
-    return _finished(out) or (_diverged(out) and os.path.exists(os.path.join(out, "run.json")))
+    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before (it
+    has a record)."""
+    return _records.load(out) is not None
 
 
 def curve(out: str) -> list[dict]:
     """The evaluated rows of a run's metrics.csv (round, held-out and validation figures)."""
-    path = os.path.join(out, "metrics.csv")
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("perplexity")]
-    return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in rows]
+    record = _records.load(out)
+    return record["curve"] if record is not None else _records._curve(out)
 
 
 def validation_loss(out: str) -> float:
     """The validation loss at the round the run keeps (inf for a run that diverged or never evaluated)."""
-    if _diverged(out):
+    record = _records.load(out)
+    if _diverged(out) or record is None:
         return math.inf
-    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    best = info.get("best") or {}
-    loss = best.get("val_loss")
+    loss = record["best"].get("val_loss")
     return float(loss) if loss is not None and math.isfinite(float(loss)) else math.inf
 
 
@@ -146,7 +139,7 @@ def ranked_pairs(work: str, corpus: str, model: str) -> list[tuple[float, float]
     for c in CLIENT_LRS:
         for s in SERVER_LRS:
             out = run_dir(work, corpus, "sweep", model, c, s, 0)
-            if os.path.exists(os.path.join(out, "run.json")):
+            if is_result(out):
                 found.append((validation_loss(out), c, s))
     return [f[1:] for f in sorted(found) if math.isfinite(f[0])]
 
@@ -182,8 +175,8 @@ def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
 
 def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, eval_every: int, run=None) -> None:
     """Every seed of ``model`` at its sweep's best pair, then at the next while a seed of the last diverged
-    (``run`` trains one run: `ensure` by default)."""
-    run = run or ensure
+    (``run`` trains one run: `ensure_evaluated` by default)."""
+    run = run or ensure_evaluated
     if not ranked_pairs(work, corpus, model):
         raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
     done: list[tuple[float, float]] = []
@@ -200,11 +193,8 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
 
 def _kept(out: str) -> int | None:
     """The round of the model a run keeps (its best validation round), or None."""
-    path = os.path.join(out, "run.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        best = json.load(f).get("best") or {}
+    record = _records.load(out)
+    best = record["best"] if record is not None else {}
     return int(best["round"]) if best.get("round") is not None else None
 
 
@@ -235,7 +225,7 @@ def collect(args) -> tuple[dict, str]:
             for c in CLIENT_LRS:
                 for s in SERVER_LRS:
                     out = run_dir(args.work, corpus, "sweep", model, c, s, 0)
-                    v = validation_loss(out) if os.path.exists(os.path.join(out, "run.json")) else None
+                    v = validation_loss(out) if is_result(out) or _diverged(out) else None
                     data[corpus]["sweep"][f"{model} c{c:g} s{s:g}"] = v
                     cells.append("not run" if v is None else ("diverged" if math.isinf(v) else f"{v:.4f}"))
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
@@ -251,7 +241,7 @@ def collect(args) -> tuple[dict, str]:
                     out = run_dir(args.work, corpus, "seeds", model, *other, seed)
                     if is_result(out):
                         runs[seed] = {"out": out, "diverged_at": diverged_at(out), "kept_round": _kept(out),
-                                      "result": heldout_by_user(out, CORPORA[corpus])}
+                                      "result": _records.heldout(out, CORPORA[corpus])}
                 if other != pair or any(r["diverged_at"] is not None for r in runs.values()):
                     unstable.append((model, other, runs))
                     data[corpus]["diverged_pairs"][model].append(

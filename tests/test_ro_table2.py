@@ -59,7 +59,7 @@ def _sweep_run(work, model, c, s, val_loss=None, diverged=False):
     os.makedirs(out)
     best = {} if val_loss is None else {"round": 50, "val_loss": val_loss}
     with open(os.path.join(out, "run.json"), "w") as f:
-        json.dump({"best": best}, f)
+        json.dump({"best": best, "final_metrics": {"perplexity": 900.0}}, f)
     with open(out + ".log", "w") as f:
         f.write("error: training diverged at round 9\n" if diverged else "run saved\n")
 
@@ -88,3 +88,60 @@ def test_a_pair_whose_seed_diverges_gives_way_to_the_sweeps_next(tmp_path):
     # run again: nothing left to train
     ro_table2.seeds_phase(str(tmp_path), "mail", "cifg", 300, 10, 25, run=run)
     assert len(trained) == 6
+
+
+def test_a_runs_record_outlives_its_directory(tmp_path):
+    """A new checkout has no runs/: what the report reads of a finished run is in its record."""
+    import shutil
+
+    from benchmarks import _records
+
+    out = ro_table2.run_dir(str(tmp_path), "mail", "seeds", "cifg", 0.1, 0.01, 0)
+    assert not ro_table2.is_result(out)
+    os.makedirs(out)
+    with open(os.path.join(out, "run.json"), "w") as f:  # stopped part-way: not a result, no record
+        json.dump({"best": {"round": 25, "val_loss": 6.9}, "federated": {"rounds": 300}, "rounds_done": 40,
+                   "final_metrics": {"perplexity": 500.0}}, f)
+    with open(os.path.join(out, "metrics.csv"), "w") as f:
+        f.write("round,perplexity,val_loss\n25,520.0,6.9\n50,480.0,6.8\n")
+    assert not ro_table2.is_result(out) and not os.path.exists(_records.record_path(out))
+    with open(os.path.join(out, "run.json"), "w") as f:
+        json.dump({"best": {"round": 50, "val_loss": 6.8}, "federated": {"rounds": 300}, "rounds_done": 300,
+                   "final_metrics": {"perplexity": 480.0}}, f)
+    before = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2._kept(out), ro_table2.curve(out))
+    assert before[:3] == (True, 6.8, 50) and [r["round"] for r in before[3]] == [25.0, 50.0]
+    # the record has no held-out figures and the run is gone: said, not guessed
+    shutil.rmtree(out)
+    after = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2._kept(out), ro_table2.curve(out))
+    assert after == before
+    with pytest.raises(SystemExit, match="no held-out figures and its run"):
+        _records.heldout(out, ["--format", "default"])
+
+
+def test_records_of_runs_under_runs_are_kept_in_the_repository(tmp_path, monkeypatch):
+    from benchmarks import _records
+
+    monkeypatch.chdir(tmp_path)
+    assert _records.record_path(os.path.join("runs", "ro_table2", "mail", "seeds", "x")) == os.path.join(
+        _records.RECORDS, "ro_table2", "mail", "seeds", "x.json")
+    assert _records.record_path(str(tmp_path / "elsewhere" / "x")) == str(tmp_path / "elsewhere" / "x.record.json")
+
+
+def test_held_out_users_are_named_by_a_stable_hash_not_their_address():
+    from benchmarks import _records
+
+    a = _records.pseudonymous({"pooled": {"n": 2}, "clients": {"jo@example.org": {"n": 1}, "al@example.org": {"n": 1}}})
+    b = _records.pseudonymous({"pooled": {"n": 1}, "clients": {"jo@example.org": {"n": 3}}})
+    assert "example.org" not in json.dumps(a) and len(a["clients"]) == 2
+    assert set(b["clients"]) < set(a["clients"])  # the same user, the same key: runs still pair
+
+
+def test_the_committed_sweep_records_rank_the_pairs_the_report_selected(monkeypatch):
+    """The sweep's runs were lost with a checkout; their records, restored from its report, select as it did."""
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    work = os.path.join("runs", "ro_table2")
+    assert ro_table2.ranked_pairs(work, "mail", "cifg")[0] == (0.1, 0.01)
+    assert ro_table2.ranked_pairs(work, "mail", "si-cifg")[0] == (1.0, 0.01)
+    assert ro_table2.ranked_pairs(work, "shakespeare", "si-cifg")[0] == (0.5, 0.01)
+    diverged = ro_table2.run_dir(work, "mail", "sweep", "cifg", 1.0, 0.01, 0)
+    assert ro_table2.validation_loss(diverged) == float("inf")

@@ -1,0 +1,120 @@
+"""What a long benchmark needs of each finished run, kept in the repository.
+
+Benchmarks that span sessions (Ro's, Hard's and Ji's tables) train their runs under ``runs/``, which git does
+not keep: checkpoints and weights are megabytes each, and a new checkout of the repository has none of them. So
+once a run is a result (it trained all its rounds, or it stopped on divergence and kept its best round before)
+its record is written: the ``best`` and round counts of its run.json, the evaluated rows of its metrics.csv,
+the round it diverged at (from its log), and, for runs a report evaluates on held-out users, the per-user
+held-out figures of its kept model (users named by a hash of their id: a sender's address is not written
+into the repository). Reports read runs only through their records, so a later session or a
+fresh clone writes the same report from the records that are committed and trains only runs that have none.
+
+A run under ``runs/`` has its record in ``benchmarks/records/`` at the same relative path (``.json`` added);
+a run anywhere else (a test's temporary directory) keeps it beside its directory, as ``<run>.record.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+
+from benchmarks.warm_start_sweep import _completed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RECORDS = os.path.join(ROOT, "benchmarks", "records")
+
+
+def record_path(out: str) -> str:
+    """Where the record of the run in ``out`` is kept."""
+    rel = os.path.relpath(os.path.abspath(out), os.path.abspath("runs"))
+    if rel.startswith(os.pardir) or os.path.isabs(rel):
+        return os.path.abspath(out) + ".record.json"
+    return os.path.join(RECORDS, rel + ".json")
+
+
+def log_diverged_at(out: str) -> int | None:
+    """The round at which the run stopped on divergence, as `train` says in its log (0 when the line names no
+    round), or None if it did not."""
+    path = out + ".log"
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if "training diverged" in line:
+                found = re.search(r"training diverged at round (\d+)", line)
+                return int(found.group(1)) if found else 0
+    return None
+
+
+def _curve(out: str) -> list[dict]:
+    path = os.path.join(out, "metrics.csv")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("perplexity")]
+    return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in rows]
+
+
+def _write(path: str, record: dict) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
+def from_run(out: str) -> dict | None:
+    """The record of the run in ``out`` read from its directory, or None while it is not a result."""
+    info_path = os.path.join(out, "run.json")
+    if not os.path.exists(info_path):
+        return None
+    with open(info_path, encoding="utf-8") as f:
+        info = json.load(f)
+    at = log_diverged_at(out)
+    if at is None and not _completed(info):
+        return None
+    federated = info.get("federated") or {}
+    return {"finished": at is None, "diverged": at is not None, "diverged_at": at, "best": info.get("best") or {},
+            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": _curve(out)}
+
+
+def load(out: str) -> dict | None:
+    """The run's record: the kept one, or, for a run that has become a result since, one written now; None for a
+    run that is not a result (not run, stopped part-way, or diverged before it kept a round)."""
+    path = record_path(out)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    record = from_run(out)
+    if record is not None:
+        _write(path, record)
+    return record
+
+
+def heldout(out: str, corpus_args: list[str]) -> dict:
+    """The per-user held-out figures of the run's kept model (see `base_targets.heldout_by_user`), evaluated
+    once while its directory exists and kept in its record."""
+    from benchmarks.base_targets import heldout_by_user
+
+    record = load(out)
+    if record is None:
+        raise SystemExit(f"{out}: not a result yet (no finished or diverged run, and no record at "
+                         f"{record_path(out)})")
+    if record.get("heldout") is None:
+        if not os.path.exists(os.path.join(out, "run.json")):
+            raise SystemExit(f"{record_path(out)}: the record has no held-out figures and its run ({out}) is gone; "
+                             "delete the record to train the run again")
+        record["heldout"] = pseudonymous(heldout_by_user(out, corpus_args))
+        _write(record_path(out), record)
+    return record["heldout"]
+
+
+def pseudonymous(result: dict) -> dict:
+    """An evaluation's pooled figures, and its per-user ones keyed by a hash of each user's id (the same user,
+    the same key, so runs on the same held-out users still pair)."""
+    return {"pooled": result["pooled"],
+            "clients": {"u" + hashlib.sha256(str(c).encode()).hexdigest()[:12]: v
+                        for c, v in result["clients"].items()}}
