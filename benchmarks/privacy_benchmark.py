@@ -88,10 +88,12 @@ def command(data: str, out: str, name: str, model: str, extra: list[str], rounds
 
 
 def _audit_counts(extra: list[str], args) -> list[str]:
-    """A base row's flags with the canaries of --canaries, --canary-repeats, --controls, --canary-words and
-    --canary-slots (the audit's regime; BASE's 20, 16 and 20 and the default format when not given)."""
+    """A base row's flags with the canaries of --canaries, --canary-repeats, --controls, --canary-words,
+    --canary-slots and --canary-clients (the audit's regime; BASE's 20, 16 and 20, the default format and one
+    client per canary when not given)."""
     out = list(extra)
-    for flag in ("--canaries", "--canary-repeats", "--controls", "--canary-words", "--canary-slots"):
+    for flag in ("--canaries", "--canary-repeats", "--controls", "--canary-words", "--canary-slots",
+                 "--canary-clients"):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is None:
             continue
@@ -190,6 +192,7 @@ def collect(args) -> None:
             "max_exposure_trained": max((r["exposure"] for r in trained), default=None),
             "mean_exposure_trained": _mean(r["exposure"] for r in trained),
             "canaries_trained": len(trained), "canaries_planted": len(planted),
+            "clients_per_canary": (run.get("audit") or {}).get("clients_per_canary", 1),
             "mean_exposure_controls": _mean(r["exposure"] for r in controls),
             "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
             "controls": len(controls),
@@ -231,7 +234,8 @@ def collect(args) -> None:
     head = (f"Measured {datetime.date.today()} on {machine}; {args.note}.\n"
             f"delta = {done[0]['delta']:.3g}, population {done[0]['population']:,} speeches, "
             f"{done[0]['clients_per_round']} per round, {done[0]['rounds']} rounds, log2|R| = "
-            f"{fmt(done[0]['log2_R'], '.2f')} bits.\n\n") if done else "no finished rows\n"
+            f"{fmt(done[0]['log2_R'], '.2f')} bits, each canary in {done[0]['clients_per_canary']} "
+            f"client{'s' if done[0]['clients_per_canary'] > 1 else ''}.\n\n") if done else "no finished rows\n"
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{args.name}.md"), "w", encoding="utf-8") as f:
         f.write(head + "\n".join(lines) + "\n")
@@ -261,6 +265,8 @@ def main() -> None:
     p.add_argument("--canary-words", help="--rows base: the canaries' alphabet, comma-separated (audit canaries' "
                                           "ten nouns)")
     p.add_argument("--canary-slots", type=int, help="--rows base: secret words per canary (4)")
+    p.add_argument("--canary-clients", type=int, help="--rows base: training speeches that hold each canary, "
+                                                      "--canary-repeats copies in each (1)")
     p.add_argument("--vocab", choices=("target", "base"), default="target",
                    help="--rows base: the vocabulary, built on the training speeches (target, as the base tables "
                         "were measured: outside the DP guarantee) or the base's public one (base, train's default "

@@ -36,6 +36,16 @@ def test_one_run_bound_is_zero_for_chance_and_grows_with_perfect_separation():
     assert perfect["epsilon_lower_bound"] == pytest.approx(math.log(p / (1 - p)), rel=1e-6)
     same = au.one_run_epsilon(_rows([float(i % 5) for i in range(20)], [float(i % 5) for i in range(20)]))
     assert same["epsilon_lower_bound"] == 0.0  # the same exposures in and out: nothing to bound
+    # each canary in 4 clients: the same separation bounds groups of 4, a user's epsilon a quarter of it
+    shared = _rows([10.0 + i for i in range(20)], [float(i) / 10 for i in range(20)])
+    for r in shared[:20]:
+        r["clients"] = [r["client"], "x", "y", "z"]
+    grouped = au.one_run_epsilon(shared)
+    assert grouped["clients_per_canary"] == 4
+    assert grouped["group_epsilon_lower_bound"] == pytest.approx(perfect["epsilon_lower_bound"])
+    assert grouped["epsilon_lower_bound"] == pytest.approx(perfect["epsilon_lower_bound"] / 4)
+    lines = au.verdict(au.power(shared), grouped, noisy=True)
+    assert "bounds groups of 4" in lines[-2] and "group privacy only (4 x eps)" in lines[-1]
 
 
 def test_the_verdict_says_power_before_dp(tmp_path):

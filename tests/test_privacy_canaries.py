@@ -111,9 +111,9 @@ def test_plant_inserts_exact_counts_into_listed_clients_and_keeps_originals_in_o
         assert [r for r in records if r not in texts] == original[cid]
     for c, row, n in zip(cans, record["canaries"], [5, 1, 2]):
         assert row["text"] == c.text and row["secret"] == list(c.secret) and row["repeats"] == n
-        assert row["client"] in ("a", "c")
+        assert row["client"] in ("a", "c") and row["clients"] == [row["client"]]
         assert sum(r == c.text for recs in planted.clients.values() for r in recs) == n
-        assert [planted.clients[row["client"]][p] for p in row["positions"]] == [c.text] * n
+        assert [planted.clients[row["client"]][p] for p in row["positions"][0]] == [c.text] * n
     assert planted.num_records == corpus.num_records + 8
     assert record["corpus_fingerprint"] == planted.fingerprint() != corpus.fingerprint()
     assert C.plant_canaries(corpus, cans, [5, 1, 2], ["a", "c"], seed=8)[0].clients != planted.clients
@@ -122,7 +122,7 @@ def test_plant_inserts_exact_counts_into_listed_clients_and_keeps_originals_in_o
 def test_plant_spreads_copies_among_the_clients_records():
     corpus = Corpus("one", {"u": [f"record {i}" for i in range(100)]})
     planted, record = C.plant_canaries(corpus, C.make_canaries(1, seed=0), 20, ["u"], seed=0)
-    positions = record["canaries"][0]["positions"]
+    positions = record["canaries"][0]["positions"][0]
     assert len(set(positions)) == 20 and min(positions) < 40 and max(positions) > 80  # not bunched at one end
     assert [r for r in planted.clients["u"] if r.startswith("record")] == corpus.clients["u"]
 
@@ -131,6 +131,29 @@ def test_plant_gives_each_canary_its_own_client_while_there_are_enough():
     corpus = Corpus("many", {f"u{i}": [f"text {i}"] for i in range(10)})
     _, record = C.plant_canaries(corpus, C.make_canaries(6, seed=0), 2, corpus.client_ids, seed=0)
     assert len({row["client"] for row in record["canaries"]}) == 6
+
+
+def test_plant_puts_a_shared_canary_in_several_distinct_clients_with_its_copies_in_each():
+    corpus = Corpus("many", {f"u{i}": [f"text {i}", f"more {i}"] for i in range(10)})
+    cans = C.make_canaries(3, seed=2)
+    planted, record = C.plant_canaries(corpus, cans, [4, 1, 2], corpus.client_ids, seed=3, clients_per_canary=3)
+    one, _ = C.plant_canaries(corpus, cans, [4, 1, 2], corpus.client_ids, seed=3)
+    assert one.clients != planted.clients
+    held = set()
+    for c, row, n in zip(cans, record["canaries"], [4, 1, 2]):
+        assert len(set(row["clients"])) == 3 and row["client"] == row["clients"][0]
+        for cid, where in zip(row["clients"], row["positions"]):
+            assert [planted.clients[cid][p] for p in where] == [c.text] * n
+            assert sum(r == c.text for r in planted.clients[cid]) == n
+        assert sum(r == c.text for recs in planted.clients.values() for r in recs) == 3 * n
+        held |= set(row["clients"])
+    assert len(held) == 9  # nine of ten clients: distinct across canaries while there are enough
+    for cid, records in planted.clients.items():
+        assert [r for r in records if r.startswith(("text", "more"))] == corpus.clients[cid]
+    with pytest.raises(ConfigError, match="11 clients per canary, but only 10 clients"):
+        C.plant_canaries(corpus, cans, 1, corpus.client_ids, seed=0, clients_per_canary=11)
+    with pytest.raises(ConfigError, match="clients per canary must be an integer >= 1, got 0"):
+        C.plant_canaries(corpus, cans, 1, corpus.client_ids, seed=0, clients_per_canary=0)
 
 
 @pytest.mark.parametrize("case, match", [
@@ -249,6 +272,7 @@ def test_audit_ranks_match_brute_force_and_find_a_boosted_canary():
     assert [r["text"] for r in rows] == [c.text for c in cans]
     assert [r["repeats"] for r in rows] == [3, 1, 0, 0, 0, 0]
     assert [r["client"] for r in rows[:2]] == [row["client"] for row in record["canaries"]]
+    assert [r["clients"] for r in rows] == [[row["client"]] for row in record["canaries"]] + [[]] * 4
     for r in rows:
         score = every[FMT.index(r["secret"])]
         assert r["log_perplexity"] == pytest.approx(score)

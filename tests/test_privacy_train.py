@@ -147,7 +147,8 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     out = str(tmp_path / "audit")
     assert main(["audit", "canaries", "--out", out, *TINY, "--vocab-size", "2000", "--rounds", "2",
                  "--eval-every", "2", "--clients-per-round", "20", "--canaries", "3", "--controls", "2",
-                 "--canary-repeats", "2,5", "--dp", "fedavg", "--dp-noise-multiplier", "1", "--dp-clip", "1"]) == 0
+                 "--canary-repeats", "2,5", "--canary-clients", "2", "--dp", "fedavg", "--dp-noise-multiplier", "1",
+                 "--dp-clip", "1"]) == 0
     text = capsys.readouterr().out
     assert "exposure of 5 canaries" in text and "eps " in text
     with open(os.path.join(out, "canaries.json"), encoding="utf-8") as f:
@@ -157,10 +158,11 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     rows = report["rows"]
     assert [r["repeats"] for r in rows] == [2, 5, 2, 0, 0]
     assert all(0 <= r["exposure"] <= r["max_exposure"] for r in rows)
-    # Participation is what the run's own Poisson draws gave each canary's client.
+    # Participation is what the run's own Poisson draws gave each canary's two clients.
     run = load_run(out)
     for r in rows[:3]:
-        assert r["participations"] == len(run.info["participation"][r["client"]])
+        assert len(set(r["clients"])) == 2
+        assert r["participations"] == sum(len(run.info["participation"][c]) for c in r["clients"])
     assert report["differential_privacy"]["epsilon"] == run.info["differential_privacy"]["epsilon"]
     # The planted corpus is the one trained on; re-auditing gives the same ranks.
     assert main(["audit", "canaries", "--run", out, "--json"]) == 0
@@ -168,11 +170,13 @@ def test_audit_canaries_trains_audits_and_reaudits(tmp_path, capsys):
     assert [r["rank"] for r in again["rows"]] == [r["rank"] for r in rows]
     # --resume continues the audit: the same canaries in the same clients, the rounds tracked so far kept.
     assert run.info["audit"] == {"canaries": 3, "controls": 2, "repeats": [2, 5], "seed": 0,
-                                 "validation_fraction": 0.0, "slots": 4,
+                                 "validation_fraction": 0.0, "slots": 4, "clients_per_canary": 2,
                                  "alphabet": ["air", "body", "city", "dust", "money", "paper", "people", "power",
                                               "time", "world"]}
     assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3", "--canaries", "4"]) == 2
     assert "--canaries 4" in capsys.readouterr().err
+    assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3", "--canary-clients", "3"]) == 2
+    assert "--canary-clients 3: the run in" in capsys.readouterr().err
     assert main(["audit", "canaries", "--out", out, "--resume", "--rounds", "3"]) == 0
     assert "exposure of 5 canaries" in capsys.readouterr().out
     resumed = load_run(out)

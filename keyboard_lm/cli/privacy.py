@@ -161,10 +161,11 @@ def _canary_repeats(text: str) -> list[int]:
 
 #: ``audit canaries``'s canary flags and their defaults (a resumed audit refuses a value other than the run's).
 CANARY_DEFAULTS = {"canaries": 6, "controls": 4, "canary_repeats": "1,4,16", "canary_seed": 0,
-                   "canary_words": ",".join(DEFAULT_ALPHABET), "canary_slots": DEFAULT_SLOTS}
+                   "canary_words": ",".join(DEFAULT_ALPHABET), "canary_slots": DEFAULT_SLOTS, "canary_clients": 1}
 #: run.json's ``audit`` key of each canary flag.
 CANARY_SETTINGS = {"canaries": "canaries", "controls": "controls", "canary_seed": "seed",
-                   "canary_repeats": "repeats", "canary_words": "alphabet", "canary_slots": "slots"}
+                   "canary_repeats": "repeats", "canary_words": "alphabet", "canary_slots": "slots",
+                   "canary_clients": "clients_per_canary"}
 
 
 def _canary_words(text: str) -> list[str]:
@@ -179,7 +180,7 @@ def _audit_settings(args) -> dict:
     cn.CanaryFormat(alphabet=tuple(words), slots=args.canary_slots)  # a bad format fails before any data is read
     return {"canaries": args.canaries, "controls": args.controls, "repeats": _canary_repeats(args.canary_repeats),
             "seed": args.canary_seed, "validation_fraction": federated_validation(args)["validation_fraction"],
-            "alphabet": words, "slots": args.canary_slots}
+            "alphabet": words, "slots": args.canary_slots, "clients_per_canary": args.canary_clients}
 
 
 def _flag_value(dest: str, value):
@@ -209,8 +210,8 @@ def _resume_audit(args):
     if not settings:
         raise ConfigError(f"{args.out}: run.json records no canary settings; --resume continues a run made by "
                           "`audit canaries` (runs made before it recorded them start again with --overwrite)")
-    # runs recorded before the format flags planted the default format
-    settings = {"alphabet": list(DEFAULT_ALPHABET), "slots": DEFAULT_SLOTS, **settings}
+    # runs recorded before the format flags planted the default format, each canary in one client
+    settings = {"alphabet": list(DEFAULT_ALPHABET), "slots": DEFAULT_SLOTS, "clients_per_canary": 1, **settings}
     for dest, key in CANARY_SETTINGS.items():
         value, saved = _flag_value(dest, getattr(args, dest)), _flag_value(dest, settings[key])
         if getattr(args, dest) != CANARY_DEFAULTS[dest] and value != saved:
@@ -269,7 +270,7 @@ def cmd_audit_canaries(args) -> int:
         eps = "no DP" if not dp else f"eps {dp['epsilon'] if isinstance(dp['epsilon'], str) else round(dp['epsilon'], 3)}"
         print(f"exposure of {len(rows)} canaries in {run_dir} ({eps}); max = log2|R|; controls were never planted")
         print(cn.format_audit(rows))
-        print("rounds each canary's client trained in: " +
+        print("rounds its clients trained in, per canary (copies x trainings): " +
               ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
         print(f"the audit's statistic: {report['statistic'].replace('_', ' ')} (calibration "
               f"{report['calibration']})")
@@ -388,6 +389,9 @@ def register(sub) -> None:
     ac.add_argument("--canary-slots", type=positive_int, default=d["canary_slots"],
                     help="secret words per canary: |R| = words ** slots, ranked exactly up to 100,000, "
                          "extrapolated beyond (%(default)s)")
+    ac.add_argument("--canary-clients", type=positive_int, default=d["canary_clients"],
+                    help="training clients that hold each canary, --canary-repeats copies in each: a secret many "
+                         "users share, which a user-level DP guarantee covers only as a group (%(default)s)")
     ac.add_argument("--run", metavar="RUN_DIR", help="re-audit a run made by `audit canaries` instead of training")
     ac.add_argument("--control", metavar="RUN_DIR", help="the noiseless audit run of the same setting: its "
                     "canaries must stand out from its controls (the audit's power) before this run's say anything "

@@ -25,12 +25,13 @@ def check_counts(canaries: int, controls: int) -> None:
 
 
 def plant(corpus, split, *, canaries: int, controls: int, repeats=(1,), seed: int = 0,
-          validation_fraction: float = 0.0, alphabet=None, slots: int | None = None):
+          validation_fraction: float = 0.0, alphabet=None, slots: int | None = None, clients_per_canary: int = 1):
     """(corpus with ``canaries`` planted, their placements, ``controls`` never planted).
 
     Canaries go to training clients that train (not to the validation clients ``validation_fraction``
-    sets aside); the i-th canary is planted ``repeats[i % len(repeats)]`` times. ``alphabet`` and ``slots``
-    make the format ("my number is" + ``slots`` words of ``alphabet``; the default format's when None).
+    sets aside), each to ``clients_per_canary`` of them; the i-th canary is planted ``repeats[i % len(repeats)]``
+    times in each of its clients. ``alphabet`` and ``slots`` make the format ("my number is" + ``slots`` words
+    of ``alphabet``; the default format's when None).
     """
     from keyboard_lm.data.split import split_clients, validation_clients
     from keyboard_lm.privacy import canaries as cn
@@ -43,13 +44,14 @@ def plant(corpus, split, *, canaries: int, controls: int, repeats=(1,), seed: in
                             slots=slots or cn.DEFAULT_SLOTS)
     planted, never = made[:canaries], made[canaries:]
     per_canary = [repeats[i % len(repeats)] for i in range(len(planted))]
-    corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=seed)
+    corpus, placements = cn.plant_canaries(corpus, planted, per_canary, train_ids, seed=seed,
+                                           clients_per_canary=clients_per_canary)
     return corpus, placements, never
 
 
 def tracked_clients(placements: dict) -> list[str]:
     """The clients holding canaries, whose rounds of participation the training run should record."""
-    return [p["client"] for p in placements["canaries"]]
+    return sorted({c for p in placements["canaries"] for c in (p.get("clients") or [p["client"]])})
 
 
 def save_canaries(run_dir: str, placements: dict, controls) -> None:
@@ -94,8 +96,9 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
     record = run.record
     rounds_of = record.participation
     for row in rows:
-        # Rounds in which the canary's client trained: a canary never sampled cannot be memorized.
-        row["participations"] = len(rounds_of.get(row["client"], [])) if row["client"] is not None else 0
+        # Trainings of a client holding the canary (rounds, summed over its clients): a canary never sampled
+        # cannot be memorized.
+        row["participations"] = sum(len(rounds_of.get(c, [])) for c in row["clients"])
     statistic = STATISTICS[1] if start is not None else STATISTICS[0]
     by = {key: {"power": power(rows, key=key), "one_run": one_run_epsilon(rows, key=key)}
           for key in STATISTICS[:2 if start is not None else 1]}
@@ -143,6 +146,10 @@ def one_run_epsilon(rows: list[dict], beta: float = ALPHA, key: str = "exposure"
     P[Binomial(r, e^eps / (1 + e^eps)) >= v] <= ``beta`` is ruled out. Returned: the largest such eps (0
     when none), at confidence 1 - beta (delta's share of the bound is ignored: below 1e-3 here for
     delta <= 1e-5 and at most 100 candidates).
+
+    A canary held by k clients is the data of k users: the test bounds the epsilon of groups of k (by group
+    privacy at most k times a user's), so the user-level bound is the group's divided by k
+    (``group_epsilon_lower_bound`` and ``clients_per_canary`` say so).
     """
     import math
 
@@ -164,6 +171,7 @@ def one_run_epsilon(rows: list[dict], beta: float = ALPHA, key: str = "exposure"
     def tail(eps):  # P[Binomial(n, p(eps)) >= correct]
         return float(binom.sf(correct - 1, n, 1.0 / (1.0 + math.exp(-eps))))
 
+    group = max((len(r.get("clients") or [r["client"]]) for r in rows if r["client"] is not None), default=1)
     if tail(0.0) > beta:
         bound = 0.0
     else:
@@ -174,7 +182,8 @@ def one_run_epsilon(rows: list[dict], beta: float = ALPHA, key: str = "exposure"
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if tail(mid) <= beta else (lo, mid)
         bound = lo
-    return {"guesses": n, "correct": correct, "epsilon_lower_bound": bound, "beta": beta}
+    return {"guesses": n, "correct": correct, "epsilon_lower_bound": bound / group, "beta": beta,
+            "clients_per_canary": group, "group_epsilon_lower_bound": bound}
 
 
 def control_power(run_dir: str, statistic: str = "exposure") -> dict:
@@ -212,8 +221,8 @@ def verdict(own: dict, one_run: dict, *, noisy: bool, control: dict | None = Non
         lines.append(f"power (this run has no noise, it is the positive control): memorization {describe(own)}")
         if own.get("detected") is False:
             lines.append("  the audit has no power in this setting: a DP run audited like this one would look the "
-                         "same with or without noise (more repeats, more rounds, or canaries in clients that train "
-                         "more often)")
+                         "same with or without noise (more repeats, more rounds, canaries in clients that train "
+                         "more often, or each canary in more clients: --canary-clients)")
     elif control is None:
         lines.append("power: unknown; give --control RUN_DIR, the same setting audited without noise: a DP run whose "
                      "canaries sit at the controls' level says nothing until the control shows they would not")
@@ -224,7 +233,13 @@ def verdict(own: dict, one_run: dict, *, noisy: bool, control: dict | None = Non
         else:
             lines.append("  the control detects nothing: this audit cannot tell DP from no DP, and its canaries say "
                          "nothing about the noise")
+    group = one_run.get("clients_per_canary", 1)
     lines.append(f"one-run lower bound on eps (Steinke, Nasr and Jagielski 2023): {one_run['epsilon_lower_bound']:.3g} "
                  f"({one_run['correct']} of {one_run['guesses']} membership guesses right, confidence "
-                 f"{1 - one_run['beta']:.0%})")
+                 f"{1 - one_run['beta']:.0%}"
+                 + (f"; each canary is in {group} clients, so the test bounds groups of {group}: "
+                    f"{one_run['group_epsilon_lower_bound']:.3g}, divided by {group}" if group > 1 else "") + ")")
+    if noisy and group > 1:
+        lines.append(f"  a canary shared by {group} users is guarded by group privacy only ({group} x eps): DP "
+                     "does not promise it stays at the controls' level")
     return lines

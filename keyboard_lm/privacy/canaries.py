@@ -8,7 +8,9 @@ after training, among every secret it could have been.  Ramaswamy et al.
 - A ``CanaryFormat`` is a fixed prefix and S secret slots, each one token of
   an alphabet A; the randomness space R = A^S has |R| = len(A)**S members.
   ``make_canaries`` draws distinct secrets, ``plant_canaries`` inserts each
-  ``repeats[i]`` times, as separate records, into one training client.
+  ``repeats[i]`` times, as separate records, into one training client, or
+  into each of several (a secret many users share, as Ramaswamy et al. 2020
+  plant canaries in varying numbers of Gboard users).
 - The log-perplexity of a canary, in bits, is -sum log2 p(slot | BOS, prefix,
   earlier slots) over the S secret slots (``canary_log_perplexity``).
   Carlini et al. score the whole sequence; the prefix term is the same for
@@ -212,25 +214,34 @@ def make_canaries(n: int, seed: int, prefix=DEFAULT_PREFIX, alphabet=DEFAULT_ALP
 
 
 def plant_canaries(corpus: Corpus, canaries: Sequence[Canary], repeats, clients: Sequence[str],
-                   seed: int) -> tuple[Corpus, dict]:
-    """A new corpus with canary i inserted ``repeats[i]`` times into one of ``clients``.
+                   seed: int, clients_per_canary: int = 1) -> tuple[Corpus, dict]:
+    """A new corpus with canary i inserted ``repeats[i]`` times into each of ``clients_per_canary`` of
+    ``clients``.
 
-    Each canary goes to one client (distinct clients while there are enough,
-    a seeded permutation of ``clients``), its copies as separate records at
-    seeded random positions among that client's records; every original
-    record stays, in its order.  Pass training clients only: a canary in a
-    held-out client is never trained on.
+    The clients are a seeded permutation of ``clients`` taken in turn: a
+    canary's clients are distinct, and distinct from other canaries' while
+    there are enough.  Its copies go in as separate records at seeded random
+    positions among each of its clients' records; every original record
+    stays, in its order.  Pass training clients only: a canary in a held-out
+    client is never trained on.
+
+    A user-level DP guarantee covers one client: a canary in k clients is
+    guarded only by group privacy (k times the epsilon), so what a canary
+    shared by many users shows is learning that DP allows, not a leak.
 
     Args:
       corpus: the corpus to plant into (left unchanged).
       canaries: distinct canaries of one format (``make_canaries``).
-      repeats: copies of each canary (>= 1), one int for all or one per canary.
+      repeats: copies of each canary in each of its clients (>= 1), one int
+        for all or one per canary.
       clients: ids of the clients that may receive a canary.
       seed: the placement depends only on this and the arguments.
+      clients_per_canary: how many clients hold each canary (>= 1).
     Returns:
       (the new corpus, the placement record): a JSON-serializable dict with
       the format, the seed, the planted corpus's fingerprint and one row per
-      canary (text, secret, repeats, client, positions in its records).
+      canary (text, secret, repeats per client, clients, positions in each
+      client's records, and client: the first of them).
     """
     canaries = list(canaries)
     if not canaries:
@@ -253,16 +264,21 @@ def plant_canaries(corpus: Corpus, canaries: Sequence[Canary], repeats, clients:
     ids = sorted(set(clients))
     if not ids:
         raise ConfigError("no clients to plant canaries into (the client list is empty)")
+    k = clients_per_canary
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ConfigError(f"clients per canary must be an integer >= 1, got {k!r}")
+    if k > len(ids):
+        raise ConfigError(f"{k} clients per canary, but only {len(ids)} clients to plant into")
     unknown = [c for c in ids if c not in corpus.clients]
     if unknown:
         raise ConfigError(f"client {unknown[0]!r} is not in {corpus.name}")
     rng = _rng(seed, _PLANT)
     order = rng.permutation(len(ids))
-    owner = [ids[order[i % len(ids)]] for i in range(len(canaries))]
+    owners = [[ids[order[(i * k + j) % len(ids)]] for j in range(k)] for i in range(len(canaries))]
     new = {cid: list(records) for cid, records in corpus.clients.items()}
-    positions: list[list[int]] = [[] for _ in canaries]
-    for cid in sorted(set(owner)):
-        copies = [i for i, o in enumerate(owner) if o == cid for _ in range(int(reps[i]))]
+    positions: list[dict[str, list[int]]] = [{cid: [] for cid in o} for o in owners]
+    for cid in sorted({c for o in owners for c in o}):
+        copies = [i for i, o in enumerate(owners) if cid in o for _ in range(int(reps[i]))]
         copies = [copies[j] for j in rng.permutation(len(copies))]
         total = len(new[cid]) + len(copies)
         at = set(rng.choice(total, len(copies), replace=False).tolist())
@@ -270,14 +286,15 @@ def plant_canaries(corpus: Corpus, canaries: Sequence[Canary], repeats, clients:
         for p in range(total):
             if p in at:
                 i = next(inserted)
-                positions[i].append(p)
+                positions[i][cid].append(p)
                 records.append(texts[i])
             else:
                 records.append(next(originals))
         new[cid] = records
     planted = Corpus(f"{corpus.name}, {len(canaries)} canaries planted (seed {seed})", new, corpus.skipped)
-    rows = [{"text": t, "secret": list(c.secret), "repeats": int(r), "client": o, "positions": p}
-            for t, c, r, o, p in zip(texts, canaries, reps, owner, positions)]
+    rows = [{"text": t, "secret": list(c.secret), "repeats": int(r), "client": o[0], "clients": o,
+             "positions": [p[cid] for cid in o]}
+            for t, c, r, o, p in zip(texts, canaries, reps, owners, positions)]
     return planted, {"format": fmt.to_dict(), "seed": int(seed), "corpus": corpus.name,
                      "corpus_fingerprint": planted.fingerprint(), "canaries": rows}
 
@@ -413,10 +430,13 @@ def extrapolated_exposure(canary_score: float, sample_scores, space_size: int) -
     return _tail_exposure(canary_score, _fit_skewnorm(sample_scores), space_size)
 
 
-def _read_placements(placements: dict) -> tuple[CanaryFormat, list[tuple[Canary, int, str]]]:
+def _read_placements(placements: dict) -> tuple[CanaryFormat, list[tuple[Canary, int, list[str]]]]:
+    """(format, [(canary, repeats, its clients)]); placements made before canaries could share clients name
+    one client."""
     try:
         fmt = CanaryFormat.from_dict(placements["format"])
-        rows = [(Canary(fmt, fmt.parse(r["text"])), int(r["repeats"]), r["client"]) for r in placements["canaries"]]
+        rows = [(Canary(fmt, fmt.parse(r["text"])), int(r["repeats"]), list(r.get("clients") or [r["client"]]))
+                for r in placements["canaries"]]
     except ConfigError:
         raise
     except (KeyError, TypeError, ValueError) as e:
@@ -447,7 +467,8 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
         Carlini et al. 2022).  A candidate the base already found likely no
         longer ranks high for that alone.
     Returns:
-      One row per canary: text, secret, repeats, client, log_perplexity
+      One row per canary: text, secret, repeats, clients (none for a
+      control), client (the first, or None), log_perplexity
       (bits, secret slots), rank and ties (exact only, else None), exposure,
       max_exposure (log2|R|) and method (``exact`` or ``extrapolated``); with
       a reference also reference_log_perplexity and calibrated_exposure.
@@ -461,7 +482,7 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
             raise ConfigError(f"control canary {c.text!r} is not of the planted canaries' format")
         if c.secret in planted:
             raise ConfigError(f"control canary {c.text!r} was planted; controls must be secrets never planted")
-    rows += [(c, 0, None) for c in controls]
+    rows += [(c, 0, []) for c in controls]
     k = len(fmt.alphabet)
     digits = np.array([[fmt.alphabet.index(t) for t in c.secret] for c, _, _ in rows], np.int64)  # [canaries, S]
     place = k ** np.arange(fmt.slots - 1, -1, -1)
@@ -476,12 +497,12 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
         scores = scored(predict, all_digits)
         calibrated = None if reference is None else scores - scored(reference, all_digits)
         ordered = np.sort(scores)
-        for (c, repeats, client), d in zip(rows, digits):
+        for (c, repeats, owners), d in zip(rows, digits):
             i = int(d @ place)
             s = scores[i]
             below = int(np.searchsorted(ordered, s, side="left"))
             ties = int(np.searchsorted(ordered, s, side="right")) - below - 1
-            row = _row(c, repeats, client, s, below + 1, ties, exact_exposure(s, scores), fmt, "exact")
+            row = _row(c, repeats, owners, s, below + 1, ties, exact_exposure(s, scores), fmt, "exact")
             if calibrated is not None:
                 row.update(reference_log_perplexity=float(s - calibrated[i]),
                            calibrated_exposure=exact_exposure(calibrated[i], calibrated))
@@ -496,8 +517,8 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
         if reference is not None:
             ref = scored(reference, digits)
             fit_calibrated = _fit_skewnorm(sample_scores - scored(reference, sample))
-        for j, ((c, repeats, client), s) in enumerate(zip(rows, scores)):
-            row = _row(c, repeats, client, s, None, None, _tail_exposure(s, fit, fmt.space_size), fmt,
+        for j, ((c, repeats, owners), s) in enumerate(zip(rows, scores)):
+            row = _row(c, repeats, owners, s, None, None, _tail_exposure(s, fit, fmt.space_size), fmt,
                        "extrapolated")
             if reference is not None:
                 row.update(reference_log_perplexity=float(ref[j]),
@@ -506,8 +527,9 @@ def audit(predict, vocab: Vocabulary, placements: dict, *, controls: Sequence[Ca
     return out
 
 
-def _row(c: Canary, repeats, client, score, rank, ties, exposure, fmt: CanaryFormat, method: str) -> dict:
-    return {"text": c.text, "secret": list(c.secret), "repeats": repeats, "client": client,
+def _row(c: Canary, repeats, owners, score, rank, ties, exposure, fmt: CanaryFormat, method: str) -> dict:
+    return {"text": c.text, "secret": list(c.secret), "repeats": repeats, "client": owners[0] if owners else None,
+            "clients": list(owners),
             "log_perplexity": float(score), "rank": rank, "ties": ties, "exposure": float(exposure),
             "max_exposure": fmt.max_exposure, "method": method}
 
@@ -554,13 +576,15 @@ def format_audit(rows: list[dict]) -> str:
     lines = []
     for r in rows:
         rank = "-" if r["rank"] is None else f"{r['rank']:,}" + (f" ({r['ties']} tied)" if r["ties"] else "")
-        lines.append([r["text"], str(r["repeats"]), "-" if r["client"] is None else str(r["client"]),
+        others = len(r.get("clients") or []) - 1
+        lines.append([r["text"], str(r["repeats"]), "-" if r["client"] is None
+                      else str(r["client"]) + (f" +{others}" if others > 0 else ""),
                       f"{r['log_perplexity']:.2f}", rank, f"{r['exposure']:.2f}",
                       *([f"{r['calibrated_exposure']:.2f}"] if calibrated else []), f"{r['max_exposure']:.2f}",
                       r["method"]])
     widths = [max(len(h), *(len(c[i]) for c in lines)) for i, h in enumerate(head)]
     out = ["exposure in bits: log2|R| - log2(rank), or -log2 CDF when extrapolated; log-ppl in bits over the "
-           "secret slots; repeats 0: never planted"
+           "secret slots; repeats 0: never planted; repeats are per client, +n: in n clients more"
            + ("; calibrated: the same rank of log-ppl minus the run's start's" if calibrated else ""),
            "  ".join(h.ljust(w) if i < 3 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths)))]
     out += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
