@@ -77,7 +77,7 @@ def from_run(out: str) -> dict | None:
     if at is None and not _completed(info):
         return None
     federated = info.get("federated") or {}
-    return {"finished": at is None, "diverged": at is not None, "diverged_at": at, "best": info.get("best") or {},
+    return {"finished": at is None, "diverged_at": at, "best": info.get("best") or {},
             "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": _curve(out)}
 
 
