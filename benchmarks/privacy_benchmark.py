@@ -89,11 +89,11 @@ def command(data: str, out: str, name: str, model: str, extra: list[str], rounds
 
 def _audit_counts(extra: list[str], args) -> list[str]:
     """A base row's flags with the canaries of --canaries, --canary-repeats, --controls, --canary-words,
-    --canary-slots and --canary-clients (the audit's regime; BASE's 20, 16 and 20, the default format and one
-    client per canary when not given)."""
+    --canary-slots, --canary-clients and --canary-seed (the audit's regime and draw; BASE's 20, 16 and 20, the
+    default format, one client per canary and audit canaries' seed 0 when not given)."""
     out = list(extra)
     for flag in ("--canaries", "--canary-repeats", "--controls", "--canary-words", "--canary-slots",
-                 "--canary-clients"):
+                 "--canary-clients", "--canary-seed"):
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is None:
             continue
@@ -193,6 +193,7 @@ def collect(args) -> None:
             "mean_exposure_trained": _mean(r["exposure"] for r in trained),
             "canaries_trained": len(trained), "canaries_planted": len(planted),
             "clients_per_canary": (run.get("audit") or {}).get("clients_per_canary", 1),
+            "canary_seed": (run.get("audit") or {}).get("seed", 0),
             "mean_exposure_controls": _mean(r["exposure"] for r in controls),
             "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
             "controls": len(controls),
@@ -231,11 +232,12 @@ def collect(args) -> None:
                      f"{fmt(r.get('power_p'), '.3g')} | {fmt(r.get('one_run_epsilon'), '.2f')} |")
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     done = [r for r in rows if "diverged" not in r]
-    head = (f"Measured {datetime.date.today()} on {machine}; {args.note}.\n"
+    head = ((f"Measured {datetime.date.today()} on {machine}; {args.note}.\n"
             f"delta = {done[0]['delta']:.3g}, population {done[0]['population']:,} speeches, "
             f"{done[0]['clients_per_round']} per round, {done[0]['rounds']} rounds, log2|R| = "
             f"{fmt(done[0]['log2_R'], '.2f')} bits, each canary in {done[0]['clients_per_canary']} "
-            f"client{'s' if done[0]['clients_per_canary'] > 1 else ''}.\n\n") if done else "no finished rows\n"
+            f"client{'s' if done[0]['clients_per_canary'] > 1 else ''}, canary seed {done[0]['canary_seed']}.\n\n")
+            if done else "no finished rows\n")
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, f"{args.name}.md"), "w", encoding="utf-8") as f:
         f.write(head + "\n".join(lines) + "\n")
@@ -267,6 +269,8 @@ def main() -> None:
     p.add_argument("--canary-slots", type=int, help="--rows base: secret words per canary (4)")
     p.add_argument("--canary-clients", type=int, help="--rows base: training speeches that hold each canary, "
                                                       "--canary-repeats copies in each (1)")
+    p.add_argument("--canary-seed", type=int, help="--rows base: the canaries' draw and placement (0): another "
+                                                   "seed repeats the audit on other canaries in other speeches")
     p.add_argument("--vocab", choices=("target", "base"), default="target",
                    help="--rows base: the vocabulary, built on the training speeches (target, as the base tables "
                         "were measured: outside the DP guarantee) or the base's public one (base, train's default "

@@ -11,7 +11,8 @@ def _args(tmp_path, **changes):
     return SimpleNamespace(**{"out": str(tmp_path), "resume": False, "rows": "base", "data": "input.txt",
                               "rounds": 320, "clients_per_round": 20, "vocab": "target", "canaries": None,
                               "canary_repeats": None, "controls": None, "canary_words": None,
-                              "canary_slots": None, "canary_clients": None, **changes})
+                              "canary_slots": None, "canary_clients": None, "canary_seed": None,
+                              **changes})
 
 
 def _flag(cmd, flag):
@@ -33,8 +34,8 @@ def test_a_base_row_takes_the_regime_and_the_vocabulary_given(tmp_path):
     cmd = pb.row_command(_args(tmp_path, canary_words="a,b,c", canary_slots=3), name, model, extra)
     assert (_flag(cmd, "--canary-words"), _flag(cmd, "--canary-slots")) == ("a,b,c", "3")
     assert "--canary-words" not in extra and "--canary-clients" not in cmd  # one client per canary by default
-    cmd = pb.row_command(_args(tmp_path, canary_clients=8), name, model, extra)
-    assert _flag(cmd, "--canary-clients") == "8"
+    cmd = pb.row_command(_args(tmp_path, canary_clients=8, canary_seed=2), name, model, extra)
+    assert (_flag(cmd, "--canary-clients"), _flag(cmd, "--canary-seed")) == ("8", "2")
 
 
 def test_resume_skips_finished_rows_and_continues_interrupted_ones(tmp_path):
