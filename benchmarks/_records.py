@@ -49,7 +49,8 @@ def log_diverged_at(out: str) -> int | None:
     return None
 
 
-def _curve(out: str) -> list[dict]:
+def read_curve(out: str) -> list[dict]:
+    """The evaluated rows of the run's metrics.csv (round, held-out and validation figures)."""
     path = os.path.join(out, "metrics.csv")
     if not os.path.exists(path):
         return []
@@ -78,7 +79,7 @@ def from_run(out: str) -> dict | None:
         return None
     federated = info.get("federated") or {}
     return {"finished": at is None, "diverged_at": at, "best": info.get("best") or {},
-            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": _curve(out)}
+            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": read_curve(out)}
 
 
 def load(out: str) -> dict | None:

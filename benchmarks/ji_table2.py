@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _report  # noqa: E402
-from benchmarks.ro_table2 import _diverged, _train, curve, is_result  # noqa: E402
+from benchmarks.ro_table2 import _diverged, _train, curve, is_result, settled  # noqa: E402
 from benchmarks.warm_start_sweep import SHAKESPEARE  # noqa: E402
 
 CORPUS = ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "iid", "--num-clients", "100"]
@@ -131,7 +131,7 @@ def main():
             for seed in SEEDS:
                 for algorithm in ALGORITHMS:
                     out = run_dir(args.work, algorithm, fraction, seed)
-                    if is_result(out) or _diverged(out):
+                    if settled(out):
                         continue
                     resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(
                         os.path.join(out, "run.json"))

@@ -179,6 +179,7 @@ def collect(args) -> None:
         trained = [r for r in planted if r.get("participations")]
         controls = [r for r in audit["rows"] if r["repeats"] == 0]
         stat = audit.get("statistic", "exposure")
+        settings = run.get("audit") or {}  # the canary flags the run was audited with
         rows.append({
             "row": name, "model": model, "mechanism": dp["mechanism"] if dp["noise_multiplier"] else "none (z=0)",
             "server": ("heavy-ball 0.9" if dp["mechanism"] in ("ftrl", "blt") else run["federated"]["server_optimizer"]),
@@ -192,8 +193,7 @@ def collect(args) -> None:
             "max_exposure_trained": max((r["exposure"] for r in trained), default=None),
             "mean_exposure_trained": _mean(r["exposure"] for r in trained),
             "canaries_trained": len(trained), "canaries_planted": len(planted),
-            "clients_per_canary": (run.get("audit") or {}).get("clients_per_canary", 1),
-            "canary_seed": (run.get("audit") or {}).get("seed", 0),
+            "clients_per_canary": settings.get("clients_per_canary", 1), "canary_seed": settings.get("seed", 0),
             "mean_exposure_controls": _mean(r["exposure"] for r in controls),
             "max_exposure_controls": max((r["exposure"] for r in controls), default=None),
             "controls": len(controls),

@@ -85,9 +85,14 @@ def _train(args: list[str], out: str) -> None:
     _records.load(out)  # its record, now it is a result
 
 
+def settled(out: str) -> bool:
+    """Whether there is nothing left to train: the run is a result, or it diverged before it kept a round."""
+    return is_result(out) or _records.log_diverged_at(out) is not None
+
+
 def ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out) -> None:
-    """Train the run unless it is a result or diverged; a stopped run resumes."""
-    if is_result(out) or _diverged(out):
+    """Train the run unless it is settled; a stopped run resumes."""
+    if settled(out):
         return
     resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(os.path.join(out, "run.json"))
     _train(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
@@ -121,13 +126,13 @@ def is_result(out: str) -> bool:
 def curve(out: str) -> list[dict]:
     """The evaluated rows of a run's metrics.csv (round, held-out and validation figures)."""
     record = _records.load(out)
-    return record["curve"] if record is not None else _records._curve(out)
+    return record["curve"] if record is not None else _records.read_curve(out)
 
 
 def validation_loss(out: str) -> float:
     """The validation loss at the round the run keeps (inf for a run that diverged or never evaluated)."""
     record = _records.load(out)
-    if _diverged(out) or record is None:
+    if record is None or record["diverged_at"] is not None:
         return math.inf
     loss = record["best"].get("val_loss")
     return float(loss) if loss is not None and math.isfinite(float(loss)) else math.inf

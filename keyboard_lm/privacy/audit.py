@@ -51,7 +51,7 @@ def plant(corpus, split, *, canaries: int, controls: int, repeats=(1,), seed: in
 
 def tracked_clients(placements: dict) -> list[str]:
     """The clients holding canaries, whose rounds of participation the training run should record."""
-    return sorted({c for p in placements["canaries"] for c in (p.get("clients") or [p["client"]])})
+    return sorted({c for p in placements["canaries"] for c in p["clients"]})
 
 
 def save_canaries(run_dir: str, placements: dict, controls) -> None:
