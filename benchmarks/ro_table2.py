@@ -12,8 +12,8 @@ accuracy. Here, on real per-user text (the SpamAssassin senders; Tiny Shakespear
 2. ``--phase seeds``: each model at its pair, seeds 0, 1, 2, for as many rounds as the machine allows. Ro
    select rates on full-length runs; the sweep's runs are short, so a pair it selects can diverge later. A pair
    at which any seed diverges is reported as such (each seed's best model before it diverged, and the round),
-   and the model's next pair by the sweep's validation loss is run in its place: a model's pair is the best
-   one whose seeds all train the full length.
+   its later seeds are not run, and the model's next pair by the sweep's validation loss is run in its place:
+   a model's pair is the best one whose seeds all train the full length.
 
 The report gives Ro's metrics on the held-out users for the model each run keeps (perplexity without
 end-of-sentence targets; recall@1 and in-vocabulary accuracy@1; the perplexity over every target beside them),
@@ -180,7 +180,8 @@ def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
 
 def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, eval_every: int, run=None) -> None:
     """Every seed of ``model`` at its sweep's best pair, then at the next while a seed of the last diverged
-    (``run`` trains one run: `ensure_evaluated` by default)."""
+    (``run`` trains one run: `ensure_evaluated` by default). A pair's seeds stop at the first that diverges:
+    one is enough to rule the pair out, and each seed is most of an hour here."""
     run = run or ensure_evaluated
     if not ranked_pairs(work, corpus, model):
         raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
@@ -191,8 +192,10 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
             return
         for pair in pairs[len(done):]:
             for seed in SEEDS:
-                run(corpus, model, *pair, seed, rounds, cohort, eval_every,
-                    run_dir(work, corpus, "seeds", model, *pair, seed))
+                out = run_dir(work, corpus, "seeds", model, *pair, seed)
+                run(corpus, model, *pair, seed, rounds, cohort, eval_every, out)
+                if _diverged(out):  # the pair is out: its other seeds would not bring it back
+                    break
         done = pairs
 
 
@@ -271,7 +274,7 @@ def collect(args) -> tuple[dict, str]:
                          + " | " + ("; ".join(f"[{lo:.1f}, {hi:.1f}]" for lo, hi in ivs) or "-") + " |")
         if unstable:
             lines += ["", "Pairs at which a seed diverged (each seed's best model before it diverged; a seed that "
-                      "trained the full length is its kept model):", "",
+                      "trained the full length is its kept model; the seeds after the first that diverged are not run):", "",
                       "| model | pair (client, server) | seed | diverged at round | kept round | "
                       + " | ".join(METRICS) + " |", "|---|---|---|---|---|" + "---|" * len(METRICS)]
             for model, other, runs in unstable:
