@@ -13,7 +13,9 @@ accuracy. Here, on real per-user text (the SpamAssassin senders; Tiny Shakespear
    select rates on full-length runs; the sweep's runs are short, so a pair it selects can diverge later. A pair
    at which any seed diverges is reported as such (each seed's best model before it diverged, and the round),
    its later seeds are not run, and the model's next pair by the sweep's validation loss is run in its place:
-   a model's pair is the best one whose seeds all train the full length.
+   a model's pair is the best one whose seeds all train the full length. A model with no such pair is
+   reported at the sweep's pick, every seed there with the best model it kept before it diverged (its
+   perplexity infinite from the divergence on, for the overtaking round), and said so.
 
 The report gives Ro's metrics on the held-out users for the model each run keeps (perplexity without
 end-of-sentence targets; recall@1 and in-vocabulary accuracy@1; the perplexity over every target beside them),
@@ -160,6 +162,27 @@ def pairs_in_order(work: str, corpus: str, model: str) -> list[tuple[float, floa
     return tried
 
 
+def no_stable_pair(work: str, corpus: str, model: str) -> bool:
+    """Whether every pair the sweep trained through had a seed diverge in the seeds phase."""
+    ranked = ranked_pairs(work, corpus, model)
+    return bool(ranked) and all(any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS)
+                                for pair in ranked)
+
+
+def reported_pair(work: str, corpus: str, model: str) -> tuple[float, float] | None:
+    """The pair ``model`` is reported at: the last one tried, or the sweep's pick if no pair is stable."""
+    if no_stable_pair(work, corpus, model):
+        return ranked_pairs(work, corpus, model)[0]
+    tried = pairs_in_order(work, corpus, model)
+    return tried[-1] if tried else None
+
+
+def diverged_curve(rows: list[dict], rounds: list[int]) -> list[dict]:
+    """A diverged run's evaluated rows, continued at infinite perplexity over ``rounds`` past its last."""
+    last = max((int(r["round"]) for r in rows), default=0)
+    return list(rows) + [{"round": float(q), "perplexity": math.inf} for q in rounds if q > last]
+
+
 def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
     """The first evaluated round from which SI-CIFG's held-out perplexity, averaged over seeds, stays below
     CIFG's at every later evaluation; None if it never does."""
@@ -181,7 +204,8 @@ def overtakes(curves: dict[str, list[list[dict]]]) -> int | None:
 def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, eval_every: int, run=None) -> None:
     """Every seed of ``model`` at its sweep's best pair, then at the next while a seed of the last diverged
     (``run`` trains one run: `ensure_evaluated` by default). A pair's seeds stop at the first that diverges:
-    one is enough to rule the pair out, and each seed is most of an hour here."""
+    one is enough to rule the pair out, and each seed is most of an hour here. If every pair is ruled out, the
+    sweep's pick has all its seeds run, to be reported with the models they kept."""
     run = run or ensure_evaluated
     if not ranked_pairs(work, corpus, model):
         raise SystemExit(f"{corpus}: run --phase sweep first (no sweep run of {model} finished)")
@@ -189,7 +213,7 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
     while True:
         pairs = pairs_in_order(work, corpus, model)
         if pairs == done:
-            return
+            break
         for pair in pairs[len(done):]:
             for seed in SEEDS:
                 out = run_dir(work, corpus, "seeds", model, *pair, seed)
@@ -197,6 +221,11 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
                 if _diverged(out):  # the pair is out: its other seeds would not bring it back
                     break
         done = pairs
+    if no_stable_pair(work, corpus, model):  # reported at the sweep's pick: every seed there
+        pick = ranked_pairs(work, corpus, model)[0]
+        for seed in SEEDS:
+            run(corpus, model, *pick, seed, rounds, cohort, eval_every, run_dir(work, corpus, "seeds", model, *pick,
+                                                                                seed))
 
 
 def _kept(out: str) -> int | None:
@@ -240,8 +269,9 @@ def collect(args) -> tuple[dict, str]:
         per_model, curves, unstable = {}, {}, []
         for model in MODELS:
             tried = pairs_in_order(args.work, corpus, model)
-            pair = tried[-1] if tried else None
+            pair, unsettled = reported_pair(args.work, corpus, model), no_stable_pair(args.work, corpus, model)
             data[corpus]["selected"][model] = pair
+            data[corpus].setdefault("no_stable_pair", {})[model] = unsettled
             data[corpus].setdefault("diverged_pairs", {})[model] = []
             for other in tried:
                 runs = {}
@@ -255,12 +285,17 @@ def collect(args) -> tuple[dict, str]:
                     data[corpus]["diverged_pairs"][model].append(
                         {"pair": other, "seeds": {s: {"diverged_at": r["diverged_at"], "kept_round": r["kept_round"],
                                                       "pooled": r["result"]["pooled"]} for s, r in runs.items()}})
-                    continue
+                    if not (unsettled and other == pair):
+                        continue
+                rounds = sorted({int(row["round"]) for r in runs.values() for row in curve(r["out"])})
                 for seed, r in runs.items():
                     per_model.setdefault(model, {})[seed] = r["result"]
-                    curves.setdefault(model, []).append(curve(r["out"]))
+                    rows = curve(r["out"])
+                    curves.setdefault(model, []).append(rows if r["diverged_at"] is None
+                                                        else diverged_curve(rows, rounds))
         lines += ["", "### Seeds at each model's pair: held-out users", "",
-                  "A model's pair is the sweep's best whose seeds all trained the full length.", "",
+                  "A model's pair is the sweep's best whose seeds all trained the full length; a model marked * has "
+                  "no such pair and is given at the sweep's pick, each seed's best model before it diverged.", "",
                   "| model | pair (client, server) | " + " | ".join(METRICS) + " | each seed's interval of "
                   "perplexity_no_eos |", "|---|---|" + "---|" * (len(METRICS) + 1)]
         for model in MODELS:
@@ -270,7 +305,9 @@ def collect(args) -> tuple[dict, str]:
                    for s, r in sorted(runs.items())]
             data[corpus]["seeds"][model] = {"pair": pair, "pooled": {s: r["pooled"] for s, r in runs.items()},
                                             "intervals": ivs}
-            lines.append(f"| {model} | {'-' if pair is None else f'{pair[0]:g}, {pair[1]:g}'} | " + " | ".join(cells)
+            star = " *" if data[corpus]["no_stable_pair"][model] else ""
+            lines.append(f"| {model}{star} | {'-' if pair is None else f'{pair[0]:g}, {pair[1]:g}'} | "
+                         + " | ".join(cells)
                          + " | " + ("; ".join(f"[{lo:.1f}, {hi:.1f}]" for lo, hi in ivs) or "-") + " |")
         if unstable:
             lines += ["", "Pairs at which a seed diverged (each seed's best model before it diverged; a seed that "
@@ -292,7 +329,8 @@ def collect(args) -> tuple[dict, str]:
                   + ("; ".join(f"seed {s}: perplexity_no_eos [{p['perplexity_no_eos'][0]:.3f}, "
                                f"{p['perplexity_no_eos'][1]:.3f}], recall@1 [{p['recall_at_1'][0]:.3f}, "
                                f"{p['recall_at_1'][1]:.3f}]" for s, p in paired.items()) or "not run yet") + ".",
-                  "", "First evaluation from which SI-CIFG's mean held-out perplexity stays below CIFG's: "
+                  "", "First evaluation from which SI-CIFG's mean held-out perplexity stays below CIFG's (a diverged "
+                  "seed's perplexity infinite from its divergence on): "
                   + (str(data[corpus]["overtakes"]) if data[corpus]["overtakes"] is not None
                      else ("never" if len(curves) == 2 else "not run yet")) + ".", ""]
     lines += ["Ro et al.'s Table 2 (Stack Overflow, 5 seeds): perplexity 33.6 (SI-CIFG) vs 35.5 (CIFG), accuracy "

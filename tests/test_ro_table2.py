@@ -90,6 +90,39 @@ def test_a_pair_whose_seed_diverges_gives_way_to_the_sweeps_next(tmp_path):
     assert len(trained) == 5
 
 
+def test_a_model_with_no_stable_pair_is_reported_at_the_sweeps_pick_with_every_seed(tmp_path):
+    _sweep_run(tmp_path, "cifg", 0.1, 0.01, 6.7)
+    _sweep_run(tmp_path, "cifg", 0.5, 0.001, 7.4)
+    trained = []
+
+    def run(corpus, model, c, s, seed, rounds, cohort, eval_every, out):
+        if os.path.exists(out):
+            return
+        trained.append((c, s, seed))
+        os.makedirs(out)
+        with open(out + ".log", "w") as f:  # seed 0 diverges at every pair
+            f.write("error: training diverged at round 100\n" if seed == 0 else "run saved\n")
+
+    assert not ro_table2.no_stable_pair(str(tmp_path), "mail", "cifg")
+    ro_table2.seeds_phase(str(tmp_path), "mail", "cifg", 300, 10, 25, run=run)
+    # each pair stops at its diverged seed 0; then the sweep's pick has its other seeds run
+    assert trained == [(0.1, 0.01, 0), (0.5, 0.001, 0), (0.1, 0.01, 1), (0.1, 0.01, 2)]
+    assert ro_table2.no_stable_pair(str(tmp_path), "mail", "cifg")
+    assert ro_table2.reported_pair(str(tmp_path), "mail", "cifg") == (0.1, 0.01)
+    ro_table2.seeds_phase(str(tmp_path), "mail", "cifg", 300, 10, 25, run=run)
+    assert len(trained) == 4
+
+
+def test_a_diverged_seeds_curve_is_infinite_from_its_divergence_on():
+    rows = _rows([(25, 500), (50, 400)])
+    extended = ro_table2.diverged_curve(rows, [25, 50, 75, 100])
+    assert [r["round"] for r in extended] == [25, 50, 75, 100]
+    assert extended[:2] == rows and all(r["perplexity"] == float("inf") for r in extended[2:])
+    # SI-CIFG stays below a CIFG whose only seed diverged after round 50, from the round it first is below
+    si = [_rows([(25, 520), (50, 390), (75, 380), (100, 370)])]
+    assert ro_table2.overtakes({"cifg": [extended], "si-cifg": si}) == 50
+
+
 def test_a_runs_record_outlives_its_directory(tmp_path):
     """A new checkout has no runs/: what the report reads of a finished run is in its record."""
     import shutil
