@@ -269,7 +269,8 @@ def collect(args) -> tuple[dict, str]:
         per_model, curves, unstable = {}, {}, []
         for model in MODELS:
             tried = pairs_in_order(args.work, corpus, model)
-            pair, unsettled = reported_pair(args.work, corpus, model), no_stable_pair(args.work, corpus, model)
+            unsettled = no_stable_pair(args.work, corpus, model)
+            pair = reported_pair(args.work, corpus, model)
             data[corpus]["selected"][model] = pair
             data[corpus].setdefault("no_stable_pair", {})[model] = unsettled
             data[corpus].setdefault("diverged_pairs", {})[model] = []
@@ -311,7 +312,8 @@ def collect(args) -> tuple[dict, str]:
                          + " | " + ("; ".join(f"[{lo:.1f}, {hi:.1f}]" for lo, hi in ivs) or "-") + " |")
         if unstable:
             lines += ["", "Pairs at which a seed diverged (each seed's best model before it diverged; a seed that "
-                      "trained the full length is its kept model; the seeds after the first that diverged are not run):", "",
+                      "trained the full length is its kept model; the seeds after the first that diverged are "
+                      "not run):", "",
                       "| model | pair (client, server) | seed | diverged at round | kept round | "
                       + " | ".join(METRICS) + " |", "|---|---|---|---|---|" + "---|" * len(METRICS)]
             for model, other, runs in unstable:
