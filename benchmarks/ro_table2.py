@@ -157,23 +157,28 @@ def pairs_in_order(work: str, corpus: str, model: str) -> list[tuple[float, floa
     tried = []
     for pair in ranked_pairs(work, corpus, model):
         tried.append(pair)
-        if not any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS):
+        if not _pair_diverged(work, corpus, model, pair):
             break
     return tried
 
 
-def no_stable_pair(work: str, corpus: str, model: str) -> bool:
-    """Whether every pair the sweep trained through had a seed diverge in the seeds phase."""
-    ranked = ranked_pairs(work, corpus, model)
-    return bool(ranked) and all(any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS)
-                                for pair in ranked)
+def _pair_diverged(work: str, corpus: str, model: str, pair: tuple[float, float]) -> bool:
+    """Whether a seed of ``model`` at ``pair`` diverged in the seeds phase."""
+    return any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS)
 
 
-def reported_pair(work: str, corpus: str, model: str) -> tuple[float, float] | None:
+def no_stable_pair(work: str, corpus: str, model: str, tried: list | None = None) -> bool:
+    """Whether every pair the sweep trained through had a seed diverge in the seeds phase: the pairs tried
+    stop at the first stable one, so only the last can tell (``tried``: `pairs_in_order`, if read already)."""
+    tried = pairs_in_order(work, corpus, model) if tried is None else tried
+    return bool(tried) and _pair_diverged(work, corpus, model, tried[-1])
+
+
+def reported_pair(work: str, corpus: str, model: str, tried: list | None = None) -> tuple[float, float] | None:
     """The pair ``model`` is reported at: the last one tried, or the sweep's pick if no pair is stable."""
-    if no_stable_pair(work, corpus, model):
-        return ranked_pairs(work, corpus, model)[0]
-    tried = pairs_in_order(work, corpus, model)
+    tried = pairs_in_order(work, corpus, model) if tried is None else tried
+    if no_stable_pair(work, corpus, model, tried):
+        return tried[0]
     return tried[-1] if tried else None
 
 
@@ -221,8 +226,8 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
                 if _diverged(out):  # the pair is out: its other seeds would not bring it back
                     break
         done = pairs
-    if no_stable_pair(work, corpus, model):  # reported at the sweep's pick: every seed there
-        pick = ranked_pairs(work, corpus, model)[0]
+    if no_stable_pair(work, corpus, model, done):  # reported at the sweep's pick: every seed there
+        pick = done[0]
         for seed in SEEDS:
             run(corpus, model, *pick, seed, rounds, cohort, eval_every, run_dir(work, corpus, "seeds", model, *pick,
                                                                                 seed))
@@ -269,8 +274,8 @@ def collect(args) -> tuple[dict, str]:
         per_model, curves, unstable = {}, {}, []
         for model in MODELS:
             tried = pairs_in_order(args.work, corpus, model)
-            unsettled = no_stable_pair(args.work, corpus, model)
-            pair = reported_pair(args.work, corpus, model)
+            unsettled = no_stable_pair(args.work, corpus, model, tried)
+            pair = reported_pair(args.work, corpus, model, tried)
             data[corpus]["selected"][model] = pair
             data[corpus].setdefault("no_stable_pair", {})[model] = unsettled
             data[corpus].setdefault("diverged_pairs", {})[model] = []
@@ -288,12 +293,12 @@ def collect(args) -> tuple[dict, str]:
                                                       "pooled": r["result"]["pooled"]} for s, r in runs.items()}})
                     if not (unsettled and other == pair):
                         continue
-                rounds = sorted({int(row["round"]) for r in runs.values() for row in curve(r["out"])})
+                read = {seed: curve(r["out"]) for seed, r in runs.items()}
+                rounds = sorted({int(row["round"]) for rows in read.values() for row in rows})
                 for seed, r in runs.items():
                     per_model.setdefault(model, {})[seed] = r["result"]
-                    rows = curve(r["out"])
-                    curves.setdefault(model, []).append(rows if r["diverged_at"] is None
-                                                        else diverged_curve(rows, rounds))
+                    curves.setdefault(model, []).append(read[seed] if r["diverged_at"] is None
+                                                        else diverged_curve(read[seed], rounds))
         lines += ["", "### Seeds at each model's pair: held-out users", "",
                   "A model's pair is the sweep's best whose seeds all trained the full length; a model marked * has "
                   "no such pair and is given at the sweep's pick, each seed's best model before it diverged.", "",
