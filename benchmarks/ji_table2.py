@@ -14,6 +14,7 @@ with the lowest validation loss, and the held-out perplexity (exp of the mean lo
 same number as Ji's 2^mean(-log2 p)) there is the result. Three seeds per (algorithm, fraction).
 
     python benchmarks/ji_table2.py                 # every run, resumable; then the report
+    python benchmarks/ji_table2.py --fractions 0.1 --seeds 0   # one lane (another: --seeds 1,2)
     python benchmarks/ji_table2.py --collect
 """
 
@@ -121,14 +122,19 @@ def main():
     p.add_argument("--eval-every", type=int, default=5)
     p.add_argument("--fractions", default=",".join(f"{f:g}" for f in FRACTIONS),
                    help="comma-separated client fractions to train now (the report shows every one that ran)")
+    p.add_argument("--seeds", default=",".join(str(s) for s in SEEDS),
+                   help="comma-separated seeds to train now, of 0, 1, 2 (two lanes: --seeds 0 and --seeds 1,2)")
     p.add_argument("--work", default=os.path.join("runs", "ji_table2"))
     p.add_argument("--name", default="ji_table2")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    if not seeds or any(s not in SEEDS for s in seeds):
+        p.error(f"--seeds {args.seeds}: choose from {', '.join(str(s) for s in SEEDS)}")
     start = time.time()
     if not args.collect:
         for fraction in (float(f) for f in args.fractions.split(",") if f.strip()):
-            for seed in SEEDS:
+            for seed in seeds:
                 for algorithm in ALGORITHMS:
                     out = run_dir(args.work, algorithm, fraction, seed)
                     if settled(out):

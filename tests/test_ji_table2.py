@@ -39,3 +39,11 @@ def test_the_best_validation_round_is_the_lowest_validation_loss(tmp_path):
     out.mkdir()
     (out / "metrics.csv").write_text("round,perplexity,val_loss\n1,\n5,300.0,5.9\n10,250.0,5.7\n15,260.0,5.8\n")
     assert ji_table2.best_validation_row(str(out)) == {"round": 10.0, "perplexity": 250.0, "val_loss": 5.7}
+
+
+def test_seeds_outside_the_protocols_are_refused(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["ji_table2.py", "--seeds", "0,3", "--collect"])
+    with pytest.raises(SystemExit) as exit_:
+        ji_table2.main()
+    assert exit_.value.code == 2
+    assert "--seeds 0,3: choose from 0, 1, 2" in capsys.readouterr().err
