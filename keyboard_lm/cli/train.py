@@ -49,6 +49,8 @@ def cmd_train(args) -> int:
         raise ConfigError("--tls-ca, --tls-cert and --tls-key secure the channels to --workers; give --workers")
     if args.worker_data_root and not args.worker_data:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
+    if args.resume and (args.centralized or _trainer_of(args.out) == "centralized"):
+        return _resume_centralized(args)  # a run resumes with its own trainer
     init = warm_start_from_args(args)
     if args.centralized:
         stray = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
@@ -106,12 +108,40 @@ def dp_options(args):
     return DPOptions(**given(args, DP_FLAGS, DPOptions))
 
 
+def _trainer_of(run_dir) -> str | None:
+    """run.json's trainer of RUN_DIR (None when there is no run to read: the trainer reports that)."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(run_dir or "", "run.json"), encoding="utf-8") as f:
+            return json.load(f).get("trainer")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _resume_centralized(args) -> int:
+    """``train --resume`` of a centralized run: its own recipe; only --epochs (the epoch to reach) and the
+    data path may be given again."""
+    from keyboard_lm.errors import ConfigError
+    from keyboard_lm.models.run_dir import load_run
+    from keyboard_lm.training.centralized import resume_centralized
+
+    stray = [f.option for f in TRAIN_FLAGS if f.option not in ("--centralized", "--resume", "--out", "--epochs")
+             and getattr(args, f.dest, None) not in (None, False, f.kwargs.get("default"))]
+    if stray:
+        raise ConfigError(f"{', '.join(stray)}: a resumed run keeps its own settings; only --epochs (the epoch "
+                          "to reach) may be given")
+    default_data_to_run(args, load_run(args.out).info)
+    resume_centralized(load_corpus_from_args(args), args.out, args.epochs)
+    print(f"run saved to {args.out}")
+    return 0
+
+
 def _train_centralized(args, init=None) -> int:
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.training.centralized import train_centralized
 
-    if args.resume:
-        raise ConfigError("--resume applies to federated runs; centralized runs are short and restart")
     if args.dp is not None:
         raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
     config = dataclasses.replace(default_config(warm_start=init is not None),
@@ -282,7 +312,8 @@ MAIN_FLAGS = (
 
 #: The "centralized training" group: CentralizedConfig's own fields; a federated run refuses them.
 CENTRALIZED_FLAGS = tuple(field_flag(option, CentralizedConfig, text, **kw) for option, text, kw in (
-    ("--epochs", "most passes over the pooled data ({cen.epochs}; {ft.epochs} from a base)",
+    ("--epochs", "most passes over the pooled data ({cen.epochs}; {ft.epochs} from a base); with --resume, the "
+     "epoch to reach",
      dict(type=positive_int)),
     ("--optimizer", "({cen.optimizer})", dict(choices=("sgd", "adam", "adamw"))),
     ("--lr", "initial learning rate ({cen.learning_rate})", dict(type=positive_float, field="learning_rate")),
@@ -344,7 +375,8 @@ FEDERATED_FLAGS = (
                "(%(default)s)", type=positive_int, default=LOOP.eval_every),
     field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds (%(default)s)",
                type=positive_int, default=LOOP.checkpoint_every),
-    flag("--resume", "continue RUN_DIR from its latest checkpoint", action="store_true"),
+    flag("--resume", "continue RUN_DIR from its latest checkpoint (a federated run's last saved round, a "
+         "centralized run's last epoch), with the run's own settings", action="store_true"),
     flag("--workers", "spread each round's clients over these TFF workers (keyboard-lm worker), merged by TFF's "
          "mergeable context; default: one local worker", metavar="HOST:PORT,..."),
     flag("--tls-ca", "with --workers: reach the workers over TLS, trusting the CA (PEM) that signed their "

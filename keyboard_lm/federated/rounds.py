@@ -24,8 +24,7 @@ from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model
 from keyboard_lm.federated.client_data import client_batches, example_client_data
-
-CHECKPOINT_DIR = "checkpoints"
+from keyboard_lm.models.run_dir import CHECKPOINT_DIR
 
 
 def sample_clients(client_ids: list[str], k: int, seed: int, round_num: int) -> list[str]:

@@ -17,7 +17,6 @@ TFF starts when a run starts, not when this module is imported.
 from __future__ import annotations
 
 import asyncio
-import csv
 import dataclasses
 import math
 import os
@@ -34,9 +33,10 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import summarize
 from keyboard_lm.federated.aggregation import upload_bytes
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated, without_validation_for_dp
-from keyboard_lm.federated.rounds import CHECKPOINT_DIR, ClientSampler, Evaluator, RoundData
+from keyboard_lm.federated.rounds import ClientSampler, Evaluator, RoundData
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.run_dir import METRICS_FILE, load_run, prepare_run_dir, run_command
+from keyboard_lm.models.run_dir import (CHECKPOINT_DIR, drop_metrics_after, load_run, prepare_run_dir, run_command,
+                                        totals_so_far)
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.warm_start import WarmStart, describe
@@ -122,23 +122,6 @@ class _Resumed:
     info: dict
 
 
-def _drop_metrics_after(run_dir: str, round_num: int) -> None:
-    """Remove metrics.csv rows of rounds after ``round_num`` (written after the last checkpoint)."""
-    path = os.path.join(run_dir, METRICS_FILE)
-    if not os.path.exists(path):
-        return
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return
-    keep = [r for r in rows if int(r["round"]) <= round_num]
-    if len(keep) != len(rows):
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(keep)
-
-
 def _progress(round_num, rounds, loss, recall3, elapsed, done_this_run) -> str:
     width = 24
     filled = int(width * round_num / rounds)
@@ -147,19 +130,6 @@ def _progress(round_num, rounds, loss, recall3, elapsed, done_this_run) -> str:
     r3 = f"{recall3:.4f}" if recall3 is not None else "  -   "
     return (f"[{'#' * filled}{'.' * (width - filled)}] round {round_num}/{rounds}  loss {loss:.3f}  "
             f"recall@3 {r3}  {per_round:.1f}s/round  ETA {eta // 60}:{eta % 60:02d}")
-
-
-def _totals_so_far(run_dir: str) -> tuple[int, float]:
-    """(examples seen, training seconds) up to the last metrics row kept on resume."""
-    path = os.path.join(run_dir, METRICS_FILE)
-    if not os.path.exists(path):
-        return 0, 0.0
-    with open(path, encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return 0, 0.0
-    last = rows[-1]
-    return int(float(last.get("examples_seen") or 0)), float(last.get("elapsed_seconds") or 0.0)
 
 
 def _resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], config: FederatedConfig, log) -> _Resumed:
@@ -336,7 +306,7 @@ class FederatedRun:
             if config.rounds <= self.start_round:
                 raise ConfigError(f"{self.run_dir}: the run has done {self.start_round} rounds already; "
                                   f"give --rounds above {self.start_round} to train further")
-            _drop_metrics_after(self.run_dir, self.start_round)
+            drop_metrics_after(self.run_dir, "round", self.start_round)
             if config.weight_average:
                 self.average = ServerAverage.load(self.checkpoint_dir, self.start_round, config.weight_average)
             self.log(f"resuming after round {self.start_round}, up to round {config.rounds}")
@@ -354,7 +324,7 @@ class FederatedRun:
         self.evaluator = Evaluator(self.corpus, self.heldout_ids, self.val_ids, self.vocab,
                                    self.data_config.max_seq_len, self.limit, self.run_dir)
         self.last_good = self.start_round
-        self.examples_seen, self.elapsed_before = _totals_so_far(self.run_dir) if resume else (0, 0.0)
+        self.examples_seen, self.elapsed_before = totals_so_far(self.run_dir) if resume else (0, 0.0)
         self.tracked = self._tracked_so_far()
         self.dp_clip = self.dp_run.config.clip if self.dp_run is not None else None
         # The rate clients train at: it lives in TFF's state, so a resumed run continues with its own.

@@ -29,6 +29,7 @@ from keyboard_lm.text.vocabulary import Vocabulary
 
 RUN_FORMAT = "keyboard_lm.run/1"
 RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE = "run.json", "vocab.txt", "weights.npz", "metrics.csv"
+CHECKPOINT_DIR = "checkpoints"  # a trainer's state for --resume (TFF program state, or the centralized epoch's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,8 +202,43 @@ def append_metrics_row(run_dir: str, row: dict) -> None:
         writer.writerow(row)
 
 
+def drop_metrics_after(run_dir: str, step_key: str, step: int) -> None:
+    """Remove metrics.csv rows whose ``step_key`` ("round" or "epoch") is after ``step``: rows written after
+    the checkpoint a run resumes from."""
+    import csv
+
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    keep = [r for r in rows if int(r[step_key]) <= step]
+    if len(keep) != len(rows):
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(keep)
+
+
+def totals_so_far(run_dir: str) -> tuple[int, float]:
+    """(examples seen, training seconds) at metrics.csv's last row: where a resumed run's counts go on from."""
+    import csv
+
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.exists(path):
+        return 0, 0.0
+    with open(path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return 0, 0.0
+    last = rows[-1]
+    return int(float(last.get("examples_seen") or 0)), float(last.get("elapsed_seconds") or 0.0)
+
+
 #: What a run writes into its directory; ``--overwrite`` removes these and nothing else.
-RUN_ARTIFACTS = (RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE, "metrics.png", "tensorboard", "checkpoints",
+RUN_ARTIFACTS = (RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE, "metrics.png", "tensorboard", CHECKPOINT_DIR,
                  "model.tflite", "model.tflite.card.json")
 
 

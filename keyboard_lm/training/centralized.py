@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import math
+import os
 import time
+from typing import Callable
 
+import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
-from keyboard_lm.errors import TrainingDivergedError
+from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
-from keyboard_lm.models.run_dir import prepare_run_dir
+from keyboard_lm.models.run_dir import (CHECKPOINT_DIR, atomic_write, drop_metrics_after, load_run, prepare_run_dir,
+                                        totals_so_far)
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
@@ -102,6 +107,11 @@ class WeightAverage:
         model.train_step = train_step
         model.train_function = None  # the next fit builds its step with the update inside
 
+    @property
+    def variables(self) -> list:
+        """What a checkpoint keeps of the average: the shadow weights and the step count."""
+        return [*self._shadow, self._steps]
+
     def _update(self):
         self._steps.assign_add(1.0)
         d = tf.minimum(self.decay, average_decay_ramp(self._steps))
@@ -162,17 +172,11 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     if init is not None:
         vocab = init.vocabulary(vocab)
     model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
-    tf.keras.utils.set_random_seed(config.seed)
-    model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
+    model = _compiled_model(model_config, config)
     if init is not None:
         assign_weights(model, init.initial_weights(vocab, config.seed))
         log(describe(init.record(vocab)))
-    optimizer = make_optimizer(config)
-    teacher = config.teacher()
-    model.compile(optimizer=optimizer, loss=mixed_target_loss if teacher.weight else loss_fn())
-    if config.sampled_softmax:
-        use_sampled_softmax(model, config.sampled_softmax)
-    data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
+    data, n_examples = _training_data(corpus, fit_ids, vocab, config, config.teacher(), log)
     info = {
         "trainer": "centralized", "command": "train --centralized",
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
@@ -180,7 +184,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
                  "heldout_clients": len(heldout_ids),
                  "train_examples": n_examples, "split": dataclasses.asdict(split)},
         "hyperparameters": dataclasses.asdict(config),
-        "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
+        "ngram_teacher": dataclasses.asdict(config.teacher()) if config.teacher().weight else None,
         "parameters": model.count_params(),
         "init_from": init.record(vocab) if init is not None else None,
     }
@@ -192,8 +196,97 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     return _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer, log)
 
 
+#: In a run's ``checkpoints/``: the epoch its checkpoint ends, with the rate and the validation record.
+STATE_FILE = "state.json"
+
+
+def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=print) -> dict:
+    """Continue a centralized run from the checkpoint of its last finished epoch.
+
+    Everything comes from the run: its recipe (run.json's hyperparameters), split, vocabulary and model,
+    and from its checkpoint the weights, the optimizer's state, the weight average, the learning rate,
+    the validation record (best epoch, epochs without gain) and where the shuffled data order stands, so
+    the epochs go on as they would have without the stop (with dropout, its masks are drawn anew).
+    ``epochs`` (None: the run's own) is the epoch to reach. ``corpus`` must be the one the run trained
+    on. Returns the held-out evaluation of the weights the run keeps.
+    """
+    run = load_run(run_dir)
+    info = {k: v for k, v in run.info.items() if k not in ("format", "model", "text_spec", "vocab_sha256")}
+    if info.get("trainer") != "centralized":
+        raise ConfigError(f"{run_dir}: --centralized --resume needs a centralized run, this one is "
+                          f"{info.get('trainer')!r}")
+    state = _read_state(run_dir)
+    config = CentralizedConfig(**{**info["hyperparameters"], **({"epochs": epochs} if epochs else {})})
+    if state["stopped"]:
+        raise ConfigError(f"{run_dir}: the run stopped at epoch {state['epoch']} after {state['stale']} epochs "
+                          f"without validation gain (--patience {config.patience}); there is nothing to resume")
+    if state["epoch"] >= config.epochs:
+        raise ConfigError(f"{run_dir}: the run has trained {state['epoch']} epochs; give --epochs above "
+                          f"{state['epoch']} to train further")
+    fingerprint = info["data"].get("fingerprint")
+    if fingerprint and fingerprint != corpus.fingerprint():
+        raise ConfigError(f"{run_dir}: {corpus.name} is not the corpus this run trained on (fingerprint "
+                          f"{corpus.fingerprint()[:12]} != {fingerprint[:12]}); give its --data and --format")
+    split = SplitConfig(**info["data"]["split"])
+    train_ids, heldout_ids = split_clients(corpus.client_ids, split)
+    fit_ids, val_ids = (validation_clients(train_ids, config.validation_fraction, split.seed)
+                        if config.validation_fraction else (train_ids, []))
+    model = _compiled_model(run.model_config, config)
+    data, n_examples = _training_data(corpus, fit_ids, run.vocab, config, config.teacher(), log)
+    drop_metrics_after(run_dir, "epoch", state["epoch"])
+    info["hyperparameters"] = dataclasses.asdict(config)
+    log(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, learning "
+        f"rate {state['learning_rate']:g})")
+    writer = RunWriter(run_dir, run.model_config, run.vocab, info)
+    return _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config, writer, log, state)
+
+
+def _read_state(run_dir: str) -> dict:
+    path = os.path.join(run_dir, CHECKPOINT_DIR, STATE_FILE)
+    if not os.path.exists(path):
+        raise ConfigError(f"{run_dir}: no checkpoint to resume from ({os.path.join(CHECKPOINT_DIR, STATE_FILE)} "
+                          "is missing; runs made before centralized checkpoints existed restart)")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.keras.Model:
+    """The model of ``config``'s seed, compiled with its optimizer and loss (and sampled softmax)."""
+    tf.keras.utils.set_random_seed(config.seed)
+    model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
+    model.compile(optimizer=make_optimizer(config), loss=mixed_target_loss if config.teacher().weight else loss_fn())
+    if config.sampled_softmax:
+        use_sampled_softmax(model, config.sampled_softmax)
+    return model
+
+
+class _Checkpoint:
+    """The state an epoch ends with, for --resume: weights, optimizer slots, weight average (TF checkpoint),
+    and beside it ``state.json`` (epoch, learning rate, validation record). Two are kept, so the state file
+    always names a checkpoint that exists."""
+
+    def __init__(self, run_dir: str, model: tf.keras.Model, average: "WeightAverage | None"):
+        self.dir = os.path.join(run_dir, CHECKPOINT_DIR)
+        model.optimizer.build(model.trainable_variables)
+        # The model's variables rather than the model: DropConnect's cell keeps a dict keyed by variable,
+        # which a checkpoint cannot name.
+        self.checkpoint = tf.train.Checkpoint(weights=list(model.variables), optimizer=model.optimizer,
+                                              average=average.variables if average else [])
+        self.manager = tf.train.CheckpointManager(self.checkpoint, self.dir, max_to_keep=2)
+
+    def save(self, state: dict) -> None:
+        path = self.manager.save(checkpoint_number=state["epoch"])
+        atomic_write(os.path.join(self.dir, STATE_FILE),
+                     (json.dumps({**state, "checkpoint": os.path.basename(path)}, indent=2) + "\n").encode("utf-8"))
+
+    def restore(self, state: dict) -> None:
+        self.checkpoint.restore(os.path.join(self.dir, state["checkpoint"])).assert_existing_objects_matched()
+
+
 def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher, log):
-    """(the shuffled, batched training examples, their count): next words, or mixed with the n-gram teacher's."""
+    """(epoch -> that epoch's shuffled batches, the examples' count): next words, or mixed with the n-gram
+    teacher's. Each epoch's order depends on the seed and the epoch only (not on how many times the data
+    was read before, which Keras does not promise), so a resumed run trains on the order it would have."""
     if teacher.weight:
         sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
         ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log)
@@ -205,20 +298,33 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab),
                                      config.seq_len).cache()
         n_examples = sum(1 for _ in examples)
-    return examples.shuffle(n_examples, seed=config.seed, reshuffle_each_iteration=True).batch(config.batch_size), \
-        n_examples
+
+    def epoch_data(epoch: int) -> tf.data.Dataset:
+        seed = int(np.random.RandomState([config.seed, epoch]).randint(2**31 - 1))
+        return examples.shuffle(n_examples, seed=seed, reshuffle_each_iteration=False).batch(config.batch_size)
+
+    return epoch_data, n_examples
 
 
-def _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer: RunWriter, log) -> dict:
-    """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop."""
+def _epochs(model, data: Callable, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer: RunWriter, log,
+            resumed: dict | None = None) -> dict:
+    """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop;
+    a checkpoint after each. ``resumed``: the checkpoint's state.json to go on from (None: a new run)."""
     average = WeightAverage(model, config.weight_average) if config.weight_average else None
+    checkpoint = _Checkpoint(writer.run_dir, model, average)
     keep = KeepBest(bool(val_ids), config.lr_decay, config.patience, step_key="epoch")
-    kept = None  # (epoch, weights, held-out result) of the epoch the run keeps
-    lr = config.learning_rate
-    started = time.time()
-    for epoch in range(1, config.epochs + 1):
+    kept = None  # (epoch, weights, held-out result) of the epoch the run keeps; no result: the one on disk
+    lr, first, elapsed_before = config.learning_rate, 1, 0.0
+    if resumed is not None:
+        checkpoint.restore(resumed)
+        keep.best, keep.stale = resumed["best"], resumed["stale"]
+        kept = (resumed["kept_epoch"], None, None)
+        lr, first, elapsed_before = resumed["learning_rate"], resumed["epoch"] + 1, totals_so_far(writer.run_dir)[1]
+        model.optimizer.learning_rate.assign(lr)
+    started = time.time() - elapsed_before
+    for epoch in range(first, config.epochs + 1):
         start = time.time()
-        history = model.fit(data, epochs=1, verbose=0)
+        history = model.fit(data(epoch), epochs=1, verbose=0)
         train_loss = float(history.history["loss"][-1])
         if not math.isfinite(train_loss):
             raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
@@ -246,10 +352,15 @@ def _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config
         val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
         log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: {summarize(result)}"
             f"  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
-        if verdict.stop:
-            log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
-            break
         if verdict.decay:
             lr *= config.lr_decay
             model.optimizer.learning_rate.assign(lr)
+        checkpoint.save({"epoch": epoch, "learning_rate": lr, "best": keep.best, "stale": keep.stale,
+                         "kept_epoch": kept[0], "stopped": verdict.stop})
+        if verdict.stop:
+            log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
+            break
+    if kept[2] is None:  # kept before a resume and not bettered since: its weights are the run's
+        assign_weights(model, load_run(writer.run_dir).weights)
+        return evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
     return kept[2]

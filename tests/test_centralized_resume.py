@@ -1,0 +1,63 @@
+"""train --centralized checkpoints every epoch; --resume goes on as the run would have without the stop."""
+
+import csv
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from keyboard_lm.cli import main
+from keyboard_lm.models.run_dir import load_run
+
+# No dropout or DropConnect (their masks are drawn anew after a resume); the weight average, validation with
+# its rate decay and Adam's slots all carry over the stop.
+RESUMABLE = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--optimizer", "adam",
+             "--lr", "0.01", "--ngram-teacher", "0", "--dropout", "0", "--weight-drop", "0", "--weight-average",
+             "0.9", "--lr-decay", "0.5", "--patience", "5"]
+
+
+def _rows(run_dir):
+    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("central") / "full")
+    assert main(["train", "--out", out, "--epochs", "3", *RESUMABLE]) == 0
+    return out
+
+
+def test_resumed_run_ends_like_an_uninterrupted_run(uninterrupted, tmp_path):
+    full, part = uninterrupted, str(tmp_path / "part")
+    assert main(["train", "--out", part, "--epochs", "1", *RESUMABLE]) == 0  # stopped after epoch 1
+    assert os.path.exists(os.path.join(part, "checkpoints", "state.json"))
+    # Without --centralized: the run resumes with its own trainer; --epochs is the epoch to reach.
+    assert main(["train", "--out", part, "--resume", "--epochs", "3"]) == 0
+    a, b = _rows(full), _rows(part)
+    assert [r["epoch"] for r in b] == ["1", "2", "3"]
+    for key in ("train_loss", "loss", "recall_at_3", "val_recall_at_3"):
+        assert [float(r[key]) for r in a] == pytest.approx([float(r[key]) for r in b], rel=1e-4, abs=1e-6), key
+    assert [(r["learning_rate"], r["best_epoch"]) for r in a] == [(r["learning_rate"], r["best_epoch"]) for r in b]
+    ra, rb = load_run(full), load_run(part)
+    assert rb.info["epochs_done"] == 3 and rb.info["hyperparameters"]["epochs"] == 3
+    assert ra.info["best_epoch"] == rb.info["best_epoch"]
+    for name in ra.weights:
+        np.testing.assert_allclose(ra.weights[name], rb.weights[name], rtol=1e-4, atol=1e-6)
+    assert float(b[-1]["elapsed_seconds"]) >= float(b[0]["elapsed_seconds"])
+
+
+def test_resume_refuses_what_it_cannot_continue(uninterrupted, tmp_path, capsys):
+    # The run trained all its epochs: only a later epoch to reach continues it.
+    assert main(["train", "--out", uninterrupted, "--resume"]) == 2
+    assert "has trained 3 epochs; give --epochs above 3" in capsys.readouterr().err
+    # A setting of the run given again is refused, not ignored.
+    assert main(["train", "--out", uninterrupted, "--resume", "--epochs", "4", "--lr", "0.5"]) == 2
+    assert "--lr: a resumed run keeps its own settings" in capsys.readouterr().err
+    # A run without a checkpoint (made before they existed) says so.
+    old = str(tmp_path / "old")
+    shutil.copytree(uninterrupted, old)
+    os.remove(os.path.join(old, "checkpoints", "state.json"))
+    assert main(["train", "--out", old, "--resume", "--epochs", "2"]) == 2
+    assert "no checkpoint to resume from" in capsys.readouterr().err
