@@ -14,7 +14,8 @@ Hard et al.'s do) and share the model, the optimizer family and the regularizati
 Three seeds of each CIFG; held-out recall@1 and recall@3 of the model each run keeps, mean ± sd, and each
 seed's paired 95% interval over held-out users of federated / server and federated / 5-gram.
 
-    python benchmarks/hard_table3.py --corpora shakespeare,mail     # resumable, one run at a time
+    python benchmarks/hard_table3.py --corpora shakespeare,mail     # resumable (each run from its last
+                                                                    # epoch or saved round), one run at a time
     python benchmarks/hard_table3.py --collect
 """
 
@@ -49,8 +50,9 @@ def run_dir(work, corpus, row, seed, lr=None) -> str:
 
 
 def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = None, epochs: int = 10) -> list[str]:
-    """`keyboard-lm` arguments of one run; a federated run stopped with a checkpoint is resumed."""
-    if row == "federated" and os.path.isdir(os.path.join(out, "checkpoints")):
+    """`keyboard-lm` arguments of one run; a run stopped with a checkpoint (a federated round's, a server
+    run's epoch) is resumed."""
+    if os.path.isdir(os.path.join(out, "checkpoints")):
         return ["train", *CORPORA[corpus], "--out", out, "--resume"]
     args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
     if row == "server":

@@ -62,11 +62,15 @@ def _finished(run_dir: str) -> bool:
 
 
 def _completed(info: dict) -> bool:
-    """Whether a run.json is of a run that did all its rounds: a federated run stopped early (SIGTERM, a lost
-    worker) writes its final metrics too, at the round it reached, and is resumed rather than read as done."""
-    federated = info.get("federated")
+    """Whether a run.json is of a run that did all its rounds or epochs: a federated run stopped early
+    (SIGTERM, a lost worker) writes its final metrics too, at the round it reached, and so does a centralized
+    run after each epoch; both are resumed rather than read as done. A centralized run that validation
+    stopped (--patience) is done."""
+    federated, hyper = info.get("federated"), info.get("hyperparameters") or {}
     rounds_left = federated is not None and info.get("rounds_done", 0) < federated.get("rounds", 0)
-    return bool(info.get("final_metrics")) and not rounds_left
+    epochs_left = (info.get("trainer") == "centralized" and not info.get("stopped_early")
+                   and info.get("epochs_done", 0) < hyper.get("epochs", 0))
+    return bool(info.get("final_metrics")) and not rounds_left and not epochs_left
 
 
 def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:

@@ -26,8 +26,18 @@ def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(
     assert (hp["weight_drop"], hp["ngram_teacher"], hp["weight_average"]) == (0.0, 0.0, 0.0)
     fed = json.loads((tmp_path / "f" / "run.json").read_text())["federated"]
     assert (fed["dropout"], fed["weight_average"], fed["server_optimizer"]) == (0.2, 0.0, "nesterov")
-    # stopped with a checkpoint: resumed, not restarted
+    # stopped with a checkpoint: resumed, not restarted (the server run from its last epoch)
     assert hard_table3.train_args("mail", "federated", 1, str(tmp_path / "f"))[-1] == "--resume"
+    assert hard_table3.train_args("mail", "server", 1, str(tmp_path / "s"), 1.0)[-1] == "--resume"
+
+
+def test_a_server_run_is_a_result_once_it_trained_its_epochs_or_validation_stopped_it():
+    from benchmarks.warm_start_sweep import _completed
+
+    run = {"trainer": "centralized", "final_metrics": {"loss": 5.0}, "hyperparameters": {"epochs": 10}}
+    assert not _completed({**run, "epochs_done": 3})  # stopped by the session: resumed
+    assert _completed({**run, "epochs_done": 3, "stopped_early": True})  # --patience ended it
+    assert _completed({**run, "epochs_done": 10})
 
 
 def test_a_diverged_run_is_a_result_not_a_run_to_retrain(tmp_path):

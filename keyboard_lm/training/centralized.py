@@ -358,6 +358,7 @@ def _epochs(model, data: Callable, n_examples, corpus, heldout_ids, val_ids, voc
         checkpoint.save({"epoch": epoch, "learning_rate": lr, "best": keep.best, "stale": keep.stale,
                          "kept_epoch": kept[0], "stopped": verdict.stop})
         if verdict.stop:
+            writer.update({"stopped_early": True})
             log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
             break
     if kept[2] is None:  # kept before a resume and not bettered since: its weights are the run's
