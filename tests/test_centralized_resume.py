@@ -1,7 +1,6 @@
 """train --centralized checkpoints every epoch; --resume goes on as the run would have without the stop."""
 
 import csv
-import json
 import os
 import shutil
 
@@ -62,13 +61,3 @@ def test_resume_refuses_what_it_cannot_continue(uninterrupted, tmp_path, capsys)
     os.remove(os.path.join(old, "checkpoints", "state.json"))
     assert main(["train", "--out", old, "--resume", "--epochs", "2"]) == 2
     assert "no checkpoint to resume from" in capsys.readouterr().err
-    # A run validation stopped (--patience) is done.
-    stopped = str(tmp_path / "stopped")
-    shutil.copytree(uninterrupted, stopped)
-    state_file = os.path.join(stopped, "checkpoints", "state.json")
-    with open(state_file, encoding="utf-8") as f:
-        state = json.load(f)
-    with open(state_file, "w", encoding="utf-8") as f:
-        json.dump({**state, "stopped": True, "stale": 5}, f)
-    assert main(["train", "--out", stopped, "--resume", "--epochs", "5"]) == 2
-    assert "stopped at epoch 3 after 5 epochs without validation gain" in capsys.readouterr().err

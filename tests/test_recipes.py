@@ -209,6 +209,9 @@ def test_centralized_stops_early_and_decays_the_learning_rate(tmp_path):
     assert len(rows) < 12, "no early stop although validation recall stopped improving"
     lrs = [float(r["learning_rate"]) for r in rows]
     assert lrs[0] == 0.3 and all(b in (a, a * 0.5) for a, b in zip(lrs, lrs[1:]))
+    # run.json says validation ended it, so the run counts as done; --resume says there is nothing to do
+    assert load_run(out).info["stopped_early"] is True
+    assert main(["train", "--out", out, "--resume", "--epochs", "20"]) == 2
 
 
 def test_validation_fraction_zero_keeps_the_last_epoch(tmp_path):
