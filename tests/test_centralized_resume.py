@@ -1,6 +1,7 @@
 """train --centralized checkpoints every epoch; --resume goes on as the run would have without the stop."""
 
 import csv
+import json
 import os
 import shutil
 
@@ -12,8 +13,8 @@ from keyboard_lm.models.run_dir import load_run
 
 # No dropout or DropConnect (their masks are drawn anew after a resume); the weight average, validation with
 # its rate decay and Adam's slots all carry over the stop.
-RESUMABLE = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--optimizer", "adam",
-             "--lr", "0.01", "--ngram-teacher", "0", "--dropout", "0", "--weight-drop", "0", "--weight-average",
+RECIPE = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--optimizer", "adam",
+             "--lr", "0.05", "--ngram-teacher", "0", "--dropout", "0", "--weight-drop", "0", "--weight-average",
              "0.9", "--lr-decay", "0.5", "--patience", "5"]
 
 
@@ -24,24 +25,38 @@ def _rows(run_dir):
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("central") / "full")
-    assert main(["train", "--out", out, "--epochs", "3", *RESUMABLE]) == 0
+    """Six epochs without a stop on a small corpus of 80 users (sentences of a seeded word chain)."""
+    root = tmp_path_factory.mktemp("central")
+    rng = np.random.RandomState(0)
+    words = "the a my your we they see hold call send read keep make find good new old long".split()
+    with open(root / "users.jsonl", "w", encoding="utf-8") as f:
+        for u in range(80):
+            for _ in range(8):
+                text = " ".join(words[i] for i in np.cumsum(rng.randint(1, 4, size=9)) % len(words))
+                f.write(json.dumps({"user": f"user{u}", "text": text}) + "\n")
+    out = str(root / "full")
+    assert main(["train", "--out", out, "--epochs", "6", *_recipe(root)]) == 0
     return out
+
+
+def _recipe(root) -> list:
+    return ["--data", os.path.join(root, "users.jsonl"), "--format", "jsonl", *RECIPE]
 
 
 def test_resumed_run_ends_like_an_uninterrupted_run(uninterrupted, tmp_path):
     full, part = uninterrupted, str(tmp_path / "part")
-    assert main(["train", "--out", part, "--epochs", "1", *RESUMABLE]) == 0  # stopped after epoch 1
+    # stopped after epoch 2; the rate decays after the resume (validation gains nothing at epoch 5)
+    assert main(["train", "--out", part, "--epochs", "2", *_recipe(os.path.dirname(full))]) == 0
     assert os.path.exists(os.path.join(part, "checkpoints", "state.json"))
     # Without --centralized: the run resumes with its own trainer; --epochs is the epoch to reach.
-    assert main(["train", "--out", part, "--resume", "--epochs", "3"]) == 0
+    assert main(["train", "--out", part, "--resume", "--epochs", "6"]) == 0
     a, b = _rows(full), _rows(part)
-    assert [r["epoch"] for r in b] == ["1", "2", "3"]
+    assert [r["epoch"] for r in b] == [str(e) for e in range(1, 7)]
     for key in ("train_loss", "loss", "recall_at_3", "val_recall_at_3"):
         assert [float(r[key]) for r in a] == pytest.approx([float(r[key]) for r in b], rel=1e-4, abs=1e-6), key
     assert [(r["learning_rate"], r["best_epoch"]) for r in a] == [(r["learning_rate"], r["best_epoch"]) for r in b]
     ra, rb = load_run(full), load_run(part)
-    assert rb.info["epochs_done"] == 3 and rb.info["hyperparameters"]["epochs"] == 3
+    assert rb.info["epochs_done"] == 6 and rb.info["hyperparameters"]["epochs"] == 6
     assert ra.info["best_epoch"] == rb.info["best_epoch"]
     for name in ra.weights:
         np.testing.assert_allclose(ra.weights[name], rb.weights[name], rtol=1e-4, atol=1e-6)
@@ -51,9 +66,9 @@ def test_resumed_run_ends_like_an_uninterrupted_run(uninterrupted, tmp_path):
 def test_resume_refuses_what_it_cannot_continue(uninterrupted, tmp_path, capsys):
     # The run trained all its epochs: only a later epoch to reach continues it.
     assert main(["train", "--out", uninterrupted, "--resume"]) == 2
-    assert "has trained 3 epochs; give --epochs above 3" in capsys.readouterr().err
+    assert "has trained 6 epochs; give --epochs above 6" in capsys.readouterr().err
     # A setting of the run given again is refused, not ignored.
-    assert main(["train", "--out", uninterrupted, "--resume", "--epochs", "4", "--lr", "0.5"]) == 2
+    assert main(["train", "--out", uninterrupted, "--resume", "--epochs", "7", "--lr", "0.05"]) == 2
     assert "--lr: a resumed run keeps its own settings" in capsys.readouterr().err
     # A run without a checkpoint (made before they existed) says so.
     old = str(tmp_path / "old")
