@@ -113,8 +113,10 @@ def _trainer_of(run_dir) -> str | None:
     import json
     import os
 
+    if not run_dir:
+        return None
     try:
-        with open(os.path.join(run_dir or "", "run.json"), encoding="utf-8") as f:
+        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
             return json.load(f).get("trainer")
     except (OSError, ValueError, AttributeError):
         return None
