@@ -77,9 +77,19 @@ def from_run(out: str) -> dict | None:
     at = log_diverged_at(out)
     if at is None and not _completed(info):
         return None
-    federated = info.get("federated") or {}
-    return {"finished": at is None, "diverged_at": at, "best": info.get("best") or {},
-            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": read_curve(out)}
+    federated, curve = info.get("federated") or {}, read_curve(out)
+    return {"finished": at is None, "diverged_at": at, "best": info.get("best") or _best_epoch(info, curve),
+            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": curve}
+
+
+def _best_epoch(info: dict, curve: list[dict]) -> dict:
+    """The validation figures of a centralized run's kept epoch from its curve (centralized runs made before
+    run.json kept ``best``), or {}."""
+    rows = [r for r in curve if r.get("epoch") == info.get("best_epoch")]
+    if not rows or rows[0].get("val_recall_at_3") is None:
+        return {}
+    return {"epoch": info["best_epoch"], "val_recall_at_3": rows[0]["val_recall_at_3"],
+            "val_loss": rows[0]["val_loss"]}
 
 
 def load(out: str) -> dict | None:

@@ -57,7 +57,7 @@ def test_resumed_run_ends_like_an_uninterrupted_run(uninterrupted, tmp_path):
     assert [(r["learning_rate"], r["best_epoch"]) for r in a] == [(r["learning_rate"], r["best_epoch"]) for r in b]
     ra, rb = load_run(full), load_run(part)
     assert rb.info["epochs_done"] == 6 and rb.info["hyperparameters"]["epochs"] == 6
-    assert ra.info["best_epoch"] == rb.info["best_epoch"]
+    assert ra.info["best_epoch"] == rb.info["best_epoch"] == rb.info["best"]["epoch"]
     for name in ra.weights:
         np.testing.assert_allclose(ra.weights[name], rb.weights[name], rtol=1e-4, atol=1e-6)
     assert float(b[-1]["elapsed_seconds"]) >= float(b[0]["elapsed_seconds"])

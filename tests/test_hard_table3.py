@@ -50,3 +50,22 @@ def test_a_diverged_run_is_a_result_not_a_run_to_retrain(tmp_path):
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump({"best": {"round": 25}, "federated": {"rounds": 350}, "rounds_done": 39, "final_metrics": {}}, f)
     assert hard_table3._result(out)
+
+
+def test_the_server_rate_is_the_one_whose_kept_epoch_validates_best(tmp_path):
+    """By the kept epoch's validation recall@3: from run.json's `best`, or, for runs made before the
+    centralized trainer wrote it, from the kept epoch's row of metrics.csv."""
+    work = str(tmp_path)
+    for lr, val, with_best in ((0.5, 0.16, True), (1.0, 0.18, False), (2.0, 0.17, True)):
+        out = hard_table3.run_dir(work, "mail", "server", 0, lr)
+        os.makedirs(out)
+        info = {"trainer": "centralized", "hyperparameters": {"epochs": 2}, "epochs_done": 2, "best_epoch": 1,
+                "final_metrics": {"loss": 5.0}}
+        if with_best:
+            info["best"] = {"epoch": 1, "val_recall_at_3": val, "val_loss": 5.0}
+        with open(os.path.join(out, "run.json"), "w") as f:
+            json.dump(info, f)
+        with open(os.path.join(out, "metrics.csv"), "w") as f:
+            f.write("epoch,perplexity,val_loss,val_recall_at_3\n")
+            f.write(f"1,300,5.0,{val}\n2,290,5.1,{val - 0.01}\n")
+    assert hard_table3.server_lr(work, "mail") == 1.0

@@ -346,7 +346,8 @@ def _epochs(model, data: Callable, n_examples, corpus, heldout_ids, val_ids, voc
                                               "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events")}})
         writer.row("epoch", row)
         if improved:
-            writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "final_metrics": pooled})
+            writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "best": keep.best,
+                                  "final_metrics": pooled})
         else:
             writer.update({"epochs_done": epoch})  # the kept weights stay the best epoch's
         val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
