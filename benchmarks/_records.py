@@ -49,6 +49,15 @@ def log_diverged_at(out: str) -> int | None:
     return None
 
 
+def resumable(out: str) -> bool:
+    """Whether the run in ``out`` has a checkpoint to go on from: a federated round's program state or a
+    centralized epoch's state. A run stopped before its first checkpoint has an empty ``checkpoints/`` and
+    starts again (``train --resume`` would refuse it and end the benchmark)."""
+    found = os.path.join(out, "checkpoints")
+    return os.path.exists(os.path.join(out, "run.json")) and os.path.isdir(found) and any(
+        name == "state.json" or name.startswith("program_state_") for name in os.listdir(found))
+
+
 def read_curve(out: str) -> list[dict]:
     """The evaluated rows of the run's metrics.csv (round, held-out and validation figures)."""
     path = os.path.join(out, "metrics.csv")

@@ -52,7 +52,7 @@ def run_dir(work, corpus, row, seed, lr=None) -> str:
 def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = None, epochs: int = 10) -> list[str]:
     """`keyboard-lm` arguments of one run; a run stopped with a checkpoint (a federated round's, a server
     run's epoch) is resumed."""
-    if os.path.isdir(os.path.join(out, "checkpoints")):
+    if _records.resumable(out):
         return ["train", *CORPORA[corpus], "--out", out, "--resume"]
     args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
     if row == "server":

@@ -30,7 +30,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks import _records, _report  # noqa: E402
 from benchmarks.ro_table2 import _diverged, _train, curve, is_result, settled  # noqa: E402
 from benchmarks.warm_start_sweep import SHAKESPEARE  # noqa: E402
 
@@ -139,8 +139,7 @@ def main():
                     out = run_dir(args.work, algorithm, fraction, seed)
                     if settled(out):
                         continue
-                    resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(
-                        os.path.join(out, "run.json"))
+                    resume = _records.resumable(out)
                     _train(train_args(algorithm, fraction, seed, args.rounds, args.eval_every, out, resume), out)
     data, text = collect(args)
     paths = _report.write(args.name, {"runs": data, "seconds_this_call": time.time() - start}, text, args.out)

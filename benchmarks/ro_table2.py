@@ -96,7 +96,7 @@ def ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every
     """Train the run unless it is settled; a stopped run resumes."""
     if settled(out):
         return
-    resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(os.path.join(out, "run.json"))
+    resume = _records.resumable(out)
     _train(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
 
 

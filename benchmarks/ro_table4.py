@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks import _records, _report  # noqa: E402
 from benchmarks.base_targets import heldout_by_user  # noqa: E402
 from benchmarks.ro_table2 import _diverged, _spread, _train  # noqa: E402
 from benchmarks.warm_start_sweep import SHAKESPEARE, _finished  # noqa: E402
@@ -61,7 +61,7 @@ def ensure(args, mechanism: str, epsilon: float, model: str, seed: int) -> None:
     out = run_dir(args.work, mechanism, epsilon, model, seed)
     if _finished(out) or _diverged(out):
         return
-    resume = os.path.isdir(os.path.join(out, "checkpoints")) and os.path.exists(os.path.join(out, "run.json"))
+    resume = _records.resumable(out)
     _train(train_args(args, mechanism, epsilon, model, seed, out, resume), out)
 
 

@@ -69,3 +69,18 @@ def test_the_server_rate_is_the_one_whose_kept_epoch_validates_best(tmp_path):
             f.write("epoch,perplexity,val_loss,val_recall_at_3\n")
             f.write(f"1,300,5.0,{val}\n2,290,5.1,{val - 0.01}\n")
     assert hard_table3.server_lr(work, "mail") == 1.0
+
+
+def test_a_run_stopped_before_its_first_checkpoint_starts_again(tmp_path):
+    """An empty checkpoints/ (the run was stopped while its first round or epoch trained) is not a run to
+    resume: `train --resume` would refuse it and end the benchmark's lane."""
+    from benchmarks import _records
+
+    out = str(tmp_path / "server_lr1_seed0")
+    os.makedirs(os.path.join(out, "checkpoints"))
+    with open(os.path.join(out, "run.json"), "w") as f:
+        json.dump({"trainer": "federated"}, f)
+    assert not _records.resumable(out)
+    assert hard_table3.train_args("mail", "server", 0, out, 1.0)[-1] != "--resume"
+    open(os.path.join(out, "checkpoints", "program_state_1"), "w").close()
+    assert _records.resumable(out)
