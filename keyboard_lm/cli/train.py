@@ -125,8 +125,10 @@ def _trainer_of(run_dir) -> str | None:
 def _resume_centralized(args) -> int:
     """``train --resume`` of a centralized run: its own recipe; only --epochs (the epoch to reach) and the
     data path may be given again."""
+    import os
+
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.models.run_dir import load_run
+    from keyboard_lm.models.run_dir import RUN_FILE, read_json
     from keyboard_lm.training.centralized import resume_centralized
 
     stray = [f.option for f in TRAIN_FLAGS if f.option not in ("--centralized", "--resume", "--out", "--epochs")
@@ -134,7 +136,9 @@ def _resume_centralized(args) -> int:
     if stray:
         raise ConfigError(f"{', '.join(stray)}: a resumed run keeps its own settings; only --epochs (the epoch "
                           "to reach) may be given")
-    default_data_to_run(args, load_run(args.out).info)
+    # run.json alone (the trainer loads the run itself): where the corpus is, without reading the weights twice
+    default_data_to_run(args, read_json(os.path.join(args.out, RUN_FILE), f"{args.out}: no run to resume "
+                                        f"({RUN_FILE} is missing)"))
     resume_centralized(load_corpus_from_args(args), args.out, args.epochs)
     print(f"run saved to {args.out}")
     return 0

@@ -176,7 +176,8 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     if init is not None:
         assign_weights(model, init.initial_weights(vocab, config.seed))
         log(describe(init.record(vocab)))
-    data, n_examples = _training_data(corpus, fit_ids, vocab, config, config.teacher(), log)
+    teacher = config.teacher()
+    data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
     info = {
         "trainer": "centralized", "command": "train --centralized",
         "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
@@ -184,7 +185,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
                  "heldout_clients": len(heldout_ids),
                  "train_examples": n_examples, "split": dataclasses.asdict(split)},
         "hyperparameters": dataclasses.asdict(config),
-        "ngram_teacher": dataclasses.asdict(config.teacher()) if config.teacher().weight else None,
+        "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
         "parameters": model.count_params(),
         "init_from": init.record(vocab) if init is not None else None,
     }
