@@ -91,9 +91,10 @@ def _cached(path: str, compute, key: str = "") -> dict:
             return saved
     result = compute()
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # a --collect before any run has no work directory
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    tmp = f"{path}.{os.getpid()}.tmp"  # two benchmarks side by side may compute the same one
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump({"key": key, "pooled": result["pooled"], "clients": result["clients"]}, f)
-    os.replace(path + ".tmp", path)
+    os.replace(tmp, path)
     return result
 
 

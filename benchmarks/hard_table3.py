@@ -16,6 +16,8 @@ seed's paired 95% interval over held-out users of federated / server and federat
 
     python benchmarks/hard_table3.py --corpora shakespeare,mail     # resumable (each run from its last
                                                                     # epoch or saved round), one run at a time
+    python benchmarks/hard_table3.py --corpora mail --rows server &   # or a corpus's two rows side by side
+    python benchmarks/hard_table3.py --corpora mail --rows federated
     python benchmarks/hard_table3.py --collect
 """
 
@@ -42,6 +44,7 @@ SERVER = ["--centralized", "--optimizer", "sgd", "--batch-size", "10", "--dropou
           "--ngram-teacher", "0", "--weight-average", "0"]
 FEDERATED = ["--weight-average", "0"]
 METRICS = ("recall_at_1", "recall_at_3")
+ROWS = ("federated", "server")
 DRAWS = 1000
 
 
@@ -58,6 +61,23 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
     if row == "server":
         return args + [*SERVER, "--lr", f"{lr:g}", "--epochs", str(epochs)]
     return args + FEDERATED
+
+
+def pending(work: str, corpus: str, rows=ROWS) -> list[tuple[str, int, float | None]]:
+    """The runs of ``rows`` still to train, as ``(row, seed, server rate or None)``, in the order trained:
+    the server's rate grid (seed 0) first; its other seeds only once the grid has chosen."""
+    todo = []
+    if "server" in rows:
+        todo += [("server", 0, lr) for lr in SERVER_LRS if not _result(run_dir(work, corpus, "server", 0, lr))]
+    lr = None if todo else server_lr(work, corpus)
+    for seed in SEEDS:
+        for row in ROWS:
+            if row not in rows or (row == "server" and lr is None):
+                continue
+            rate = lr if row == "server" else None
+            if not _result(run_dir(work, corpus, row, seed, rate)):
+                todo.append((row, seed, rate))
+    return todo
 
 
 def _val_recall(out: str) -> float:
@@ -128,6 +148,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--corpora", default="shakespeare,mail", help="comma-separated, of mail, shakespeare")
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
+    p.add_argument("--rows", default=",".join(ROWS),
+                   help="comma-separated, of server, federated: the rows this process trains (both); two "
+                        "processes given one each train a corpus's rows side by side")
     p.add_argument("--epochs", type=int, default=10, help="most epochs of the server CIFG (10)")
     p.add_argument("--work", default=os.path.join("runs", "hard_table3"))
     p.add_argument("--name", default="hard_table3")
@@ -136,21 +159,20 @@ def main():
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     if any(c not in ("mail", "shakespeare") for c in args.corpora):
         p.error("--corpora: choose from mail, shakespeare")
+    args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    if not args.rows or any(r not in ROWS for r in args.rows):
+        p.error(f"--rows: choose from {', '.join(ROWS)}")
     start = time.time()
     if not args.collect:
         for corpus in args.corpora:
-            for lr in SERVER_LRS:
-                out = run_dir(args.work, corpus, "server", 0, lr)
-                if not _result(out):
-                    _train(train_args(corpus, "server", 0, out, lr, args.epochs), out)
-                    _records.heldout(out, CORPORA[corpus])
-            lr = server_lr(args.work, corpus)
-            for seed in SEEDS:
-                for row in ("federated", "server"):
-                    out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
-                    if not _result(out):
-                        _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
-                        _records.heldout(out, CORPORA[corpus])
+            while True:  # again after every run: the server seeds wait for the rate grid
+                todo = pending(args.work, corpus, args.rows)
+                if not todo:
+                    break
+                row, seed, lr = todo[0]
+                out = run_dir(args.work, corpus, row, seed, lr)
+                _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
+                _records.heldout(out, CORPORA[corpus])
     data, text = collect(args)
     _report.publish(args.name, data, text, args.out, start)
 

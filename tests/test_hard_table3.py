@@ -84,3 +84,32 @@ def test_a_run_stopped_before_its_first_checkpoint_starts_again(tmp_path):
     assert hard_table3.train_args("mail", "server", 0, out, 1.0)[-1] != "--resume"
     open(os.path.join(out, "checkpoints", "program_state_1"), "w").close()
     assert _records.resumable(out)
+
+
+def _finished_server_run(out, val):
+    os.makedirs(out)
+    info = {"trainer": "centralized", "hyperparameters": {"epochs": 2}, "epochs_done": 2, "best_epoch": 1,
+            "final_metrics": {"loss": 5.0}, "best": {"epoch": 1, "val_recall_at_3": val, "val_loss": 5.0}}
+    with open(os.path.join(out, "run.json"), "w") as f:
+        json.dump(info, f)
+    with open(os.path.join(out, "metrics.csv"), "w") as f:
+        f.write(f"epoch,perplexity,val_loss,val_recall_at_3\n1,300,5.0,{val}\n2,290,5.1,{val}\n")
+
+
+def test_rows_split_between_processes_and_server_seeds_wait_for_the_grid(tmp_path):
+    """`--rows`: one process trains the server rows (the rate grid, then its seeds at the chosen rate), another
+    the federated rows; neither schedules a run of the other's."""
+    work = str(tmp_path)
+    both = hard_table3.pending(work, "mail")
+    assert both[:3] == [("server", 0, lr) for lr in hard_table3.SERVER_LRS]
+    assert both[3:] == [("federated", s, None) for s in hard_table3.SEEDS]  # server seeds: no rate yet
+    assert hard_table3.pending(work, "mail", ["federated"]) == both[3:]
+    _finished_server_run(hard_table3.run_dir(work, "mail", "server", 0, 0.5), 0.16)
+    _finished_server_run(hard_table3.run_dir(work, "mail", "server", 0, 1.0), 0.18)
+    assert hard_table3.pending(work, "mail", ["server"]) == [("server", 0, 2.0)]
+    _finished_server_run(hard_table3.run_dir(work, "mail", "server", 0, 2.0), 0.17)
+    assert hard_table3.pending(work, "mail", ["server"]) == [("server", 1, 1.0), ("server", 2, 1.0)]
+    assert hard_table3.pending(work, "mail") == [("federated", 0, None), ("federated", 1, None), ("server", 1, 1.0),
+                                                 ("federated", 2, None), ("server", 2, 1.0)]
+    assert hard_table3.pending(work, "shakespeare", ["federated"]) == [("federated", s, None)
+                                                                       for s in hard_table3.SEEDS]
