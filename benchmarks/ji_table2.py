@@ -15,6 +15,7 @@ same number as Ji's 2^mean(-log2 p)) there is the result. Three seeds per (algor
 
     python benchmarks/ji_table2.py                 # every run, resumable; then the report
     python benchmarks/ji_table2.py --fractions 0.1 --seeds 0   # one lane (another: --seeds 1,2)
+    python benchmarks/ji_table2.py --fractions 0.1 --algorithms "FedAvg 1.2"  # the step-size control
     python benchmarks/ji_table2.py --collect
 """
 
@@ -48,6 +49,12 @@ ALGORITHMS = {
     # one gradient per client and round: the server's SGD is the only optimizer (no client momentum)
     "FedSGD": ["--algorithm", "fedsgd", "--server-optimizer", "sgd", "--server-lr", "1", "--server-noise", "0.001"],
 }
+#: Not Ji's: FedAvg stepping by FedAtt's eps (1.2) instead of 1, to tell FedAtt's attention from its longer step
+#: (FedAtt with equal attention is FedAvg with uniform weights at step eps). Trained when named in --algorithms.
+CONTROLS = {
+    "FedAvg 1.2": ["--algorithm", "fedavg", "--server-optimizer", "sgd", "--server-lr", "1.2", "--server-noise",
+                   "0.001"],
+}
 FRACTIONS = (0.1, 0.5)
 TRAINING_CLIENTS = 90
 SEEDS = (0, 1, 2)
@@ -63,13 +70,13 @@ def train_args(algorithm: str, fraction: float, seed: int, rounds: int, eval_eve
         for flag in ("--client-lr", "--client-momentum", "--local-epochs"):
             i = common.index(flag)
             del common[i:i + 2]
-    return args + [*common, *ALGORITHMS[algorithm], "--clients-per-round",
+    return args + [*common, *{**ALGORITHMS, **CONTROLS}[algorithm], "--clients-per-round",
                    str(max(1, round(fraction * TRAINING_CLIENTS))), "--seed", str(seed), "--eval-every",
                    str(eval_every), "--overwrite"]
 
 
 def run_dir(work: str, algorithm: str, fraction: float, seed: int) -> str:
-    return os.path.join(work, f"{algorithm.lower()}_c{fraction:g}_seed{seed}")
+    return os.path.join(work, f"{algorithm.lower().replace(' ', '-')}_c{fraction:g}_seed{seed}")
 
 
 def best_validation_row(out: str) -> dict | None:
@@ -80,15 +87,17 @@ def best_validation_row(out: str) -> dict | None:
 
 def collect(args) -> tuple[dict, str]:
     data = {}
+    columns = list(ALGORITHMS) + [c for c in CONTROLS  # a control's column once any of its runs exists
+                                  if any(os.path.exists(run_dir(args.work, c, f, s)) for f in FRACTIONS for s in SEEDS)]
     lines = ["Ji et al.'s protocol on Tiny Shakespeare dealt IID to 100 clients: `"
              + " ".join(COMMON) + "`; per algorithm: " + "; ".join(f"{a} `{' '.join(v)}`"
                                                                     for a, v in ALGORITHMS.items())
              + f". {args.rounds} rounds; held-out perplexity (every target) at the evaluation with the lowest "
              "validation loss; mean ± sd over seeds.", "",
-             "| fraction C | " + " | ".join(ALGORITHMS) + " |", "|---|" + "---|" * len(ALGORITHMS)]
+             "| fraction C | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
     for fraction in FRACTIONS:
         cells = []
-        for algorithm in ALGORITHMS:
+        for algorithm in columns:
             found = {}
             for seed in SEEDS:
                 out = run_dir(args.work, algorithm, fraction, seed)
@@ -110,6 +119,8 @@ def collect(args) -> tuple[dict, str]:
             else:
                 cells.append("diverged")
         lines.append(f"| {fraction:g} | " + " | ".join(cells) + " |")
+    for c in (c for c in columns if c in CONTROLS):
+        lines += ["", f"Control (not Ji's): {c} is FedAvg stepping by FedAtt's eps, `{' '.join(CONTROLS[c])}`."]
     lines += ["", "Ji et al.'s Table II (C = 0.1): FedAtt 91.82 vs FedAvg 95.27 (WikiText-2), 115.43 vs 138.13 "
               "(PTB)."]
     return data, "\n".join(lines) + "\n"
@@ -124,6 +135,9 @@ def main():
                    help="comma-separated client fractions to train now (the report shows every one that ran)")
     p.add_argument("--seeds", default=",".join(str(s) for s in SEEDS),
                    help="comma-separated seeds to train now, of 0, 1, 2 (two lanes: --seeds 0 and --seeds 1,2)")
+    p.add_argument("--algorithms", default=",".join(ALGORITHMS),
+                   help="comma-separated runs to train now, of " + ", ".join([*ALGORITHMS, *CONTROLS])
+                        + f" (default: Ji's {', '.join(ALGORITHMS)}; {', '.join(CONTROLS)}: FedAvg at FedAtt's step)")
     p.add_argument("--work", default=os.path.join("runs", "ji_table2"))
     p.add_argument("--name", default="ji_table2")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
@@ -131,11 +145,14 @@ def main():
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     if not seeds or any(s not in SEEDS for s in seeds):
         p.error(f"--seeds {args.seeds}: choose from {', '.join(str(s) for s in SEEDS)}")
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
+    if not algorithms or any(a not in {**ALGORITHMS, **CONTROLS} for a in algorithms):
+        p.error(f"--algorithms {args.algorithms}: choose from {', '.join([*ALGORITHMS, *CONTROLS])}")
     start = time.time()
     if not args.collect:
         for fraction in (float(f) for f in args.fractions.split(",") if f.strip()):
             for seed in seeds:
-                for algorithm in ALGORITHMS:
+                for algorithm in algorithms:
                     out = run_dir(args.work, algorithm, fraction, seed)
                     if settled(out):
                         continue

@@ -47,3 +47,22 @@ def test_seeds_outside_the_protocols_are_refused(monkeypatch, capsys):
         ji_table2.main()
     assert exit_.value.code == 2
     assert "--seeds 0,3: choose from 0, 1, 2" in capsys.readouterr().err
+
+
+def test_the_step_size_control_is_fedavg_at_fedatts_eps_and_shows_once_run(tmp_path, monkeypatch, capsys):
+    """FedAvg stepping by 1.2 (FedAtt's eps) tells attention from step size; it trains only when named."""
+    args = ji_table2.train_args("FedAvg 1.2", 0.1, 0, 50, 5, str(tmp_path / "c"))
+    assert args[args.index("--server-lr") + 1] == "1.2" and args[args.index("--algorithm") + 1] == "fedavg"
+    fedavg = ji_table2.train_args("FedAvg", 0.1, 0, 50, 5, str(tmp_path / "c"))
+    fedavg[fedavg.index("--server-lr") + 1] = "1.2"
+    assert args == fedavg  # nothing else differs
+    assert ji_table2.run_dir("w", "FedAvg 1.2", 0.1, 2) == os.path.join("w", "fedavg-1.2_c0.1_seed2")
+    collect = type("Args", (), {"work": str(tmp_path), "rounds": 50})
+    assert "FedAvg 1.2" not in ji_table2.collect(collect)[1]
+    os.makedirs(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0))
+    text = ji_table2.collect(collect)[1]
+    assert "| fraction C | FedAtt | FedAvg | FedSGD | FedAvg 1.2 |" in text and "Control (not Ji's)" in text
+    monkeypatch.setattr(sys, "argv", ["ji_table2.py", "--algorithms", "FedAvg 2", "--collect"])
+    with pytest.raises(SystemExit):
+        ji_table2.main()
+    assert "--algorithms FedAvg 2: choose from FedAtt, FedAvg, FedSGD, FedAvg 1.2" in capsys.readouterr().err
