@@ -87,8 +87,10 @@ def best_validation_row(out: str) -> dict | None:
 
 def collect(args) -> tuple[dict, str]:
     data = {}
+    started = [run_dir(args.work, c, f, s) for c in CONTROLS for f in FRACTIONS for s in SEEDS]
+    started = {out for out in started if os.path.exists(out) or os.path.exists(_records.record_path(out))}
     columns = list(ALGORITHMS) + [c for c in CONTROLS  # a control's column once any of its runs exists
-                                  if any(os.path.exists(run_dir(args.work, c, f, s)) for f in FRACTIONS for s in SEEDS)]
+                                  if any(run_dir(args.work, c, f, s) in started for f in FRACTIONS for s in SEEDS)]
     lines = ["Ji et al.'s protocol on Tiny Shakespeare dealt IID to 100 clients: `"
              + " ".join(COMMON) + "`; per algorithm: " + "; ".join(f"{a} `{' '.join(v)}`"
                                                                     for a, v in ALGORITHMS.items())
