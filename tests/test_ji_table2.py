@@ -62,6 +62,11 @@ def test_the_step_size_control_is_fedavg_at_fedatts_eps_and_shows_once_run(tmp_p
     os.makedirs(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0))
     text = ji_table2.collect(collect)[1]
     assert "| fraction C | FedAtt | FedAvg | FedSGD | FedAvg 1.2 |" in text and "Control (not Ji's)" in text
+    os.rmdir(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0))  # only its kept record left
+    from benchmarks import _records
+    with open(_records.record_path(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0)), "w") as f:
+        json.dump({"best": None, "curve": [], "diverged_at": None, "finished": True}, f)
+    assert "| FedAvg 1.2 |" in ji_table2.collect(collect)[1]
     monkeypatch.setattr(sys, "argv", ["ji_table2.py", "--algorithms", "FedAvg 2", "--collect"])
     with pytest.raises(SystemExit):
         ji_table2.main()
