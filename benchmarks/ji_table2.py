@@ -55,6 +55,7 @@ CONTROLS = {
     "FedAvg 1.2": ["--algorithm", "fedavg", "--server-optimizer", "sgd", "--server-lr", "1.2", "--server-noise",
                    "0.001"],
 }
+RUNS = {**ALGORITHMS, **CONTROLS}
 FRACTIONS = (0.1, 0.5)
 TRAINING_CLIENTS = 90
 SEEDS = (0, 1, 2)
@@ -70,7 +71,7 @@ def train_args(algorithm: str, fraction: float, seed: int, rounds: int, eval_eve
         for flag in ("--client-lr", "--client-momentum", "--local-epochs"):
             i = common.index(flag)
             del common[i:i + 2]
-    return args + [*common, *{**ALGORITHMS, **CONTROLS}[algorithm], "--clients-per-round",
+    return args + [*common, *RUNS[algorithm], "--clients-per-round",
                    str(max(1, round(fraction * TRAINING_CLIENTS))), "--seed", str(seed), "--eval-every",
                    str(eval_every), "--overwrite"]
 
@@ -87,10 +88,11 @@ def best_validation_row(out: str) -> dict | None:
 
 def collect(args) -> tuple[dict, str]:
     data = {}
-    started = [run_dir(args.work, c, f, s) for c in CONTROLS for f in FRACTIONS for s in SEEDS]
-    started = {out for out in started if os.path.exists(out) or os.path.exists(_records.record_path(out))}
+    def started(out):  # its directory, or its kept record once the directory is gone
+        return os.path.exists(out) or os.path.exists(_records.record_path(out))
+
     columns = list(ALGORITHMS) + [c for c in CONTROLS  # a control's column once any of its runs exists
-                                  if any(run_dir(args.work, c, f, s) in started for f in FRACTIONS for s in SEEDS)]
+                                  if any(started(run_dir(args.work, c, f, s)) for f in FRACTIONS for s in SEEDS)]
     lines = ["Ji et al.'s protocol on Tiny Shakespeare dealt IID to 100 clients: `"
              + " ".join(COMMON) + "`; per algorithm: " + "; ".join(f"{a} `{' '.join(v)}`"
                                                                     for a, v in ALGORITHMS.items())
@@ -138,7 +140,7 @@ def main():
     p.add_argument("--seeds", default=",".join(str(s) for s in SEEDS),
                    help="comma-separated seeds to train now, of 0, 1, 2 (two lanes: --seeds 0 and --seeds 1,2)")
     p.add_argument("--algorithms", default=",".join(ALGORITHMS),
-                   help="comma-separated runs to train now, of " + ", ".join([*ALGORITHMS, *CONTROLS])
+                   help="comma-separated runs to train now, of " + ", ".join(RUNS)
                         + f" (default: Ji's {', '.join(ALGORITHMS)}; {', '.join(CONTROLS)}: FedAvg at FedAtt's step)")
     p.add_argument("--work", default=os.path.join("runs", "ji_table2"))
     p.add_argument("--name", default="ji_table2")
@@ -148,8 +150,8 @@ def main():
     if not seeds or any(s not in SEEDS for s in seeds):
         p.error(f"--seeds {args.seeds}: choose from {', '.join(str(s) for s in SEEDS)}")
     algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-    if not algorithms or any(a not in {**ALGORITHMS, **CONTROLS} for a in algorithms):
-        p.error(f"--algorithms {args.algorithms}: choose from {', '.join([*ALGORITHMS, *CONTROLS])}")
+    if not algorithms or any(a not in RUNS for a in algorithms):
+        p.error(f"--algorithms {args.algorithms}: choose from {', '.join(RUNS)}")
     start = time.time()
     if not args.collect:
         for fraction in (float(f) for f in args.fractions.split(",") if f.strip()):
