@@ -76,3 +76,34 @@ def test_resume_refuses_what_it_cannot_continue(uninterrupted, tmp_path, capsys)
     os.remove(os.path.join(old, "checkpoints", "state.json"))
     assert main(["train", "--out", old, "--resume", "--epochs", "2"]) == 2
     assert "no checkpoint to resume from" in capsys.readouterr().err
+
+
+def test_centralized_examples_are_every_fit_clients_chunks_and_a_second_run_reuses_them(default_corpus, monkeypatch):
+    """The examples a centralized epoch shuffles are exactly the fit clients' sentence chunks (the Python
+    reference, ``corpus_examples``), and a second run of the process on the same text encodes nothing again."""
+    import dataclasses
+
+    from keyboard_lm.data import preprocessing
+    from keyboard_lm.data.examples import corpus_examples
+    from keyboard_lm.text.vocabulary import Vocabulary
+    from keyboard_lm.training.centralized import _training_data
+    from keyboard_lm.training.config import default_config
+
+    fit_ids = default_corpus.client_ids[:80]
+    vocab = Vocabulary.from_sentences(default_corpus.sentences(fit_ids), 300)
+    config = dataclasses.replace(default_config(warm_start=False), ngram_teacher=0.0, batch_size=7)
+    data, n = _training_data(default_corpus, fit_ids, vocab, config, config.teacher(), print)
+    batches = list(data(1).as_numpy_iterator())
+    got = np.concatenate([np.concatenate([x, y], axis=1) for x, y in batches])
+    want = np.array([np.concatenate([x, y]) for x, y in corpus_examples(default_corpus.sentences(fit_ids), vocab,
+                                                                       config.seq_len)], np.int32)
+    assert n == len(want) == len(got) > 100
+    assert sorted(map(tuple, got)) == sorted(map(tuple, want))
+    assert not np.array_equal(got, want)  # shuffled
+    calls = []
+    encode = preprocessing._encode_clients
+    monkeypatch.setattr(preprocessing, "_encode_clients", lambda *a: calls.append(1) or encode(*a))
+    _, again = _training_data(default_corpus, fit_ids, vocab, config, config.teacher(), print)
+    assert again == n and calls == []
+    _training_data(default_corpus, fit_ids[:40], vocab, config, config.teacher(), print)
+    assert calls == [1]  # other text: encoded

@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpus import Corpus
-from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
+from keyboard_lm.data.preprocessing import encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
@@ -295,10 +295,13 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
         n_examples = len(ex["x"])
     else:
-        texts = [t for cid in fit_ids for t in corpus.clients[cid]]
-        examples = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab),
-                                     config.seq_len).cache()
-        n_examples = sum(1 for _ in examples)
+        # The clients' examples in fit_ids order, each client's in its text's order; encoded in batches and
+        # kept for the next run of this process on the same text (a sweep, the test suite).
+        encoded = encode_clients({cid: corpus.clients[cid] for cid in fit_ids}, vocab, config.seq_len)
+        x = np.concatenate([encoded[cid][0] for cid in fit_ids] or [np.zeros((0, config.seq_len), np.int32)])
+        y = np.concatenate([encoded[cid][1] for cid in fit_ids] or [np.zeros((0, config.seq_len), np.int32)])
+        examples = tf.data.Dataset.from_tensor_slices((x, y))
+        n_examples = len(x)
 
     def epoch_data(epoch: int) -> tf.data.Dataset:
         seed = int(np.random.RandomState([config.seed, epoch]).randint(2**31 - 1))
