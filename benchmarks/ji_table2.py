@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks import _records, _report  # noqa: E402
-from benchmarks.ro_table2 import _diverged, _train, curve, is_result, settled  # noqa: E402
+from benchmarks.ro_table2 import _diverged, _train, curve, diverged_at, is_result, settled  # noqa: E402
 from benchmarks.warm_start_sweep import SHAKESPEARE  # noqa: E402
 
 CORPUS = ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "iid", "--num-clients", "100"]
@@ -86,6 +86,38 @@ def best_validation_row(out: str) -> dict | None:
     return min(rows, key=lambda r: r["val_loss"]) if rows else None
 
 
+def kept_result(out: str) -> dict | str | None:
+    """A run's kept round and its held-out perplexity (with the round it diverged at, if it diverged after it:
+    Ji's protocol keeps the best validation round of every run, so such a run counts); "diverged" for a run
+    that diverged before it kept a round; None for a finished run never evaluated."""
+    row = best_validation_row(out) if is_result(out) else None
+    if row is None:
+        return "diverged" if _diverged(out) else None
+    kept = {"round": int(row["round"]), "perplexity": row["perplexity"]}
+    return {**kept, "diverged_at": diverged_at(out)} if _diverged(out) else kept
+
+
+def cell(found: dict) -> str:
+    """The table's cell of one algorithm at one fraction: mean ± sd of the seeds' kept perplexities, and which
+    runs diverged."""
+    kept = [v for v in found.values() if isinstance(v, dict)]
+    ppl = [v["perplexity"] for v in kept]
+    if not found:
+        return "not run"
+    if not ppl:
+        return "diverged"
+    late = [str(v["diverged_at"]) for v in kept if "diverged_at" in v]
+    notes = []
+    if late:
+        count = "" if len(ppl) == 1 else f"{len(late)} "
+        notes.append(f"{count}diverged after the kept round, at round{'s' * (len(late) > 1)} {', '.join(late)}")
+    if len(found) > len(kept):
+        notes.append(f"{len(found) - len(kept)} diverged before any evaluation")
+    value = (f"{ppl[0]:.1f} (1 seed" if len(ppl) == 1 else
+             f"{statistics.fmean(ppl):.1f} ± {statistics.stdev(ppl):.1f} ({len(ppl)} seeds")
+    return value + "".join(f"; {n}" for n in notes) + ")"
+
+
 def collect(args) -> tuple[dict, str]:
     data = {}
     def started(out):  # its directory, or its kept record once the directory is gone
@@ -105,23 +137,10 @@ def collect(args) -> tuple[dict, str]:
             found = {}
             for seed in SEEDS:
                 out = run_dir(args.work, algorithm, fraction, seed)
-                if _diverged(out):
-                    found[seed] = "diverged"
-                elif is_result(out):
-                    row = best_validation_row(out)
-                    found[seed] = None if row is None else {"round": int(row["round"]),
-                                                            "perplexity": row["perplexity"]}
+                if _diverged(out) or is_result(out):
+                    found[seed] = kept_result(out)
             data[f"{algorithm} C={fraction:g}"] = found
-            ppl = [v["perplexity"] for v in found.values() if isinstance(v, dict)]
-            if not found:
-                cells.append("not run")
-            elif len(ppl) == 1:
-                cells.append(f"{ppl[0]:.1f} (1 seed)")
-            elif ppl:
-                cells.append(f"{statistics.fmean(ppl):.1f} ± {statistics.stdev(ppl):.1f} ({len(ppl)} seeds)"
-                             + (f", {len(found) - len(ppl)} diverged" if len(found) > len(ppl) else ""))
-            else:
-                cells.append("diverged")
+            cells.append(cell(found))
         lines.append(f"| {fraction:g} | " + " | ".join(cells) + " |")
     for c in (c for c in columns if c in CONTROLS):
         lines += ["", f"Control (not Ji's): {c} is FedAvg stepping by FedAtt's eps, `{' '.join(CONTROLS[c])}`."]

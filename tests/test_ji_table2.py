@@ -71,3 +71,29 @@ def test_the_step_size_control_is_fedavg_at_fedatts_eps_and_shows_once_run(tmp_p
     with pytest.raises(SystemExit):
         ji_table2.main()
     assert "--algorithms FedAvg 2: choose from FedAtt, FedAvg, FedSGD, FedAvg 1.2" in capsys.readouterr().err
+
+
+def test_a_run_that_diverged_after_its_kept_round_counts_and_the_cell_says_so(tmp_path):
+    """Ji's protocol keeps each run's best validation round, so a later divergence does not drop the run."""
+    from benchmarks import _records
+
+    def record(name, curve, diverged_at):
+        path = _records.record_path(str(tmp_path / name))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump({"best": None, "curve": curve, "diverged_at": diverged_at, "finished": diverged_at is None}, f)
+        return str(tmp_path / name)
+
+    rows = [{"round": 5, "perplexity": 900.0, "val_loss": 6.9}, {"round": 10, "perplexity": 800.0, "val_loss": 6.7}]
+    late = record("late", rows, 33)
+    done = record("done", [{**r, "perplexity": r["perplexity"] - 100} for r in rows], None)
+    early = record("early", [], 2)
+    assert ji_table2.kept_result(late) == {"round": 10, "perplexity": 800.0, "diverged_at": 33}
+    assert ji_table2.kept_result(done) == {"round": 10, "perplexity": 700.0}
+    assert ji_table2.kept_result(early) == "diverged"
+    one = {0: ji_table2.kept_result(late)}
+    assert ji_table2.cell(one) == "800.0 (1 seed; diverged after the kept round, at round 33)"
+    three = {0: ji_table2.kept_result(late), 1: ji_table2.kept_result(done), 2: "diverged"}
+    assert ji_table2.cell(three) == ("750.0 ± 70.7 (2 seeds; 1 diverged after the kept round, at round 33; "
+                                     "1 diverged before any evaluation)")
+    assert ji_table2.cell({}) == "not run" and ji_table2.cell({0: "diverged"}) == "diverged"
