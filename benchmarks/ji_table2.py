@@ -111,8 +111,11 @@ def cell(found: dict) -> str:
     if late:
         count = "" if len(ppl) == 1 else f"{len(late)} "
         notes.append(f"{count}diverged after the kept round, at round{'s' * (len(late) > 1)} {', '.join(late)}")
-    if len(found) > len(kept):
-        notes.append(f"{len(found) - len(kept)} diverged before any evaluation")
+    early = sum(v == "diverged" for v in found.values())
+    if early:
+        notes.append(f"{early} diverged before any evaluation")
+    if len(found) > len(kept) + early:
+        notes.append(f"{len(found) - len(kept) - early} never evaluated")
     value = (f"{ppl[0]:.1f} (1 seed" if len(ppl) == 1 else
              f"{statistics.fmean(ppl):.1f} ± {statistics.stdev(ppl):.1f} ({len(ppl)} seeds")
     return value + "".join(f"; {n}" for n in notes) + ")"

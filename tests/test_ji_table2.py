@@ -97,3 +97,4 @@ def test_a_run_that_diverged_after_its_kept_round_counts_and_the_cell_says_so(tm
     assert ji_table2.cell(three) == ("750.0 ± 70.7 (2 seeds; 1 diverged after the kept round, at round 33; "
                                      "1 diverged before any evaluation)")
     assert ji_table2.cell({}) == "not run" and ji_table2.cell({0: "diverged"}) == "diverged"
+    assert ji_table2.cell({0: ji_table2.kept_result(done), 1: None}) == "700.0 (1 seed; 1 never evaluated)"
