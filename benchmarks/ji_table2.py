@@ -90,11 +90,12 @@ def kept_result(out: str) -> dict | str | None:
     """A run's kept round and its held-out perplexity (with the round it diverged at, if it diverged after it:
     Ji's protocol keeps the best validation round of every run, so such a run counts); "diverged" for a run
     that diverged before it kept a round; None for a finished run never evaluated."""
+    at = diverged_at(out)
     row = best_validation_row(out) if is_result(out) else None
     if row is None:
-        return "diverged" if _diverged(out) else None
+        return "diverged" if at is not None else None
     kept = {"round": int(row["round"]), "perplexity": row["perplexity"]}
-    return {**kept, "diverged_at": diverged_at(out)} if _diverged(out) else kept
+    return kept if at is None else {**kept, "diverged_at": at}
 
 
 def cell(found: dict) -> str:

@@ -298,8 +298,8 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         # The clients' examples in fit_ids order, each client's in its text's order; encoded in batches and
         # kept for the next run of this process on the same text (a sweep, the test suite).
         encoded = encode_clients({cid: corpus.clients[cid] for cid in fit_ids}, vocab, config.seq_len)
-        x = np.concatenate([encoded[cid][0] for cid in fit_ids] or [np.zeros((0, config.seq_len), np.int32)])
-        y = np.concatenate([encoded[cid][1] for cid in fit_ids] or [np.zeros((0, config.seq_len), np.int32)])
+        none = np.zeros((0, config.seq_len), np.int32)
+        x, y = (np.concatenate([encoded[cid][i] for cid in fit_ids] or [none]) for i in (0, 1))
         examples = tf.data.Dataset.from_tensor_slices((x, y))
         n_examples = len(x)
 
