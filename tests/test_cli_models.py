@@ -11,7 +11,7 @@ from keyboard_lm.cli import main
 from keyboard_lm.models.run_dir import load_run
 
 SMALL = ["--units", "32", "--embedding-dim", "16", "--vocab-size", "800", "--epochs", "2", "--optimizer", "sgd",
-         "--lr", "1.0"]
+         "--lr", "1.0", "--batch-size", "32"]
 
 
 @pytest.fixture(scope="module")
