@@ -167,8 +167,8 @@ def small_qat_run(tmp_path_factory):
     """``small_qat_run(mode)``: as ``small_run``, trained quantization-aware for export mode ``mode``."""
 
     def get(mode: str) -> str:
-        # Three epochs, not six: what its tests check is the export's exactness, not the model's quality.
-        build = lambda out: _train_small(out, "--quantization-aware", mode, "--epochs", "3")  # noqa: E731
+        # One epoch, not six: what its tests check is the export's exactness, not the model's quality.
+        build = lambda out: _train_small(out, "--quantization-aware", mode, "--epochs", "1")  # noqa: E731
         return str(build_once(tmp_path_factory, f"small_qat_{mode}", build) / "run")
 
     return get
