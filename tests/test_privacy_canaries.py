@@ -19,6 +19,7 @@ from keyboard_lm.data.examples import sentence_examples
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import log_softmax
 from keyboard_lm.privacy import canaries as C
+from keyboard_lm.privacy import exposure as E
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 from keyboard_lm.text.tokenizer import sentences, tokenize
 from keyboard_lm.text.vocabulary import Vocabulary
@@ -187,22 +188,22 @@ def test_plant_raises_on_bad_input(case, match):
 
 def test_exact_exposure_hand_computed():
     scores = [3.0, 1.0, 4.0, 2.0]  # |R| = 4
-    assert C.exact_exposure(1.0, scores) == pytest.approx(2.0)  # ranked first: log2 |R|
-    assert C.exact_exposure(4.0, scores) == pytest.approx(0.0)  # ranked last
-    assert C.exact_exposure(2.0, scores) == pytest.approx(1.0)  # rank 2
-    assert C.exact_exposure(2.5, scores) == pytest.approx(2 - math.log2(3))  # rank 3
+    assert E.exact_exposure(1.0, scores) == pytest.approx(2.0)  # ranked first: log2 |R|
+    assert E.exact_exposure(4.0, scores) == pytest.approx(0.0)  # ranked last
+    assert E.exact_exposure(2.0, scores) == pytest.approx(1.0)  # rank 2
+    assert E.exact_exposure(2.5, scores) == pytest.approx(2 - math.log2(3))  # rank 3
 
 
 def test_exact_exposure_breaks_ties_in_the_canarys_favour():
-    assert C.exact_exposure(1.0, [1.0, 1.0, 1.0, 5.0]) == pytest.approx(2.0)
-    assert C.exact_exposure(5.0, [0.0, 5.0, 5.0, 5.0]) == pytest.approx(1.0)  # rank 2 of 4
+    assert E.exact_exposure(1.0, [1.0, 1.0, 1.0, 5.0]) == pytest.approx(2.0)
+    assert E.exact_exposure(5.0, [0.0, 5.0, 5.0, 5.0]) == pytest.approx(1.0)  # rank 2 of 4
 
 
 def test_exposure_rejects_nan_and_empty_scores():
-    for call in (lambda: C.exact_exposure(1.0, []), lambda: C.exact_exposure(float("nan"), [1.0]),
-                 lambda: C.exact_exposure(1.0, [1.0, float("nan")]),
-                 lambda: C.extrapolated_exposure(1.0, np.arange(50.0), 10 ** 6),
-                 lambda: C.extrapolated_exposure(1.0, np.ones(500), 10 ** 6)):
+    for call in (lambda: E.exact_exposure(1.0, []), lambda: E.exact_exposure(float("nan"), [1.0]),
+                 lambda: E.exact_exposure(1.0, [1.0, float("nan")]),
+                 lambda: E.extrapolated_exposure(1.0, np.arange(50.0), 10 ** 6),
+                 lambda: E.extrapolated_exposure(1.0, np.ones(500), 10 ** 6)):
         with pytest.raises(ConfigError):
             call()
 
@@ -221,17 +222,17 @@ def test_extrapolated_exposure_agrees_with_exact_in_the_bulk(seed):
     sample = scores[np.random.default_rng(100 + seed).integers(0, scores.size, 5000)]
     ordered = np.sort(scores)
     for rank in (1000, 10_000, 50_000):
-        exact = C.exact_exposure(ordered[rank - 1], scores)
-        assert C.extrapolated_exposure(ordered[rank - 1], sample, scores.size) == pytest.approx(exact, abs=0.5)
+        exact = E.exact_exposure(ordered[rank - 1], scores)
+        assert E.extrapolated_exposure(ordered[rank - 1], sample, scores.size) == pytest.approx(exact, abs=0.5)
     # The documented limit: the hard minimum of discrete scores is beyond the skew-normal's reach.
-    top = C.extrapolated_exposure(ordered[0], sample, scores.size)
-    assert 8 < top < C.exact_exposure(ordered[0], scores) - 2
+    top = E.extrapolated_exposure(ordered[0], sample, scores.size)
+    assert 8 < top < E.exact_exposure(ordered[0], scores) - 2
 
 
 def test_extrapolated_exposure_is_capped_at_log2_space_size():
     sample = np.random.default_rng(0).normal(50, 3, 1000)
-    assert C.extrapolated_exposure(-1e6, sample, 1000) == pytest.approx(math.log2(1000))
-    assert C.extrapolated_exposure(1e6, sample, 1000) == pytest.approx(0.0, abs=1e-9)
+    assert E.extrapolated_exposure(-1e6, sample, 1000) == pytest.approx(math.log2(1000))
+    assert E.extrapolated_exposure(1e6, sample, 1000) == pytest.approx(0.0, abs=1e-9)
 
 
 # --- scoring and the audit (numpy model) ------------------------------------
@@ -240,8 +241,8 @@ def test_log_perplexity_is_the_projects_encoding_scored_slot_by_slot():
     vocab = _format_vocab()
     predict = _bigram(vocab, seed=1)
     texts = [c.text for c in C.make_canaries(5, seed=2)]
-    got = C.canary_log_perplexity(predict, vocab, texts)
-    whole = C.canary_log_perplexity(predict, vocab, texts, whole_sequence=True)
+    got = E.canary_log_perplexity(predict, vocab, texts)
+    whole = E.canary_log_perplexity(predict, vocab, texts, whole_sequence=True)
     n = len(FMT.prefix) + FMT.slots
     for text, g, w in zip(texts, got, whole):
         x, y = sentence_examples(vocab.encode(tokenize(text)), n)[0]  # the training pipeline's first chunk
@@ -255,11 +256,11 @@ def test_log_perplexity_is_the_projects_encoding_scored_slot_by_slot():
 def test_oov_canary_token_raises_naming_it():
     vocab = Vocabulary.from_sentences([["my", "number", "is", *FMT.alphabet[:-1]]], 100)  # no "world"
     with pytest.raises(ConfigError, match="alphabet token 'world' is not in the model's vocabulary"):
-        C.canary_log_perplexity(_bigram(vocab), vocab, [FMT.text(("air",) * 4)])
+        E.canary_log_perplexity(_bigram(vocab), vocab, [FMT.text(("air",) * 4)])
     vocab = Vocabulary.from_sentences([["my", "is", *FMT.alphabet]], 100)
     _, record = C.plant_canaries(_tiny_corpus(), C.make_canaries(1, 0), 1, ["a"], 0)
     with pytest.raises(ConfigError, match="prefix token 'number'"):
-        C.audit(_bigram(vocab), vocab, record)
+        E.audit(_bigram(vocab), vocab, record)
 
 
 def test_audit_ranks_match_brute_force_and_find_a_boosted_canary():
@@ -267,8 +268,8 @@ def test_audit_ranks_match_brute_force_and_find_a_boosted_canary():
     cans = C.make_canaries(6, seed=5)
     predict = _bigram(vocab, seed=3, boost=(*FMT.prefix, *cans[0].secret))
     _, record = C.plant_canaries(_tiny_corpus(), cans[:2], [3, 1], ["a", "b"], seed=0)
-    rows = C.audit(predict, vocab, record, controls=cans[2:])
-    every = C.canary_log_perplexity(predict, vocab, [FMT.text(FMT.secret(i)) for i in range(FMT.space_size)])
+    rows = E.audit(predict, vocab, record, controls=cans[2:])
+    every = E.canary_log_perplexity(predict, vocab, [FMT.text(FMT.secret(i)) for i in range(FMT.space_size)])
     assert [r["text"] for r in rows] == [c.text for c in cans]
     assert [r["repeats"] for r in rows] == [3, 1, 0, 0, 0, 0]
     assert [r["client"] for r in rows[:2]] == [row["client"] for row in record["canaries"]]
@@ -281,7 +282,7 @@ def test_audit_ranks_match_brute_force_and_find_a_boosted_canary():
         assert r["max_exposure"] == pytest.approx(FMT.max_exposure)
     assert rows[0]["rank"] == 1 and rows[0]["exposure"] == pytest.approx(FMT.max_exposure)
     assert json.loads(json.dumps(rows)) == rows
-    table = C.format_audit(rows)
+    table = E.format_audit(rows)
     assert all(c.text in table for c in cans) and "exposure" in table.splitlines()[1]
 
 
@@ -290,10 +291,10 @@ def test_audit_extrapolates_beyond_max_exhaustive_and_agrees_with_exact():
     cans = C.make_canaries(8, seed=0)
     _, record = C.plant_canaries(_tiny_corpus(), cans[:1], 1, ["a"], seed=0)
     predict = _bigram(vocab, seed=0)
-    exact = C.audit(predict, vocab, record, controls=cans[1:])
-    approx = C.audit(predict, vocab, record, controls=cans[1:], max_exhaustive=FMT.space_size - 1,
+    exact = E.audit(predict, vocab, record, controls=cans[1:])
+    approx = E.audit(predict, vocab, record, controls=cans[1:], max_exhaustive=FMT.space_size - 1,
                      sample_size=5000, seed=1)
-    assert approx == C.audit(predict, vocab, record, controls=cans[1:], max_exhaustive=0, sample_size=5000, seed=1)
+    assert approx == E.audit(predict, vocab, record, controls=cans[1:], max_exhaustive=0, sample_size=5000, seed=1)
     for e, a in zip(exact, approx):
         assert a["method"] == "extrapolated" and a["rank"] is None
         assert a["log_perplexity"] == pytest.approx(e["log_perplexity"])
@@ -312,23 +313,23 @@ def test_calibrated_exposure_ranks_what_training_added_not_what_the_start_knew()
         pull[a, b] += 2.0
     trained = lambda x: start(x) + pull[np.asarray(x)]  # noqa: E731
     _, record = C.plant_canaries(_tiny_corpus(), cans[:2], [3, 1], ["a", "b"], seed=0)
-    rows = C.audit(trained, vocab, record, controls=cans[2:], reference=start)
-    assert C.audit(trained, vocab, record, controls=cans[2:]) == [
+    rows = E.audit(trained, vocab, record, controls=cans[2:], reference=start)
+    assert E.audit(trained, vocab, record, controls=cans[2:]) == [
         {k: v for k, v in r.items() if k not in ("reference_log_perplexity", "calibrated_exposure")} for r in rows]
     texts = [FMT.text(FMT.secret(i)) for i in range(FMT.space_size)]
-    every = C.canary_log_perplexity(trained, vocab, texts) - C.canary_log_perplexity(start, vocab, texts)
+    every = E.canary_log_perplexity(trained, vocab, texts) - E.canary_log_perplexity(start, vocab, texts)
     for r in rows:
         i = FMT.index(r["secret"])
-        assert r["reference_log_perplexity"] == pytest.approx(C.canary_log_perplexity(start, vocab, [r["text"]])[0])
-        assert r["calibrated_exposure"] == pytest.approx(C.exact_exposure(every[i], every))
+        assert r["reference_log_perplexity"] == pytest.approx(E.canary_log_perplexity(start, vocab, [r["text"]])[0])
+        assert r["calibrated_exposure"] == pytest.approx(E.exact_exposure(every[i], every))
     # Raw exposure puts the start's favourite first; calibrated, the planted canary is first and the control
     # is back among the rest.
     assert rows[3]["exposure"] == pytest.approx(FMT.max_exposure) and rows[0]["exposure"] < FMT.max_exposure
     assert rows[0]["calibrated_exposure"] == pytest.approx(FMT.max_exposure)
     assert rows[3]["calibrated_exposure"] < 0.5 * FMT.max_exposure
-    assert "calibrated" in C.format_audit(rows).splitlines()[1]
+    assert "calibrated" in E.format_audit(rows).splitlines()[1]
     # Beyond max_exhaustive both scores are extrapolated from one sample.
-    approx = C.audit(trained, vocab, record, controls=cans[2:], reference=start, max_exhaustive=0,
+    approx = E.audit(trained, vocab, record, controls=cans[2:], reference=start, max_exhaustive=0,
                      sample_size=5000, seed=1)
     for e, a in zip(rows, approx):
         assert a["reference_log_perplexity"] == pytest.approx(e["reference_log_perplexity"])
@@ -340,11 +341,11 @@ def test_audit_rejects_malformed_records_and_foreign_controls():
     _, record = C.plant_canaries(_tiny_corpus(), C.make_canaries(1, 0), 1, ["a"], 0)
     other = C.make_canaries(1, 0, slots=2)
     with pytest.raises(ConfigError, match="not of the planted canaries' format"):
-        C.audit(_bigram(vocab), vocab, record, controls=other)
+        E.audit(_bigram(vocab), vocab, record, controls=other)
     with pytest.raises(ConfigError, match="was planted; controls must be secrets never planted"):
-        C.audit(_bigram(vocab), vocab, record, controls=C.make_canaries(1, 0))
+        E.audit(_bigram(vocab), vocab, record, controls=C.make_canaries(1, 0))
     with pytest.raises(ConfigError, match="not a canary placement record"):
-        C.audit(_bigram(vocab), vocab, {"canaries": record["canaries"]})
+        E.audit(_bigram(vocab), vocab, {"canaries": record["canaries"]})
 
 
 def test_importing_the_audit_loads_no_tensorflow():
@@ -403,7 +404,7 @@ def trained(default_corpus):
 
 def test_keras_model_exposes_the_planted_canary_not_the_unplanted_one(trained):
     model, _, vocab, record, control = trained
-    rows = C.audit(C.keras_predict_fn(model, 3 + 3), vocab, record, controls=[control])
+    rows = E.audit(E.keras_predict_fn(model, 3 + 3), vocab, record, controls=[control])
     planted, unplanted = rows
     assert planted["repeats"] == 50 and unplanted["repeats"] == 0
     # Over seeds 0-5: the planted canary ranked first of 1,000 (9.97 bits), the unplanted one at most 3.1 bits.
@@ -417,7 +418,7 @@ def test_audit_run_loads_a_run_directory(trained, tmp_path):
 
     model, config, vocab, record, control = trained
     save_run(str(tmp_path), config, vocab, weights_dict(model), {"trainer": "test"})
-    from_run = C.audit_run(str(tmp_path), record, controls=[control])
-    direct = C.audit(C.keras_predict_fn(model, 6), vocab, record, controls=[control])
+    from_run = E.audit_run(str(tmp_path), record, controls=[control])
+    direct = E.audit(E.keras_predict_fn(model, 6), vocab, record, controls=[control])
     assert [r["rank"] for r in from_run] == [r["rank"] for r in direct]
     assert [r["log_perplexity"] for r in from_run] == pytest.approx([r["log_perplexity"] for r in direct], abs=1e-4)

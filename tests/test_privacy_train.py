@@ -224,10 +224,10 @@ def test_an_audit_from_a_base_is_calibrated_against_the_start(tmp_path, capsys):
     assert report["power"] == report["by_statistic"]["calibrated_exposure"]["power"]
     # The reference is the model the run started from: with the base's vocabulary, the base itself.
     from keyboard_lm.privacy import audit as au
-    from keyboard_lm.privacy import canaries as cn
+    from keyboard_lm.privacy import exposure
 
     placements, controls = au.load_canaries(warm)
-    under_base = cn.audit_run(base, placements, controls=controls)
+    under_base = exposure.audit_run(base, placements, controls=controls)
     assert [r["reference_log_perplexity"] for r in report["rows"]] == pytest.approx(
         [r["log_perplexity"] for r in under_base], abs=1e-3)
     assert [r["log_perplexity"] for r in report["rows"]] != pytest.approx(

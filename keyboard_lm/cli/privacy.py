@@ -236,7 +236,7 @@ def cmd_audit_canaries(args) -> int:
     """
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.privacy import audit as au
-    from keyboard_lm.privacy import canaries as cn
+    from keyboard_lm.privacy import exposure
 
     if args.run:
         run_dir = args.run
@@ -269,7 +269,7 @@ def cmd_audit_canaries(args) -> int:
     else:
         eps = "no DP" if not dp else f"eps {dp['epsilon'] if isinstance(dp['epsilon'], str) else round(dp['epsilon'], 3)}"
         print(f"exposure of {len(rows)} canaries in {run_dir} ({eps}); max = log2|R|; controls were never planted")
-        print(cn.format_audit(rows))
+        print(exposure.format_audit(rows))
         print("rounds its clients trained in, per canary (copies x trainings): " +
               ", ".join(f"{r['repeats']}x {r['participations']}" for r in rows if r["client"] is not None))
         print(f"the audit's statistic: {report['statistic'].replace('_', ' ')} (calibration "

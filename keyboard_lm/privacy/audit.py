@@ -86,13 +86,13 @@ def audit(run_dir: str, placements: dict | None = None, controls=None) -> dict:
     """
     from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.models.warm_start import start_weights
-    from keyboard_lm.privacy import canaries as cn
+    from keyboard_lm.privacy import exposure
 
     if placements is None:
         placements, controls = load_canaries(run_dir)
     run = load_run(run_dir)
     start, why = start_weights(run)
-    rows = cn.audit_run(run_dir, placements, reference_weights=start, controls=controls)
+    rows = exposure.audit_run(run_dir, placements, reference_weights=start, controls=controls)
     record = run.record
     rounds_of = record.participation
     for row in rows:
