@@ -1,13 +1,13 @@
 """Fitting the char encoder: MSE to the tied rows and, given contexts, in-context cross-entropy.
 
 ``fit_char_encoder`` holds out a seeded share of the words, trains, evaluates every epoch on what was held out
-(MSE, in-context cross-entropy and recall@3, false suggestions, and the joint softmax with the vocabulary) and
-keeps the best epoch; ``train_char_encoder`` is its short form. The encoder itself is in ``model``.
+(MSE, in-context cross-entropy and recall@3, false suggestions, and the joint softmax with the vocabulary: see
+``heldout``) and keeps the best epoch; ``train_char_encoder`` is its short form. The encoder itself is in
+``model``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from typing import Callable
@@ -15,97 +15,11 @@ from typing import Callable
 import numpy as np
 import tensorflow as tf
 
+from keyboard_lm.char_encoder.heldout import (
+    ContextPositions, Evaluator, HeldoutSplit, heldout_split, mean_row_reference, resolve_select_by)
 from keyboard_lm.char_encoder.model import (
-    FALSE_SUGGESTION_POSITIONS, JOINT_POSITIONS, N_SPECIAL, CharEncoderConfig, CharEncoderFit, ContextExamples,
-    build_char_encoder, context_statistics, encode_spellings, third_best_excluding, top4_non_special)
+    CharEncoderConfig, CharEncoderFit, ContextExamples, build_char_encoder, encode_spellings)
 from keyboard_lm.errors import ConfigError
-
-
-def _softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, x)
-
-
-def _logsumexp(z: np.ndarray, axis: int = -1) -> np.ndarray:
-    top = np.max(z, axis=axis, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    return np.squeeze(top, axis) + np.log(np.sum(np.exp(z - top), axis=axis))
-
-
-def _encode_all(encoder: tf.keras.Model, spellings: np.ndarray, batch: int = 4096) -> np.ndarray:
-    if not len(spellings):
-        return np.zeros((0, encoder.output_shape[-1]), np.float32)
-    return np.concatenate([encoder(spellings[a:a + batch], training=False).numpy()
-                           for a in range(0, len(spellings), batch)])
-
-
-def _mean(x) -> float:
-    return float(np.mean(x)) if np.size(x) else float("nan")
-
-
-class _JointEvaluation:
-    """The device's situation on held-out text: every held-out word is a personal word at once.
-
-    At a fixed sample of positions (any target), the held-out words' columns are
-    replaced by h . enc(word) and everything else is the frozen model's.  Its
-    cross-entropy and recall@3 (special tokens excluded) count both sides: a
-    held-out word must win where it follows and lose where it does not, so an
-    encoder cannot score by giving every word a large generic vector.  The
-    references are the model itself (``_true_row``) and the closed vocabulary
-    with the held-out words removed (``_removed``: they can never be suggested).
-    """
-
-    def __init__(self, contexts: ContextExamples, positions: np.ndarray, held_ids: np.ndarray, chunk: int = 2048):
-        v = contexts.table.shape[0]
-        self.h = contexts.outputs[positions]
-        self.targets = contexts.targets[positions]
-        held_local = np.full(v, -1, np.int64)
-        held_local[held_ids] = np.arange(len(held_ids))
-        self.target_local = held_local[self.targets]  # -1: the target is not a held-out word
-        self.held_target = self.target_local >= 0
-        n = len(positions)
-        self.free_lse = np.empty(n, np.float32)  # over the frozen columns that stay (specials included)
-        self.frozen_target = np.empty(n, np.float32)
-        self.free_top_vals = np.empty((n, 4), np.float32)  # non-special frozen columns that stay
-        self.free_top_ids = np.empty((n, 4), np.int64)
-        true_ce, true_hit, removed_hit = np.empty(n), np.empty(n, bool), np.empty(n, bool)
-        table_t = np.ascontiguousarray(contexts.table.T)
-        for a in range(0, n, chunk):
-            b = min(n, a + chunk)
-            z = self.h[a:b] @ table_t
-            rows, t = np.arange(b - a), self.targets[a:b]
-            zt = z[rows, t]
-            self.frozen_target[a:b] = zt
-            true_ce[a:b] = _logsumexp(z) - zt
-            vals, ids = top4_non_special(z)
-            true_hit[a:b] = zt >= third_best_excluding(vals, ids, t)
-            z[:, held_ids] = -np.inf
-            self.free_lse[a:b] = _logsumexp(z)
-            vals, ids = top4_non_special(z)
-            self.free_top_vals[a:b], self.free_top_ids[a:b] = vals, ids
-            removed_hit[a:b] = ~self.held_target[a:b] & (zt >= third_best_excluding(vals, ids, t))
-        self.references = {
-            "heldout_joint_ce_true_row": _mean(true_ce), "heldout_joint_recall_at_3_true_row": _mean(true_hit),
-            "heldout_joint_word_recall_at_3_true_row": _mean(true_hit[self.held_target]),
-            "heldout_joint_recall_at_3_removed": _mean(removed_hit), "heldout_joint_positions": n,
-            "heldout_joint_word_positions": int(self.held_target.sum()),
-        }
-
-    def __call__(self, held_embeddings: np.ndarray) -> dict:
-        scores = self.h @ held_embeddings.T  # [n, held]
-        rows = np.flatnonzero(self.held_target)
-        s_t = self.frozen_target.copy()
-        s_t[rows] = scores[rows, self.target_local[rows]]
-        ce = np.logaddexp(self.free_lse, _logsumexp(scores)) - s_t
-        # competitors above the target: the 3 best remaining frozen columns (the target's own left out) ...
-        own = self.free_top_ids == self.targets[:, None]
-        ranked = np.where(own, -np.inf, self.free_top_vals)
-        ranked = -np.sort(-ranked, axis=1)[:, :3]
-        above = (ranked > s_t[:, None]).sum(1)
-        # ... and the held-out words' encodings (the target's own score is not above itself)
-        above += (scores > s_t[:, None]).sum(1)
-        hit = above < 3
-        return {"heldout_joint_ce": _mean(ce), "heldout_joint_recall_at_3": _mean(hit),
-                "heldout_joint_word_recall_at_3": _mean(hit[self.held_target]), **self.references}
 
 
 def fit_char_encoder(
@@ -154,7 +68,7 @@ def fit_char_encoder(
       heldout_fraction: seeded share of ``words`` held out: never an MSE target nor an
         in-context target; their positions measure zero-shot quality.
       select_by: which epoch is kept: ``"joint"`` (lowest held-out joint cross-entropy, see
-        ``_JointEvaluation``; the default with contexts), ``"context"`` (lowest held-out
+        ``heldout.JointEvaluation``; the default with contexts), ``"context"`` (lowest held-out
         in-context cross-entropy with only the target's column replaced), ``"mse"`` (lowest
         held-out MSE; the default without contexts) or ``"last"``.
       seed: seed of the held-out choice, initialization and shuffling.
@@ -168,15 +82,11 @@ def fit_char_encoder(
                          personal_share=personal_share)
     use_context = contexts is not None and context_weight > 0
     x = encode_spellings(words, config.max_bytes)
-    split = _heldout_split(len(words), heldout_fraction, seed)
-    references = {}
-    if split.n_held:
-        mean_row = embeddings[split.train_index].mean(0)
-        references["heldout_mse_mean_row"] = _mean((embeddings[split.heldout_index] - mean_row) ** 2)
-    positions = _ContextPositions(contexts, word_ids, split, config.embedding_dim, use_context, seed)
-    references.update(positions.references)
-    select_by = _resolve_select_by(select_by, positions, split.n_held)
-    evaluate = _Evaluator(x, embeddings, split, positions, references)
+    split = heldout_split(len(words), heldout_fraction, seed)
+    positions = ContextPositions(contexts, word_ids, split, config.embedding_dim, use_context, seed)
+    references = {**mean_row_reference(embeddings, split), **positions.references}
+    select_by = resolve_select_by(select_by, positions, split.n_held)
+    evaluate = Evaluator(x, embeddings, split, positions, references)
 
     tf.keras.utils.set_random_seed(seed)
     rng = np.random.default_rng([seed, 2])
@@ -229,164 +139,6 @@ def _check_fit_arguments(words: list, embeddings: np.ndarray, contexts: ContextE
         raise ConfigError("no words to train the char encoder on")
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class _HeldoutSplit:
-    """Which of the given words are trained on and which are held out (sorted indices into the given order)."""
-
-    train_index: np.ndarray
-    heldout_index: np.ndarray
-    is_held: np.ndarray  # [len(words)] bool
-
-    @property
-    def n_held(self) -> int:
-        return len(self.heldout_index)
-
-
-def _heldout_split(n_words: int, fraction: float, seed: int) -> _HeldoutSplit:
-    """Hold out ``fraction`` of the words by a seeded permutation of the given order, drawn before anything else."""
-    n_held = 0
-    if fraction:
-        n_held = max(1, int(round(n_words * fraction)))
-        if n_held >= n_words:
-            raise ConfigError(f"{n_words} words are too few to hold out {fraction:.0%} and train on the rest")
-    perm = np.random.default_rng(seed).permutation(n_words)
-    heldout_index, train_index = np.sort(perm[:n_held]), np.sort(perm[n_held:])
-    is_held = np.zeros(n_words, bool)
-    is_held[heldout_index] = True
-    return _HeldoutSplit(train_index, heldout_index, is_held)
-
-
-def _checked_word_ids(word_ids, n_words: int, contexts: ContextExamples, embedding_dim: int) -> np.ndarray:
-    """The words' vocabulary ids as int64, or ConfigError if they cannot index ``contexts``' table one to one."""
-    if word_ids is None:
-        raise ConfigError("in-context training needs word_ids: the vocabulary id of each word")
-    word_ids = np.asarray(word_ids, np.int64)
-    v = contexts.table.shape[0]
-    if word_ids.shape != (n_words,):
-        raise ConfigError(f"{len(word_ids)} word ids for {n_words} words")
-    if contexts.table.shape[1] != embedding_dim:
-        raise ConfigError(f"context embedding table is {contexts.table.shape[1]}-dim, "
-                          f"char encoder expects {embedding_dim}")
-    if word_ids.min() < N_SPECIAL or word_ids.max() >= v:
-        raise ConfigError(f"word ids must be non-special vocabulary ids in [{N_SPECIAL}, {v})")
-    if len(np.unique(word_ids)) != n_words:
-        raise ConfigError("word ids repeat: each word needs its own vocabulary id")
-    return word_ids
-
-
-class _ContextPositions:
-    """The context positions whose next word is one of the given words, and the frozen model's numbers there.
-
-    ``usable``: every such position; ``train_pos``/``held_pos``: those of training/held-out words;
-    ``fs_pos``: a seeded sample (any usable target) where the held-out words must not reach the top 3;
-    ``joint``: the joint held-out evaluation.  ``stats`` (rows by ``row_of``) is ``context_statistics``
-    of the usable positions and ``references`` what the table's true rows score on the held-out metrics.
-    Without contexts every set is empty and there is no reference.
-    """
-
-    def __init__(self, contexts: ContextExamples | None, word_ids, split: _HeldoutSplit, embedding_dim: int,
-                 use_context: bool, seed: int):
-        self.contexts, self.word_ids, self.joint = contexts, None, None
-        self.usable = self.train_pos = self.held_pos = self.fs_pos = np.zeros(0, np.int64)
-        self.references = {}
-        if contexts is None:
-            return
-        self.word_ids = _checked_word_ids(word_ids, len(split.is_held), contexts, embedding_dim)
-        word_of_id = np.full(contexts.table.shape[0], -1, np.int64)
-        word_of_id[self.word_ids] = np.arange(len(self.word_ids))
-        self.pos_word = word_of_id[contexts.targets]  # -1: a special token or a word not given
-        self.usable = np.flatnonzero(self.pos_word >= 0)
-        self.train_pos = self.usable[~split.is_held[self.pos_word[self.usable]]]
-        self.held_pos = self.usable[split.is_held[self.pos_word[self.usable]]]
-        if use_context and not len(self.train_pos):
-            raise ConfigError("no in-context training position: every target is a special token, "
-                              "a held-out word or not among the words")
-        self.stats = context_statistics(contexts.table, contexts.outputs[self.usable], contexts.targets[self.usable])
-        self.row_of = np.full(len(contexts.targets), -1, np.int64)  # position -> row of ``stats``
-        self.row_of[self.usable] = np.arange(len(self.usable))
-        self.held_ids = self.word_ids[split.heldout_index]
-        if split.n_held and len(self.usable):
-            self._sample_heldout_evaluation(seed)
-        if len(self.held_pos):  # the 3rd best rival logit and the others' logsumexp at each held-out position
-            r = self.row_of[self.held_pos]
-            self.held_thr = third_best_excluding(self.stats["top_vals"][r], self.stats["top_ids"][r],
-                                                 contexts.targets[self.held_pos])
-            self.held_others_lse = self.stats["others_lse"][r]
-        self.references = self._true_row_references()
-
-    def _sample_heldout_evaluation(self, seed: int):
-        """Draw the false-suggestion and the joint positions, in this order, from generator [seed, 1]."""
-        sample_rng = np.random.default_rng([seed, 1])
-        n = len(self.usable)
-        self.fs_pos = np.sort(sample_rng.choice(self.usable, min(n, FALSE_SUGGESTION_POSITIONS), replace=False))
-        joint_pos = np.sort(sample_rng.choice(self.usable, min(n, JOINT_POSITIONS), replace=False))
-        self.joint = _JointEvaluation(self.contexts, joint_pos, self.held_ids)
-        r = self.row_of[self.fs_pos]
-        self.fs_thr = third_best_excluding(self.stats["top_vals"][r][:, None, :], self.stats["top_ids"][r][:, None, :],
-                                           self.held_ids[None, :])  # [positions, held-out words]
-        self.fs_other = self.contexts.targets[self.fs_pos][:, None] != self.held_ids[None, :]
-
-    def _true_row_references(self) -> dict:
-        """The held-out in-context metrics of the frozen model itself: the table's true rows as the encodings."""
-        references = dict(self.joint.references) if self.joint is not None else {}
-        if len(self.held_pos):
-            true_logit = self.stats["true_logit"][self.row_of[self.held_pos]]
-            references["heldout_context_ce_true_row"] = _mean(_softplus(self.held_others_lse - true_logit))
-            references["heldout_recall_at_3_true_row"] = _mean(true_logit >= self.held_thr)
-        if len(self.fs_pos):
-            true_scores = self.contexts.outputs[self.fs_pos] @ self.contexts.table[self.held_ids].T
-            references["heldout_false_top3_rate_true_row"] = _mean((true_scores >= self.fs_thr)[self.fs_other])
-        return references
-
-    def metrics(self, enc: np.ndarray, heldout_index: np.ndarray) -> dict:
-        """The held-out in-context metrics of ``enc``, the encodings of all the given words."""
-        m = {}
-        if len(self.held_pos):
-            s = np.einsum("nd,nd->n", self.contexts.outputs[self.held_pos], enc[self.pos_word[self.held_pos]])
-            m["heldout_context_ce"] = _mean(_softplus(self.held_others_lse - s))
-            m["heldout_recall_at_3"] = _mean(s >= self.held_thr)
-        if len(self.fs_pos):
-            scores = self.contexts.outputs[self.fs_pos] @ enc[heldout_index].T
-            m["heldout_false_top3_rate"] = _mean((scores >= self.fs_thr)[self.fs_other])
-        if self.joint is not None:
-            m.update(self.joint(enc[heldout_index]))
-        return m
-
-
-def _resolve_select_by(select_by: str | None, positions: _ContextPositions, n_held: int) -> str:
-    """The rule that picks the kept epoch: the given one if the data can measure it, else ConfigError."""
-    if select_by is None:
-        select_by = "joint" if positions.joint is not None else ("mse" if n_held else "last")
-    needs = {"joint": positions.joint is not None, "context": len(positions.held_pos) > 0, "mse": n_held > 0,
-             "last": True}
-    if select_by not in needs:
-        raise ConfigError(f"select_by must be 'joint', 'context', 'mse' or 'last', got {select_by!r}")
-    if not needs[select_by]:
-        raise ConfigError(f"select_by {select_by!r} needs held-out words" +
-                          (" with in-context positions (contexts and heldout_fraction > 0)" if select_by != "mse" else
-                           " (heldout_fraction > 0)"))
-    return select_by
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Evaluator:
-    """One epoch's metrics of an encoder: the words' MSE, the held-out in-context metrics and the references."""
-
-    spellings: np.ndarray
-    embeddings: np.ndarray
-    split: _HeldoutSplit
-    positions: _ContextPositions
-    references: dict
-
-    def __call__(self, encoder: tf.keras.Model) -> dict:
-        enc = _encode_all(encoder, self.spellings)
-        train, held = self.split.train_index, self.split.heldout_index
-        m = {"train_words_mse": _mean((enc[train] - self.embeddings[train]) ** 2)}
-        if self.split.n_held:
-            m["heldout_mse"] = _mean((enc[held] - self.embeddings[held]) ** 2)
-        return {**m, **self.positions.metrics(enc, held), **self.references}
-
-
 def _train_step(encoder: tf.keras.Model, optimizer, contexts: ContextExamples | None, config: CharEncoderConfig, *,
                 use_context: bool, context_loss: str, mse_weight: float, context_weight: float):
     """The compiled step (word batch, context batch) -> (loss, mse, ce) that applies one optimizer update.
@@ -433,7 +185,7 @@ class _Batches:
     """
 
     def __init__(self, spellings: np.ndarray, embeddings: np.ndarray, train_index: np.ndarray,
-                 positions: _ContextPositions, rng: np.random.Generator, *, use_context: bool, context_loss: str,
+                 positions: ContextPositions, rng: np.random.Generator, *, use_context: bool, context_loss: str,
                  personal_share: float, batch_size: int, context_batch_size: int):
         self.spellings, self.embeddings, self.train_index = spellings, embeddings, train_index
         self.positions, self.rng, self.use_context = positions, rng, use_context
@@ -481,7 +233,7 @@ class _Batches:
         return self.spellings[personal], hc, self.empty_f, p.word_ids[personal].astype(np.int32), labels
 
 
-def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evaluate: _Evaluator, *, epochs: int,
+def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evaluate: Evaluator, *, epochs: int,
                   select_by: str, use_context: bool, log: Callable[[str], None] | None) -> tuple[list[dict], int]:
     """Train and evaluate epoch by epoch, then restore the kept epoch's weights: (history, kept epoch)."""
     history = [{"epoch": 0, **evaluate(encoder)}]
@@ -511,8 +263,8 @@ def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evalua
     return history, best[1]
 
 
-def _fit_settings(config: CharEncoderConfig, contexts: ContextExamples | None, split: _HeldoutSplit,
-                  positions: _ContextPositions, *, epochs: int, best_epoch: int, batch_size: int,
+def _fit_settings(config: CharEncoderConfig, contexts: ContextExamples | None, split: HeldoutSplit,
+                  positions: ContextPositions, *, epochs: int, best_epoch: int, batch_size: int,
                   context_batch_size: int, learning_rate: float, mse_weight: float, context_weight: float,
                   context_loss: str, personal_share: float, heldout_fraction: float, seed: int,
                   select_by: str) -> dict:
@@ -536,7 +288,8 @@ def _epoch_line(row: dict, epochs: int, best: bool) -> str:
     if "heldout_mse" in row:
         parts.append(f"held-out mse {row['heldout_mse']:.5f} (mean row {row['heldout_mse_mean_row']:.5f})")
     if "heldout_context_ce" in row:
-        parts.append(f"in-context ce {row['heldout_context_ce']:.3f} (true rows {row['heldout_context_ce_true_row']:.3f})")
+        parts.append(f"in-context ce {row['heldout_context_ce']:.3f} "
+                     f"(true rows {row['heldout_context_ce_true_row']:.3f})")
         parts.append(f"zero-shot recall@3 {row['heldout_recall_at_3']:.4f} (true rows "
                      f"{row['heldout_recall_at_3_true_row']:.4f})")
     if "heldout_false_top3_rate" in row:
