@@ -25,7 +25,8 @@ from keyboard_lm.data.config import ClientDataConfig  # noqa: E402
 from keyboard_lm.data.split import SplitConfig  # noqa: E402
 from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
 from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
-from keyboard_lm.federated.trainer import RunOptions, train_federated  # noqa: E402
+from keyboard_lm.federated.run_start import RunOptions  # noqa: E402
+from keyboard_lm.federated.trainer import train_federated  # noqa: E402
 from keyboard_lm.federated.config import LoopConfig  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 

@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 _LAZY = {
     # training
     "train_federated": "keyboard_lm.federated.trainer",
-    "RunOptions": "keyboard_lm.federated.trainer",
+    "RunOptions": "keyboard_lm.federated.run_start",
     "FederatedConfig": "keyboard_lm.federated.config",
     "LoopConfig": "keyboard_lm.federated.config",
     "AggregationConfig": "keyboard_lm.federated.config",

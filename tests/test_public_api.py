@@ -24,7 +24,8 @@ def test_the_package_exports_exactly_its_public_api():
 
 
 def test_every_public_name_is_the_object_its_module_defines():
-    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.run_start import RunOptions
+    from keyboard_lm.federated.trainer import train_federated
     from keyboard_lm.inference.user_history import UserHistory
     from keyboard_lm.training.centralized import train_centralized
 

@@ -349,7 +349,8 @@ def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_p
 def test_validation_clients_never_train(default_corpus, tmp_path):
     from keyboard_lm.data.config import ClientDataConfig
     from keyboard_lm.federated.config import FederatedConfig
-    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.run_start import RunOptions
+    from keyboard_lm.federated.trainer import train_federated
     from keyboard_lm.federated.config import LoopConfig
     from keyboard_lm.models.config import ModelConfig
 

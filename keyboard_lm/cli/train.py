@@ -193,7 +193,8 @@ def federated_config_from_args(args, init) -> FederatedConfig:
 def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None, audit=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it and
     records its settings, ``audit``)."""
-    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.run_start import RunOptions
+    from keyboard_lm.federated.trainer import train_federated
 
     split = split_from_args(args)
     if args.resume:

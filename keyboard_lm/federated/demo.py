@@ -59,7 +59,8 @@ def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: b
     ``overwrite`` (see ``models.run_dir.prepare_run_dir``).
     """
     from keyboard_lm.data.corpora import load_default
-    from keyboard_lm.federated.trainer import RunOptions, train_federated
+    from keyboard_lm.federated.run_start import RunOptions
+    from keyboard_lm.federated.trainer import train_federated
 
     init = None
     if not scratch:
