@@ -1,10 +1,11 @@
-"""The markup extractors of the public-text corpus (benchmarks/base_corpus/markup.py) on tiny package trees."""
+"""The markup extractors of the public-text corpus (benchmarks/base_corpus/markup*.py) on tiny package trees."""
 
 import gzip
 
 import pytest
 
 from benchmarks.base_corpus import markup as mk
+from benchmarks.base_corpus import markup_rst
 from benchmarks.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 
@@ -113,7 +114,7 @@ def test_linux_doc_requires_documentation(tmp_path):
 
 def test_rst_inline():
     pieces = []
-    text = mk.rst_inline(r"See :ref:`the guide <guide>`, :c:type:`~struct.foo`, `target`_ and \*x\*.", pieces)
+    text = markup_rst.rst_inline(r"See :ref:`the guide <guide>`, :c:type:`~struct.foo`, `target`_ and \*x\*.", pieces)
     assert text == "See the guide, foo, target and *x*."
 
 

@@ -22,6 +22,7 @@ MIN_PLAIN_SHARE = 0.67
 MIN_PROSE_SHARE = 0.5
 
 Record = tuple[str, str]  # (document id, text)
+Piece = tuple["str | None", str]  # (drop reason or None to keep, text)
 
 
 # --------------------------------------------------------------------------------------------------------------

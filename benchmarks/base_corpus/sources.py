@@ -38,6 +38,22 @@ def read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def open_text(path: str) -> str:
+    """A text file, gunzipped when it ends in ``.gz``, decoded as UTF-8 (bad bytes replaced)."""
+    if not path.endswith(".gz"):
+        return read_text(path)
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot read: {e}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+def strip_gz(name: str) -> str:
+    return name[:-3] if name.endswith(".gz") else name
+
+
 def html_documents(files: list[tuple[str, str]], rule: HTMLRule, is_root: HTMLRule | None, tally: Tally,
                     page_reason: Callable[[str], str | None] = lambda doc: None,
                     edit: Callable[[str, Tally], str] = lambda text, tally: text) -> Iterator[Record]:
