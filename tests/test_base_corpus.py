@@ -10,7 +10,7 @@ import pytest
 from benchmarks.base_corpus import builder as pt
 from benchmarks.base_corpus import debs
 from benchmarks.base_corpus import prose
-from benchmarks.base_corpus import sources
+from benchmarks.base_corpus import dictd, sources
 from keyboard_lm.data.corpora import load_jsonl
 from keyboard_lm.errors import DataError
 
@@ -170,9 +170,9 @@ def _changelog(root, package, version):
            gzip.compress(f"{package} ({version}) unstable; urgency=medium\n".encode(), mtime=0), "wb")
 
 
-#: The sources whose readers live in sources.py; the others have tests of their own
+#: The sources whose readers live in sources.py and dictd.py; the others have tests of their own
 #: (test_base_corpus_markup.py, test_base_corpus_texts.py).
-BUILDER_SOURCES = tuple(s for s in debs.deb_sources() if s.extractor.__module__ == sources.__name__)
+BUILDER_SOURCES = tuple(s for s in debs.deb_sources() if s.extractor.__module__ in (sources.__name__, dictd.__name__))
 PACKAGES = tuple(s.package for s in BUILDER_SOURCES)
 
 
@@ -287,7 +287,7 @@ def test_wordnet_gloss_becomes_definition_and_example_records(trees):
 
 def test_gcide_keeps_senses_and_quotations_without_header_tags_and_synonyms(trees):
     tally = prose.Tally()
-    records = list(sources.extract_gcide(trees["dict-gcide"], tally))
+    records = list(dictd.extract_gcide(trees["dict-gcide"], tally))
     assert records == [
         ("dict-gcide/Abandon", "To cast or drive out; to banish; to expel; to reject."),
         ("dict-gcide/Abandon", "That he might... abandon them from him."),
@@ -306,7 +306,7 @@ def test_gcide_keeps_senses_and_quotations_without_header_tags_and_synonyms(tree
 
 def test_jargon_keeps_prose_paragraphs_without_tags_and_code(trees):
     tally = prose.Tally()
-    records = list(sources.extract_jargon(trees["dict-jargon"], tally))
+    records = list(dictd.extract_jargon(trees["dict-jargon"], tally))
     assert records == [
         ("dict-jargon/hacker", "A person who enjoys exploring the details of programmable systems and how to "
                                "stretch their capabilities, as opposed to most users."),
@@ -319,14 +319,14 @@ def test_jargon_keeps_prose_paragraphs_without_tags_and_code(trees):
 
 def test_bad_dictd_files_are_reported_with_their_path(tmp_path):
     with pytest.raises(DataError, match="usr/share/dictd: not found"):
-        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
+        list(dictd.extract_gcide(str(tmp_path), prose.Tally()))
     (tmp_path / "usr/share/dictd").mkdir(parents=True)
     with pytest.raises(DataError, match="gcide.index: not found"):
-        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
+        list(dictd.extract_gcide(str(tmp_path), prose.Tally()))
     _write(tmp_path / "usr/share/dictd/gcide.index", "word\t!!\tA\n")
     _write(tmp_path / "usr/share/dictd/gcide.dict.dz", gzip.compress(b"word\n"), "wb")
     with pytest.raises(DataError, match=r"gcide.index:1: not a dictd index line"):
-        list(sources.extract_gcide(str(tmp_path), prose.Tally()))
+        list(dictd.extract_gcide(str(tmp_path), prose.Tally()))
 
 
 def test_cap_keeps_whole_documents_in_a_fixed_order_and_counts_the_rest():

@@ -50,8 +50,8 @@ silently):
 * ``duplicate``: a record already kept from the same source (exact text);
 * the dictionaries: headwords, pronunciations and etymologies, source tags
   (``[1913 Webster]``), sense numbers and field labels, synonym lists,
-  quotation attributions, usage tags (see ``gcide_records``,
-  ``jargon_records``, ``wordnet_records``).
+  quotation attributions, usage tags (see ``dictd.gcide_records``,
+  ``dictd.jargon_records``, ``sources.wordnet_records``).
 
 Run ``python -m benchmarks.base_corpus.builder --debs DIR --out DIR`` (``benchmarks/base_corpus.sh`` downloads the packages).  It writes
 ``corpus.jsonl`` (``{"user": "<source>/<document>", "text": ...}`` per line,

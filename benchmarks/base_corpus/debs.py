@@ -15,8 +15,9 @@ from typing import Callable, Iterable, Iterator
 
 
 from benchmarks.base_corpus.prose import Record, Tally
-from benchmarks.base_corpus.sources import (extract_debian_handbook, extract_debian_reference, extract_gcide,
-    extract_gnome_user_docs, extract_jargon, extract_python_doc, extract_wordnet)
+from benchmarks.base_corpus.dictd import extract_gcide, extract_jargon
+from benchmarks.base_corpus.sources import (extract_debian_handbook, extract_debian_reference, extract_gnome_user_docs,
+                                            extract_python_doc, extract_wordnet)
 from keyboard_lm.errors import DataError
 
 

@@ -10,7 +10,8 @@ import re
 from typing import Iterator
 
 from benchmarks.base_corpus.prose import Keeper, Record, Tally, clean_whitespace, prose_verdict
-from benchmarks.base_corpus.sources import dictd_entries, require_dir
+from benchmarks.base_corpus.dictd import dictd_entries
+from benchmarks.base_corpus.sources import require_dir
 
 # --------------------------------------------------------------------------------------------------------------
 # dictd: shared
