@@ -1,15 +1,14 @@
-"""Shenoy & Nguyen's OOV expansion (benchmarks/oov_benchmark.py): fine-tuning with the OOV adapter trained
-jointly, against the plain fine-tuning it extends, and the per-user intervals of EMR3."""
+"""Shenoy & Nguyen's OOV expansion (benchmarks/oov_benchmark.py, oov_finetune.py): fine-tuning with the OOV
+adapter trained jointly, against the plain fine-tuning it extends, and the per-user intervals of EMR3."""
 
 import os
 import sys
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import oov_benchmark  # noqa: E402
+from benchmarks import oov_benchmark, oov_finetune  # noqa: E402
 
 
 @pytest.fixture
@@ -19,14 +18,14 @@ def tiny_encoder(small_char_encoder):
 
 def test_without_personal_words_the_joint_model_is_the_fine_tuned_model(small_run, tiny_encoder, default_corpus):
     sentences = [s for s in default_corpus.sentences(default_corpus.client_ids[:40]) if s][:30]
-    plain = oov_benchmark.FineTuner(small_run, 1e-3, 1)
-    joint = oov_benchmark.JointTuner(small_run, tiny_encoder, 1e-3, 1, hidden=16)
+    plain = oov_finetune.FineTuner(small_run, 1e-3, 1)
+    joint = oov_finetune.JointTuner(small_run, tiny_encoder, 1e-3, 1, hidden=16)
     joint.prepare([], sigma=0.1)
     assert joint.predictions(sentences) == plain.predictions(sentences)
 
 
 def test_personal_words_are_read_and_predicted_after_joint_fine_tuning(small_run, tiny_encoder):
-    joint = oov_benchmark.JointTuner(small_run, tiny_encoder, 1e-2, 4, hidden=16)
+    joint = oov_finetune.JointTuner(small_run, tiny_encoder, 1e-2, 4, hidden=16)
     V = joint.V
     train = [["i", "saw", "zorblax", "today"]] * 24
     val = [["i", "saw", "zorblax", "today"]] * 4
@@ -45,7 +44,7 @@ def test_personal_words_are_read_and_predicted_after_joint_fine_tuning(small_run
     assert all("zorblax" in after[4 * i + 2] for i in range(len(val)))
     # a reset restores the global model: fine-tuning is per user
     joint.prepare([], sigma=0.0)
-    plain = oov_benchmark.FineTuner(small_run, 1e-2, 1)
+    plain = oov_finetune.FineTuner(small_run, 1e-2, 1)
     assert joint.predictions(val) == plain.predictions(val)
 
 
