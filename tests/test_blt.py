@@ -143,7 +143,7 @@ def test_the_query_clips_each_record_to_the_clip():
 
 def test_a_blt_dp_run_accounts_its_own_matrix_and_calibrates_to_the_target():
     from keyboard_lm.federated.config import FederatedConfig
-    from keyboard_lm.federated.dp import DPRun
+    from keyboard_lm.federated.dp_run import DPRun
     from keyboard_lm.privacy.config import DPOptions
 
     ids = [f"c{i:04d}" for i in range(1000)]

@@ -107,7 +107,7 @@ def test_profile_table_is_short_and_marks_deltas_above_1_over_n():
 
 
 def _dp_run(mechanism, **options):
-    from keyboard_lm.federated.dp import DPRun
+    from keyboard_lm.federated.dp_run import DPRun
 
     ids = [f"c{i:04d}" for i in range(1000)]
     config = FederatedConfig(clients_per_round=20, rounds=120, clip="adaptive", server_optimizer="sgd")

@@ -75,7 +75,7 @@ def test_dp_model_card_carries_the_guarantee(fedavg_run, tmp_path):
 
 
 def test_dp_ftrl_calibrated_to_epsilon_follows_its_schedule_and_resumes(tmp_path, capsys):
-    from keyboard_lm.federated.dp import CLIENT_VOCABULARY
+    from keyboard_lm.federated.dp_run import CLIENT_VOCABULARY
 
     out = str(tmp_path / "ftrl")
     assert main(["train", "--out", out, *TINY, "--rounds", "3", "--eval-every", "3", "--clients-per-round", "40",

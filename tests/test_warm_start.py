@@ -130,7 +130,7 @@ def test_federated_warm_start_sends_the_base_in_round_one(small_run, tmp_path, d
     # under DP the base's public vocabulary is the default: one built on the clients' text has no noise
     assert run.info["init_from"]["vocab"] == "base" and run.vocab.tokens == base.vocab.tokens
     if dp:
-        from keyboard_lm.federated.dp import PUBLIC_VOCABULARY
+        from keyboard_lm.federated.dp_run import PUBLIC_VOCABULARY
 
         assert run.info["differential_privacy"]["vocabulary"] == PUBLIC_VOCABULARY
     assert run.info["final_metrics"]["loss"] == pytest.approx(base.info["final_metrics"]["loss"], rel=0.02)

@@ -72,7 +72,7 @@ def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: in
 
 class ClientSampler:
     """Who trains in a round: ``k`` clients uniformly without replacement, seeded by (seed, round),
-    or, under DP, the cohort the accountant assumes (``federated.dp.DPRun.cohort``)."""
+    or, under DP, the cohort the accountant assumes (``federated.dp_run.DPRun.cohort``)."""
 
     def __init__(self, clients: list[str], k: int, seed: int, dp_run=None):
         self.clients, self.k, self.seed, self.dp_run = clients, k, seed, dp_run

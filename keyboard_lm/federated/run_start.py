@@ -44,7 +44,7 @@ class RunOptions:
         the server's first model is the base's, with its model type and
         sizes; run.json records the start in ``init_from``.
       vocab_size: the vocabulary of a fresh run (before ``init`` adds its words).
-      dp: DP-FedAvg or DP-FTRL (``federated.dp.DPRun``): the population is
+      dp: DP-FedAvg or DP-FTRL (``federated.dp_run.DPRun``): the population is
         the training clients with text, cohorts are drawn as the accountant
         assumes, eps after each round goes to metrics.csv and the final (eps,
         delta, rho) with every DP setting to run.json.

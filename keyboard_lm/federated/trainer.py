@@ -128,7 +128,7 @@ class FederatedRun:
             raise ConfigError("no training client has any sentence")
         self.dp_run = None
         if self.dp is not None:
-            from keyboard_lm.federated.dp import DPRun
+            from keyboard_lm.federated.dp_run import DPRun
 
             o = self.options
             start = self.resumed.get("init_from") if o.resume else (
