@@ -7,6 +7,7 @@ import pytest
 
 from keyboard_lm.cli.main import main
 from keyboard_lm.privacy import isotonic_loss as il
+from keyboard_lm.privacy import compute_plan as cp
 from keyboard_lm.privacy import loss_model as lm
 from tests.test_loss_model import law, write_run
 
@@ -84,7 +85,7 @@ def test_a_flops_budget_buys_client_steps_at_six_parameters_per_token(tmp_path, 
     model = lm.fit(curves)
     per_step = lm.flops_per_client_step(model, 1_412_250)
     assert per_step == 6 * 1_412_250 * 160
-    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+    rows = cp.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                        flops=per_step * 5000, cohorts=[50, 100])
     assert {r["client_steps"] for r in rows} == {5000} and all(r["flops"] == per_step * 5000 for r in rows)
     out_file = str(tmp_path / "m.json")

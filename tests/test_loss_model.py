@@ -11,6 +11,7 @@ import pytest
 
 from keyboard_lm.cli.main import main
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.privacy import compute_plan as cp
 from keyboard_lm.privacy import loss_model as lm
 
 LAW = {"E": 3.0, "A": 0.4, "alpha": 0.5, "B": 6.0, "beta": 0.7, "G": 0.1, "gamma": 0.8, "eta": 0.4}
@@ -84,9 +85,9 @@ def test_runs_the_model_cannot_use_are_refused_by_name(tmp_path):
 
 
 def test_candidate_sizes_fit_the_file_budget_and_the_paper_size_is_one():
-    sizes = lm.candidate_sizes(vocab_sizes=(2000, 5000, 10000))
+    sizes = cp.candidate_sizes(vocab_sizes=(2000, 5000, 10000))
     assert all(s["estimated_bytes"] <= 1_468_006 for s in sizes)
-    assert {s["vocab_size"] for s in lm.candidate_sizes()} == {10000}  # the loss model's vocabulary only
+    assert {s["vocab_size"] for s in cp.candidate_sizes()} == {10000}  # the loss model's vocabulary only
     paper = [s for s in sizes if s["units"] == 670 and s["vocab_size"] == 10000]
     assert paper and paper[0]["params"] == 1_412_250  # Hard et al.'s 1.4M, the closed form of the project's CIFG
     assert not any(s["units"] == 800 and s["vocab_size"] == 10000 for s in sizes)
@@ -104,7 +105,7 @@ def test_the_compute_aware_plan_trades_cohort_rounds_and_size_and_the_cli_prints
     assert len(loo) == 11 and all(abs(h["relative_error"]) < 0.01 for h in loo)
     assert open(png, "rb").read(4) == b"\x89PNG"
     model = lm.LossModel.load(model_file)
-    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+    rows = cp.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                        client_steps=20_000)
     assert rows == sorted(rows, key=lambda r: r["predicted_loss"])
     assert all(r["clients_per_round"] * r["rounds"] <= 20_000 for r in rows)
@@ -144,7 +145,7 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
     for rounds, ratio in ((22, 0.0), (25, 0.003), (30, 0.0045)):
         assert float(model.predict(1_412_250, rounds, ratio)) == pytest.approx(law(1_412_250, rounds, ratio), rel=0.02)
     assert abs(model.heldout[0]["relative_error"]) < 0.01
-    rows = lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+    rows = cp.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
                        client_steps=20_000)
     assert {(r["units"], r["params"]) for r in rows} == {(670, 1_412_250)}  # no other size is ranked
     assert model.ranges == {"rounds": 30, "ratio": pytest.approx(8.8 * 0.1 / 100)}
@@ -152,8 +153,8 @@ def test_runs_of_one_size_from_one_base_fit_without_the_size_term_and_plan_that_
         assert ("T > 30" in r["outside_fit"]) == (r["rounds"] > 30)
         assert any(o.startswith("z*C/K >") for o in r["outside_fit"]) == (r["noise_batch_ratio"] > 0.0088 * 1.0001)
     with pytest.raises(ConfigError, match="fitted on one size .*670 units"):
-        lm.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
-                    client_steps=20_000, sizes=lm.candidate_sizes())
+        cp.frontier(model, epsilon=10, delta=1e-5, population=6387, mechanism="ftrl", clip=0.1,
+                    client_steps=20_000, sizes=cp.candidate_sizes())
     model_file = str(tmp_path / "one_size.json")
     assert main(["privacy", "fit", *runs.values(), "--heldout", "k100_z1.2", "--out", model_file,
                  "--leave-one-out"]) == 0

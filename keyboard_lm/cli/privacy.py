@@ -30,6 +30,7 @@ def cmd_privacy_plan(args) -> int:
 def _plan_with_loss_model(args) -> int:
     """The compute-aware plan: every size and cohort the budget buys, ranked by the predicted loss."""
     from keyboard_lm.errors import ConfigError
+    from keyboard_lm.privacy import compute_plan
     from keyboard_lm.privacy import loss_model as lm
     from keyboard_lm.privacy.planner import cohort_grid, plan
 
@@ -37,11 +38,11 @@ def _plan_with_loss_model(args) -> int:
         raise ConfigError("--rounds is chosen by the compute-aware plan: give --budget-client-steps or "
                           "--budget-hours instead")
     model = lm.LossModel.load(args.loss_model)
-    rows = lm.frontier(model, epsilon=args.epsilon, delta=args.delta, population=args.population,
-                       mechanism=args.mechanism, clip=args.clip, client_steps=args.budget_client_steps,
-                       hours=args.budget_hours, flops=args.budget_flops,
-                       cohorts=cohort_grid(args.population, args.max_clients_per_round),
-                       tree_restart=args.tree_restart)
+    rows = compute_plan.frontier(model, epsilon=args.epsilon, delta=args.delta, population=args.population,
+                                 mechanism=args.mechanism, clip=args.clip, client_steps=args.budget_client_steps,
+                                 hours=args.budget_hours, flops=args.budget_flops,
+                                 cohorts=cohort_grid(args.population, args.max_clients_per_round),
+                                 tree_restart=args.tree_restart)
     best = rows[0]
     top = plan(args.epsilon, args.delta, args.population, best["rounds"], mechanism=args.mechanism,
                clients_per_round=[best["clients_per_round"]], clip=args.clip, tree_restart=args.tree_restart)[0]
@@ -49,8 +50,8 @@ def _plan_with_loss_model(args) -> int:
               else f"{args.budget_hours:g} h on the machine the runs were measured on" if args.budget_hours is not None
               else f"{args.budget_flops:.3g} training FLOPs (6 x parameters x tokens)")
     if args.png:
-        lm.plot_plan(rows, args.png, f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.2g}, "
-                                     f"N {args.population:,}, budget {budget}")
+        compute_plan.plot_plan(rows, args.png, f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.2g}, "
+                                               f"N {args.population:,}, budget {budget}")
     if args.json:
         print(json.dumps({"rows": rows, "loss_model": model.to_dict(), "profile": top["profile"]}, indent=2))
         return 0
@@ -59,7 +60,7 @@ def _plan_with_loss_model(args) -> int:
     print(f"{args.mechanism}: eps {args.epsilon:g}, delta {args.delta:.3g}, population {args.population:,}, "
           f"clip {args.clip:g}, budget {budget}; the {min(12, len(rows))} best of {len(rows)} (size, cohort) "
           "plans by predicted loss")
-    print(lm.format_frontier(rows, model))
+    print(compute_plan.format_frontier(rows, model))
     print(f"plan: {best['units']} units, V = {best['vocab_size']:,}, K = {best['clients_per_round']:,}, "
           f"T = {best['rounds']:,}, z = {best['noise_multiplier']:.4g}"
           + (f" (an extrapolation: {', '.join(best['outside_fit'])} lies beyond every fitted run)"
