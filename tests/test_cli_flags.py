@@ -9,8 +9,8 @@ import pytest
 
 from keyboard_lm.cli import build_parser
 from keyboard_lm.cli.flags import Flag, field_flag, given, options_given
-from keyboard_lm.cli.train import (CENTRALIZED_FLAGS, DP_FLAGS, TRAIN_FLAGS, add_train_args, dp_options,
-                                   federated_config_from_args)
+from keyboard_lm.cli.train import dp_options, federated_config_from_args
+from keyboard_lm.cli.train_flags import CENTRALIZED_FLAGS, DP_FLAGS, TRAIN_FLAGS, add_train_args
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig

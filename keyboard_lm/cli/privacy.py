@@ -7,8 +7,8 @@ import os
 
 from keyboard_lm.cli.args import (comma_list, default_data_to_run, load_corpus_from_args, non_negative_int,
                                   positive_float, positive_int, split_from_args)
-from keyboard_lm.cli.train import (add_train_args, dp_options, federated_validation, train_federated_from_args,
-                                  warm_start_from_args)
+from keyboard_lm.cli.train import dp_options, federated_validation, train_federated_from_args, warm_start_from_args
+from keyboard_lm.cli.train_flags import add_train_args
 from keyboard_lm.privacy.canaries import DEFAULT_ALPHABET, DEFAULT_SLOTS
 
 
