@@ -2,6 +2,7 @@
 certificates in front of it, and one line for each bad combination of flags."""
 
 import json
+import re
 import socket
 import struct
 
@@ -76,6 +77,23 @@ def test_worker_listens_only_on_the_bound_address():
     assert remote.probe("127.0.0.2", port, timeout=2.0) == "down"
 
 
+def _ended(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` is gone (or a zombie waiting to be reaped) within ``timeout`` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def _without_namespaces(argv: list[str]) -> list[str]:
     """``keyboard-lm argv`` in a user namespace whose limits forbid new network and user namespaces, as some
     containers do; None where this system cannot make such a namespace."""
@@ -114,7 +132,10 @@ def test_without_namespaces_the_worker_is_refused_unless_all_interfaces_are_allo
     finally:
         allowed.terminate()
         allowed.communicate(timeout=30)
-    assert remote.probe("127.0.0.1", port, timeout=2.0) == "down"  # SIGTERM ended the worker too
+    # SIGTERM ended the worker too: its process (the pid the line names), not whatever holds the port now (a
+    # worker of a test running beside this one may have been given the same free port since)
+    pid = int(re.search(r"\(pid (\d+)\)", line).group(1))
+    assert _ended(pid, timeout=10.0), f"TFF's worker (pid {pid}) still runs after `worker` got SIGTERM"
 
 
 @pytest.fixture(scope="module")
