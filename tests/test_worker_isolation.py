@@ -138,6 +138,37 @@ def test_without_namespaces_the_worker_is_refused_unless_all_interfaces_are_allo
     assert _ended(pid, timeout=10.0), f"TFF's worker (pid {pid}) still runs after `worker` got SIGTERM"
 
 
+def test_a_process_bound_to_its_parent_ends_when_the_parent_is_killed():
+    """``bound_to_this_process``, how TFF's worker runs without namespaces (no relay watching over it): the
+    command keeps its pid and ends when the process that started it does, even one killed with SIGKILL."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from keyboard_lm.federated.distributed import worker_relay
+
+    starter = ("import importlib.util as u, subprocess, sys, time\n"
+               "s = u.spec_from_file_location('worker_relay', sys.argv[1])\n"
+               "m = u.module_from_spec(s)\n"
+               "s.loader.exec_module(m)\n"
+               "cmd = [sys.executable, '-c', 'import time; time.sleep(600)']\n"
+               "p = subprocess.Popen(m.bound_to_this_process(cmd) if sys.argv[2] == 'bound' else cmd)\n"
+               "print(p.pid, flush=True)\n"
+               "time.sleep(600)\n")
+    for bound in (True, False):
+        parent = subprocess.Popen([sys.executable, "-c", starter, worker_relay.__file__, "bound" if bound else "plain"],
+                                  stdout=subprocess.PIPE, text=True)
+        pid = int(parent.stdout.readline())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        try:
+            assert _ended(pid, timeout=10.0 if bound else 1.0) is bound
+        finally:
+            if not bound:
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def certificates(tmp_path_factory):
     """Two directories from `worker --tls-init`: ``a`` (the worker's CA) and ``b`` (another CA)."""

@@ -29,19 +29,20 @@ def cmd_worker(args) -> int:
     tls = worker_tls.tls_from_flags(args.tls_cert, args.tls_key, args.tls_client_ca, "--tls-client-ca")
     if tls is not None and args.insecure:
         raise ConfigError("--insecure allows plaintext; it cannot go with --tls-cert")
+    # SIGTERM (docker stop, kill, systemd) ends the worker as Ctrl-C does, not this process alone: from before
+    # the worker starts, so that a SIGTERM at any moment stops it (it used to come after the first line printed).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     proc = remote.start_worker(args.port, bind=args.bind, max_concurrent_calls=args.max_concurrent_calls,
                                max_message_mb=args.max_message_mb, tls=tls, insecure=args.insecure,
                                allow_all_interfaces=args.allow_all_interfaces)
-    if proc.isolated:
-        how = "TLS, client certificates signed by " + tls.ca if tls is not None else "plaintext, no authentication"
-        print(f"TFF worker on {args.bind}:{args.port} only ({how}); pid {proc.pid}; Ctrl-C stops it", flush=True)
-    else:
-        print(f"TFF worker (pid {proc.pid}) on port {args.port}; Ctrl-C stops it. Warning: this system does not "
-              f"permit network namespaces, so TFF's worker listens on every interface, whatever --bind says, "
-              f"with no authentication; firewall the port (docs/distributed.md)", flush=True)
-    # SIGTERM (docker stop, kill, systemd) ends the worker as Ctrl-C does, not this process alone.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
+        if proc.isolated:
+            how = "TLS, client certificates signed by " + tls.ca if tls is not None else "plaintext, no authentication"
+            print(f"TFF worker on {args.bind}:{args.port} only ({how}); pid {proc.pid}; Ctrl-C stops it", flush=True)
+        else:
+            print(f"TFF worker (pid {proc.pid}) on port {args.port}; Ctrl-C stops it. Warning: this system does not "
+                  f"permit network namespaces, so TFF's worker listens on every interface, whatever --bind says, "
+                  f"with no authentication; firewall the port (docs/distributed.md)", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         worker_relay.stop_process(proc, timeout=10)

@@ -114,8 +114,8 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
     ``allow_all_interfaces`` (plaintext only): then TFF's worker runs as it is,
     on every interface of the machine, and the returned process has
     ``isolated`` False.  Killing the returned process ends the worker too (the
-    kernel signals it: PR_SET_PDEATHSIG), also when the thread that called
-    this function ends.
+    kernel signals it: PR_SET_PDEATHSIG), and on either path so does the end
+    of this process (even by SIGKILL) or of the thread that called this function.
     """
     if tls is None and not insecure and not _is_loopback(bind):
         raise ConfigError(f"--bind {bind}: plaintext gRPC with no authentication on a non-loopback address; "
@@ -149,10 +149,12 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
     if not allow_all_interfaces or tls is not None:
         raise ConfigError(f"cannot isolate TFF's worker: this system does not permit network namespaces ({why}); "
                           "--allow-all-interfaces runs it on every interface of the machine (plaintext only)")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Bound to this process: without the relay nothing else would end the worker if this process is killed
+    proc = subprocess.Popen(worker_relay.bound_to_this_process(cmd), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
         wait_for_port("127.0.0.1", port, wait)
-    except KeyboardLMError:
+    except BaseException:  # a timeout, or Ctrl-C / SIGTERM while it starts: no worker outlives its start
         proc.kill()
         proc.wait()
         raise

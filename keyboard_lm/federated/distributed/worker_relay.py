@@ -92,6 +92,22 @@ def command() -> list[str]:
     return [sys.executable, "-c", _BOOT, os.path.abspath(__file__)]
 
 
+#: Becomes argv[2:] (execv keeps the pid) once the kernel will SIGKILL it when its parent ends; ends at once if
+#: the parent, pid argv[1], ended before that.
+_EXEC_BOUND = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9, 0, 0, 0) == 0 or sys.exit('prctl failed'); "
+               "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execv(sys.argv[2], sys.argv[2:])")
+
+
+def bound_to_this_process(cmd: list[str]) -> list[str]:
+    """argv that runs ``cmd`` (same pid) so that it cannot outlive this process, even one killed with SIGKILL.
+
+    PR_SET_PDEATHSIG as the relay sets it for itself, but without ``preexec_fn``, which is unsafe in a process
+    with threads (TensorFlow's): a small Python sets it, then ``execv``s ``cmd``. As for the relay, the parent
+    is the thread that starts the process: it ends when that thread ends.
+    """
+    return [sys.executable, "-c", _EXEC_BOUND, str(os.getpid()), *cmd]
+
+
 def check() -> str | None:
     """None if a process may create a network namespace here (tried in a throwaway child), else why not."""
     done = subprocess.run([*command(), "--check"], capture_output=True, text=True)
