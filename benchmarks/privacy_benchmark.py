@@ -70,6 +70,9 @@ BASE_ROWS = [
     ("base_fedavg_eps10", "cifg", ["--dp", "fedavg", "--dp-epsilon", "10", *ADAPTIVE, *NESTEROV, *BASE]),
     ("base_fedavg_eps1", "cifg", ["--dp", "fedavg", "--dp-epsilon", "1", *ADAPTIVE, *NESTEROV, *BASE]),
     ("base_ftrl_inf", "cifg", ["--dp", "ftrl", "--dp-noise-multiplier", "0", "--dp-clip", "0.1", *BASE]),
+    # the audit's positive control: DP-FTRL's schedule and server, neither noise nor a clip that binds (a speech's
+    # update norm is about 1; 1,000 never clips): what the model memorizes without any privacy mechanism
+    ("base_ftrl_unclipped", "cifg", ["--dp", "ftrl", "--dp-noise-multiplier", "0", "--dp-clip", "1000", *BASE]),
     ("base_ftrl_eps10", "cifg", ["--dp", "ftrl", "--dp-epsilon", "10", "--dp-clip", "0.1", *BASE]),
     ("base_ftrl_eps1", "cifg", ["--dp", "ftrl", "--dp-epsilon", "1", "--dp-clip", "0.1", *BASE]),
     # BLT-DP-FTRL (McMahan, Xu and Zhang 2024): DP-FTRL's schedule, clip and server, the tree's noise replaced

@@ -48,3 +48,13 @@ def test_resume_skips_finished_rows_and_continues_interrupted_ones(tmp_path):
     (tmp_path / name / "audit.json").write_text("{}")
     assert pb.row_command(args, name, model, extra) is None
     assert "--overwrite" in pb.row_command(_args(tmp_path), name, model, extra)  # without --resume: anew
+
+
+def test_the_positive_control_differs_from_the_noiseless_row_only_in_its_clip(tmp_path):
+    rows = {r[0]: r for r in pb.BASE_ROWS}
+    _, _, clipped = rows["base_ftrl_inf"]
+    _, _, unclipped = rows["base_ftrl_unclipped"]
+    assert _flag(clipped, "--dp-clip") == "0.1" and float(_flag(unclipped, "--dp-clip")) >= 1000
+    without_clip = lambda extra: [a for i, a in enumerate(extra) if "--dp-clip" not in extra[max(0, i - 1):i + 1]]  # noqa: E731
+    assert without_clip(clipped) == without_clip(unclipped)
+    assert _flag(unclipped, "--dp-noise-multiplier") == "0"
