@@ -139,6 +139,18 @@ def metrics(preds, targets, known) -> dict:
     return result
 
 
+def joint_words(sentences, vocab, max_bytes: int, max_words: int) -> tuple[list[str], int]:
+    """The user's personal words for OOV expansion, as ``Session.personalize`` picks them: the most frequent OOV
+    spellings of ``sentences`` that the char encoder can spell (at most ``max_bytes`` UTF-8 bytes), at most
+    ``max_words``; and how many longer ones (URLs, addresses) were left out."""
+    from keyboard_lm.char_encoder.evaluation import encode_keeping_spelling, personal_vocabulary
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+    ranked = personal_vocabulary([encode_keeping_spelling(s, vocab) for s in sentences], SPECIAL_TOKENS.oov_id, None)
+    spellable = [w for w in ranked if len(w.encode("utf-8")) <= max_bytes]
+    return spellable[:max_words], len(ranked) - len(spellable)
+
+
 def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     from keyboard_lm.inference.predictor import Predictor
     from keyboard_lm.char_encoder.evaluation import encode_keeping_spelling, oov_rate
@@ -156,7 +168,7 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
     tuner = FineTuner(run_dir, args.finetune_lr, args.finetune_epochs) if args.finetune_lr > 0 else None
     joint = (JointTuner(run_dir, encoders[args.encoders[0]][0], args.finetune_lr, args.finetune_epochs,
                         args.joint_hidden) if args.joint else None)
-    slices, joint_sigma, joint_kept = [], [], []
+    slices, joint_sigma, joint_kept, joint_unencodable = [], [], [], 0
     preds = collections.defaultdict(list)
     targets, personal_sizes, adapt_s, state_bytes, kept, oov_before_n, oov_after_n = [], [], [], [], [], 0.0, 0.0
     oov_targets_personal, finetune_kept = 0, []
@@ -205,10 +217,8 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
             finetune_kept.append(fit["kept_epoch"])
             preds["finetune"] += tuner.predictions(test)
         if joint is not None:
-            from keyboard_lm.char_encoder.evaluation import personal_vocabulary
-
-            mine = personal_vocabulary([encode_keeping_spelling(s, vocab) for s in per], SPECIAL_TOKENS.oov_id,
-                                       args.max_personal_words)
+            mine, unencodable = joint_words(per, vocab, joint.encoder.max_bytes, args.max_personal_words)
+            joint_unencodable += unencodable
             fit = joint.fit_grid(mine, per, val, seed=args.seed)
             joint_sigma.append(fit["sigma"])
             joint_kept.append(fit["kept_epoch"])
@@ -225,6 +235,7 @@ def evaluate(v: int, run_dir: str, oracle_dir: str, corpus, args, log) -> dict:
               "adapter_seconds_per_user": float(np.mean(adapt_s)), "adapter_kept_epoch_mean": float(np.mean(kept)),
               "finetune_kept_epoch_mean": float(np.mean(finetune_kept)) if finetune_kept else None,
               "oov_expansion_sigma": joint_sigma, "oov_expansion_kept_epoch": joint_kept,
+              "oov_expansion_unencodable_words": joint_unencodable,
               "personal_state_bytes_mean": float(np.mean(state_bytes)) if state_bytes else 0.0,
               "model_bytes": os.path.getsize(model_path),
               "char_encoder_bytes": {n: os.path.getsize(p) for n, (p, _) in encoders.items()},
@@ -291,7 +302,8 @@ def markdown(results: list[dict], args) -> str:
             lines.append(f"- V={r['vocab_size']:,}: EMR3 {what} = [{lo:.3f}, {hi:.3f}] (paired, 95% over users)")
         if r.get("oov_expansion_sigma"):
             lines.append(f"- V={r['vocab_size']:,}: OOV expansion's sigma chosen per user: "
-                         f"{dict(collections.Counter(r['oov_expansion_sigma']))}")
+                         f"{dict(collections.Counter(r['oov_expansion_sigma']))}; OOV words longer than the "
+                         f"char encoder spells, left out: {r.get('oov_expansion_unencodable_words', 0):,}")
     lines += ["", "| V | users (skipped) | test words | personal words / user | adapter s / user | "
               "state bytes / user | model + encoder bytes | oracle |", "|---|---|---|---|---|---|---|---|"]
     for r in results:

@@ -57,3 +57,16 @@ def test_emr3_intervals_pool_users_and_a_method_against_itself_is_one():
     lo, hi = oov_benchmark.emr3_interval(hits)
     assert lo <= 0.6 <= hi and 0 <= lo < hi <= 1
     assert oov_benchmark.emr3_interval(hits, hits) == pytest.approx([1.0, 1.0])
+
+
+def test_joint_words_keeps_what_the_char_encoder_can_spell_and_counts_the_rest():
+    from keyboard_lm.text.spec import SPECIAL_TOKENS
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    vocab = Vocabulary([*SPECIAL_TOKENS.tokens, "see", "the"])
+    url = "http://www.example.org/a/long/path.html"
+    sentences = [["see", url, "zorblax"], ["see", url, "the", "quux"], [url, "zorblax"]]
+    words, left_out = oov_benchmark.joint_words(sentences, vocab, max_bytes=24, max_words=10)
+    assert (words, left_out) == (["zorblax", "quux"], 1)  # by count, the URL (39 bytes) counted, not kept
+    assert oov_benchmark.joint_words(sentences, vocab, max_bytes=24, max_words=1) == (["zorblax"], 1)
+    assert oov_benchmark.joint_words(sentences, vocab, max_bytes=64, max_words=10) == ([url, "zorblax", "quux"], 0)

@@ -38,8 +38,8 @@ def split_user(sentences, seed: int = 0) -> tuple[list, list, list]:
     return sentences[:n_train], sentences[n_train:n_train + n_val], sentences[n_train + n_val:]
 
 
-def personal_vocabulary(sentences: list[OOVSentence], oov_id: int, n: int = 1000) -> list[str]:
-    """The user's top-n OOV spellings by count (ties by first appearance)."""
+def personal_vocabulary(sentences: list[OOVSentence], oov_id: int, n: int | None = 1000) -> list[str]:
+    """The user's top-n OOV spellings by count (ties by first appearance); every one with ``n=None``."""
     counts = collections.Counter(w for s in sentences for i, w in zip(s.ids, s.words) if i == oov_id)
     return [w for w, _ in counts.most_common(n)]
 
