@@ -274,9 +274,15 @@ def emr3_interval(hits, reference=None, replicates: int = 1000, seed: int = 0) -
     return [float(x) for x in np.nanpercentile(value, [2.5, 97.5])]
 
 
+def corpus_label(args) -> str:
+    """What the users are: the corpus (by ``--format``) and its partition."""
+    name = {"shakespeare": "Tiny Shakespeare", "mbox": "SpamAssassin mail"}.get(args.format, f"{args.format} text")
+    unit = {"shakespeare": "by role", "mbox": "by sender"}.get(args.format, "by client")
+    return f"{name} {unit}" if args.partition == "natural" else f"{name} re-partitioned IID into {args.num_clients} users"
+
+
 def markdown(results: list[dict], args) -> str:
-    lines = [("Tiny Shakespeare by role" if args.partition == "natural" else
-              f"Tiny Shakespeare re-partitioned IID into {args.num_clients} users") + ", held-out users, each user's sentences split 8:1:1 "
+    lines = [corpus_label(args) + ", held-out users, each user's sentences split 8:1:1 "
              "(personalize / early stop / test). Micro-averaged over all test words.", "",
              "| V | OOV before → after | method | EMR3 [95% over users] | KEMR3 | OOV words hit |",
              "|---|---|---|---|---|---|"]

@@ -70,3 +70,13 @@ def test_joint_words_keeps_what_the_char_encoder_can_spell_and_counts_the_rest()
     assert (words, left_out) == (["zorblax", "quux"], 1)  # by count, the URL (39 bytes) counted, not kept
     assert oov_benchmark.joint_words(sentences, vocab, max_bytes=24, max_words=1) == (["zorblax"], 1)
     assert oov_benchmark.joint_words(sentences, vocab, max_bytes=64, max_words=10) == ([url, "zorblax", "quux"], 0)
+
+
+def test_the_report_names_the_corpus_it_ran_on():
+    from types import SimpleNamespace
+
+    label = lambda fmt, partition="natural": oov_benchmark.corpus_label(  # noqa: E731
+        SimpleNamespace(format=fmt, partition=partition, num_clients=30))
+    assert label("mbox") == "SpamAssassin mail by sender"
+    assert label("shakespeare") == "Tiny Shakespeare by role"
+    assert label("shakespeare", "iid") == "Tiny Shakespeare re-partitioned IID into 30 users"
