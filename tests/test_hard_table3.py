@@ -31,12 +31,12 @@ def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(
     assert hard_table3.train_args("mail", "server", 1, str(tmp_path / "s"), 1.0)[-1] == "--resume"
 
 
-def test_the_server_cifg_sees_no_more_examples_than_the_federated_one_on_each_corpus(tmp_path):
+def test_the_server_cifg_trains_10_epochs_of_shakespeare_and_4_of_the_mail_unless_told(tmp_path):
     def epochs(corpus, **kw):
         args = hard_table3.train_args(corpus, "server", 0, str(tmp_path / corpus), 1.0, **kw)
         return int(args[args.index("--epochs") + 1])
 
-    # the mail holds 4.3 times Tiny Shakespeare's training text: 4 epochs of it against 10
+    # no more examples than the federated CIFG sees: the mail holds 4.3 times Tiny Shakespeare's text
     assert (epochs("shakespeare"), epochs("mail"), epochs("mail", epochs=5)) == (10, 4, 5)
 
 
