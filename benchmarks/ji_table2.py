@@ -122,6 +122,20 @@ def cell(found: dict) -> str:
     return value + "".join(f"; {n}" for n in notes) + ")"
 
 
+def seed_ratios(data: dict, pairs: list[tuple[str, str]]) -> dict[str, dict[int, float]]:
+    """{"A / B at C = f": {seed: A's kept perplexity / B's}} for each pair, at each fraction, over the seeds both
+    kept a round at (a run that diverged before keeping one has nothing to compare)."""
+    out = {}
+    for a, b in pairs:
+        for fraction in FRACTIONS:
+            mine, theirs = data.get(f"{a} C={fraction:g}", {}), data.get(f"{b} C={fraction:g}", {})
+            by_seed = {s: mine[s]["perplexity"] / theirs[s]["perplexity"] for s in sorted(mine)
+                       if isinstance(mine[s], dict) and isinstance(theirs.get(s), dict)}
+            if by_seed:
+                out[f"{a} / {b} at C = {fraction:g}"] = by_seed
+    return out
+
+
 def collect(args) -> tuple[dict, str]:
     data = {}
     def started(out):  # its directory, or its kept record once the directory is gone
@@ -148,6 +162,12 @@ def collect(args) -> tuple[dict, str]:
         lines.append(f"| {fraction:g} | " + " | ".join(cells) + " |")
     for c in (c for c in columns if c in CONTROLS):
         lines += ["", f"Control (not Ji's): {c} is FedAvg stepping by FedAtt's eps, `{' '.join(CONTROLS[c])}`."]
+    ratios = seed_ratios(data, [("FedAtt", "FedAvg")] + [(c, "FedAtt") for c in columns if c in CONTROLS])
+    if ratios:
+        lines += ["", "Seed by seed (a seed draws the same initial weights, cohorts and noise for every algorithm), "
+                  "the ratio of the kept perplexities:"]
+        lines += [f"- {name}: " + ", ".join(f"{r:.3f} (seed {s})" for s, r in by_seed.items())
+                  for name, by_seed in ratios.items()]
     lines += ["", "Ji et al.'s Table II (C = 0.1): FedAtt 91.82 vs FedAvg 95.27 (WikiText-2), 115.43 vs 138.13 "
               "(PTB)."]
     return data, "\n".join(lines) + "\n"

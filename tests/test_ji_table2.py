@@ -98,3 +98,16 @@ def test_a_run_that_diverged_after_its_kept_round_counts_and_the_cell_says_so(tm
                                      "1 diverged before any evaluation)")
     assert ji_table2.cell({}) == "not run" and ji_table2.cell({0: "diverged"}) == "diverged"
     assert ji_table2.cell({0: ji_table2.kept_result(done), 1: None}) == "700.0 (1 seed; 1 never evaluated)"
+
+
+def test_seed_ratios_pair_each_seed_that_kept_a_round_in_both_runs():
+    """A seed draws the same start, cohorts and noise for every algorithm, so the report pairs runs by seed."""
+    data = {"FedAtt C=0.1": {0: {"round": 50, "perplexity": 500.0}, 1: {"round": 50, "perplexity": 540.0},
+                             2: "diverged"},
+            "FedAvg C=0.1": {0: {"round": 50, "perplexity": 550.0}, 1: {"round": 45, "perplexity": 540.0},
+                             2: {"round": 50, "perplexity": 560.0}},
+            "FedAvg 1.2 C=0.1": {0: {"round": 50, "perplexity": 505.0}},
+            "FedAtt C=0.5": {}, "FedAvg C=0.5": {}}
+    ratios = ji_table2.seed_ratios(data, [("FedAtt", "FedAvg"), ("FedAvg 1.2", "FedAtt"), ("FedAtt", "FedSGD")])
+    assert ratios == {"FedAtt / FedAvg at C = 0.1": {0: pytest.approx(500 / 550), 1: 1.0},
+                      "FedAvg 1.2 / FedAtt at C = 0.1": {0: 1.01}}
