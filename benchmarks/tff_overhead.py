@@ -17,7 +17,15 @@ computations at once (``max_concurrent_computation_calls``; TFF's default,
 -1, runs all K at once), one local C++ context per C.  Everything runs side by side in one
 process; the ratio is TFF / plain (target <= 1.5).
 
+``--isolation`` prices the local worker's isolation: what `train` runs, on its
+worker in a network namespace of its own behind a relay and a Unix socket,
+against the same on TFF's own local worker (direct TCP to a worker listening
+on every interface).  So that the latter opens no port to the network, the
+whole benchmark then runs in a network namespace of its own (``unshare``),
+whose only interface is loopback.
+
     python benchmarks/tff_overhead.py --data ../shared/data/tinyshakespeare/input.txt
+    python benchmarks/tff_overhead.py --clients 10 --rounds 20 --isolation
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.federated.client_data import batched, example_client_data  # noqa: E402
 from keyboard_lm.federated.process import build_process  # noqa: E402
 from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
+from keyboard_lm.federated.distributed import local_worker  # noqa: E402
 from keyboard_lm.federated.distributed.tff_runtime import import_tff  # noqa: E402
 from keyboard_lm.federated.rounds import sample_clients  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
@@ -52,6 +61,20 @@ from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
 tff = import_tff()
 # What `keyboard-lm train` runs.
 TRAIN = "TFF, loss only, iterator loop, zero-initialized client model"
+TFF_OWN = f"{TRAIN}, on TFF's own local worker (direct TCP, no isolation)"
+_PRIVATE_NET = "KEYBOARD_LM_BENCH_PRIVATE_NET"
+
+
+def _reexec_in_private_network() -> None:
+    """Run this benchmark again in a network namespace of its own (root, or a user namespace mapping the caller
+    to root), so that TFF's own worker, which listens on every interface, is reachable from nowhere."""
+    import shutil
+
+    if shutil.which("unshare") is None:
+        sys.exit("tff_overhead: --isolation needs util-linux's unshare (a network namespace of its own)")
+    argv = ["unshare", "--net", *([] if os.geteuid() == 0 else ["--map-root-user"]), sys.executable,
+            os.path.abspath(__file__), *sys.argv[1:]]
+    os.execvpe("unshare", argv, {**os.environ, _PRIVATE_NET: "1"})
 
 
 class PlainFedAvg:
@@ -100,8 +123,18 @@ def main():
     p.add_argument("--concurrency", default="1,2,4",
                    help="comma-separated C: a loss-only variant with at most C concurrent client calls each")
     p.add_argument("--variants", default="", help="';'-separated variant names to run (default: all)")
+    p.add_argument("--isolation", action="store_true",
+                   help="only what `train` runs, on its isolated local worker and on TFF's own (direct TCP); "
+                        "runs in a network namespace of its own")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
     args = p.parse_args()
+    if args.isolation and os.environ.get(_PRIVATE_NET) != "1":
+        _reexec_in_private_network()
+    if args.isolation:
+        from keyboard_lm.federated.distributed.worker_relay import loopback_up
+
+        loopback_up()  # TFF's own worker is dialled at localhost
+        args.concurrency, args.variants = "", TRAIN
 
     corpus = load_shakespeare(args.data) if os.path.exists(args.data) else load_default()
     train_ids, _ = split_clients(corpus.client_ids, SplitConfig())
@@ -122,11 +155,13 @@ def main():
     for c in [int(x) for x in args.concurrency.split(",") if x]:
         name = f"{TRAIN}, at most {c} concurrent client calls"
         variants[name] = variants[TRAIN]
-        concurrency[name] = tff.backends.native.create_sync_local_cpp_execution_context(
-            max_concurrent_computation_calls=c)
+        concurrency[name] = local_worker.create_context(max_concurrent_calls=c)
     if args.variants:
         keep = [v.strip() for v in args.variants.split(";")]
         variants = {k: v for k, v in variants.items() if k in keep}
+    if args.isolation:
+        variants[TFF_OWN] = variants[TRAIN]
+        concurrency[TFF_OWN] = tff.backends.native.create_sync_local_cpp_execution_context()
     rows = []
     for k in [int(x) for x in args.clients.split(",")]:
         config = FederatedConfig(clients_per_round=k, client_lr=0.5, server_optimizer="sgd", server_lr=1.0,
@@ -183,7 +218,13 @@ def main():
             "the order of the sides rotating from round to round. "
             "No clipping on either side; non-finite updates zeroed on both. "
             "Target: ratio <= 1.5, and round time linear in clients per round (constant s per step).\n")
-    _report.write("tff_overhead", {"rows": rows}, "\n".join(lines) + note, args.out)
+    if args.isolation:
+        isolated = next(r for r in rows if r["variant"] == TRAIN)
+        own = next(r for r in rows if r["variant"] == TFF_OWN)
+        note += (f"\nIsolation: isolated / TFF's own local worker = "
+                 f"{isolated['tff_seconds'] / own['tff_seconds']:.3f} (median round time, same rounds).\n")
+    name = "tff_overhead_isolation" if args.isolation else "tff_overhead"
+    _report.write(name, {"rows": rows}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))
 
 

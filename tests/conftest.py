@@ -23,6 +23,72 @@ SHARED_DATA = {"shakespeare": (SHAKESPEARE, "KEYBOARD_LM_SHAKESPEARE", "Tiny Sha
                "spamassassin": (SPAMASSASSIN, "KEYBOARD_LM_SPAMASSASSIN", "the SpamAssassin ham mbox")}
 
 
+#: Marks every process this test run starts (inherited through the environment): what must be gone at its end.
+SESSION_MARK = "KEYBOARD_LM_TEST_SESSION"
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # the controller set both for its workers
+    import secrets
+
+    os.environ[SESSION_MARK] = secrets.token_hex(8)
+    if worker_isolation_unavailable() is not None and "KEYBOARD_LM_ALLOW_ALL_INTERFACES" not in os.environ:
+        # Where TFF's local worker cannot be isolated, a federated run is refused unless allowed; the suite
+        # allows it (its isolation tests skip, saying why) so that the rest still runs on such a machine.
+        os.environ["KEYBOARD_LM_ALLOW_ALL_INTERFACES"] = "1"
+        config._keyboard_lm_all_interfaces = worker_isolation_unavailable()
+
+
+def pytest_report_header(config):
+    why = getattr(config, "_keyboard_lm_all_interfaces", None)
+    if why:
+        return (f"keyboard_lm: TFF's local workers listen on every interface during this run: {why}; "
+                f"the isolation tests skip")
+    return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """The run leaves nothing behind: no process it started (TFF workers, relays, trainers) still runs, so none
+    listens either. Checked once, in the process that started the run, after pytest-xdist's workers ended."""
+    if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get(SESSION_MARK):
+        return
+    import signal
+    import time
+
+    from tests.process_tree import listening, with_environment
+
+    deadline = time.monotonic() + 15.0  # workers that were told to stop finish their own exit hooks first
+    while (left := with_environment(SESSION_MARK, os.environ[SESSION_MARK])) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if not left:
+        return
+    sockets = listening(left)
+    names = {pid: _comm(pid) for pid in left}
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = (f"keyboard_lm: the test run left {len(left)} process(es) running: "
+            f"{', '.join(f'{pid} {name}' for pid, name in names.items())}; listening: {sockets or 'none'} "
+            f"(killed now)")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line, red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def pytest_collection_modifyitems(config, items):
     # Tests marked heavy (subprocesses, TFF workers, long waits) go first, so the two xdist workers overlap
     # them with the many short tests instead of finishing on one long tail.

@@ -183,6 +183,12 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     from keyboard_lm.federated.trainer import train_federated
 
     split = split_from_args(args)
+    from keyboard_lm.federated.distributed import local_worker
+
+    if args.allow_all_interfaces:
+        local_worker.allow_all_interfaces()
+    if not args.workers:
+        local_worker.check_isolation()  # refused now, not after the data is read and the model built
     if args.resume:
         # The run directory holds the settings; only --rounds (and the data path) may be given again.
         from keyboard_lm.models.run_dir import load_run

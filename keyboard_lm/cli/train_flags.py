@@ -162,6 +162,9 @@ FEDERATED_FLAGS = (
          "centralized run's last epoch), with the run's own settings", action="store_true"),
     flag("--workers", "spread each round's clients over these TFF workers (keyboard-lm worker), merged by TFF's "
          "mergeable context; default: one local worker", metavar="HOST:PORT,..."),
+    flag("--allow-all-interfaces", "where the system permits no network namespace (the run is refused there "
+         "without this flag), let the local TFF worker listen on every interface with no authentication, as TFF "
+         "itself starts it (docs/distributed.md)", action="store_true"),
     flag("--tls-ca", "with --workers: reach the workers over TLS, trusting the CA (PEM) that signed their "
          "certificate (worker --tls-cert); needs --tls-cert and --tls-key", metavar="FILE"),
     flag("--tls-cert", "with --tls-ca: the client certificate (PEM) presented to the workers, signed by their "

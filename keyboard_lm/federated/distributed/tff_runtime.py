@@ -1,24 +1,21 @@
-"""Importing TFF quietly and cleaning up its local C++ worker.
+"""Importing TFF quietly, with a local worker only this process reaches, and cleaning up after it.
 
 TFF 0.87 runs computations in a ``worker_binary`` subprocess that it starts on
-first use, wired to the parent's stdout, and only stops from a finalizer that
-may never run.  Left behind, that process keeps the parent's stdout open, so a
-pipeline such as ``keyboard-lm train ... | tee log`` never ends.
-``start_runtime`` (called when a run starts, by the process builders and by
-workers; importing the federated layer installs nothing) wraps TFF's default
-context so that the first computation starts the worker, with its output
-sent to /dev/null, and registers an exit hook that stops the workers this
-process started.  A
-SIGTERM (``kill``, a job scheduler) ends the process through that same hook,
-not around it, unless the program installed its own handler.
+first use: it listens on every interface with no authentication, is wired to
+the parent's stdout, and only stops from a finalizer that may never run (a
+process killed by SIGKILL leaves it listening under init).  ``import_tff``
+replaces TFF's default context with ``local_worker.create_context()``: the
+same native compiler and remote executor, on a worker in a network namespace
+of its own reached through a Unix socket (no network address), started with
+the first computation with its output sent to /dev/null, and ended by the
+kernel when this process ends, however it ends.  ``start_runtime`` (called
+when a run starts, by the process builders and by workers) also makes SIGTERM
+end the process through the exit hook that stops the workers, and ends
+workers that earlier runs of TFF's own context left listening.
 
-TFF's finalizer stops its worker with SIGINT and waits for it without a
-limit.  A process started with SIGINT ignored (``cmd &`` in a script,
-``nohup``) passes that on to the worker, which then never ends, and the
-finalizer blocks whichever thread the garbage collector happens to run it
-in: a run that switches from the local worker to remote ones
-(``release_local_worker``) or ends (``stop_workers``) kills and reaps the
-worker itself first.
+A run that switches from the local worker to remote ones
+(``release_local_worker``) or ends (``stop_workers``) kills and reaps its
+local workers itself.
 """
 
 from __future__ import annotations
@@ -32,13 +29,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _WORKER_NAME = "worker_binary"
 _registered = False
 _exit_hook = False
-#: Pids of the local workers TFF started for this process's default context.
-_local_workers: set[int] = set()
 
 
 def _child_workers() -> list[int]:
-    """Pids of our own TFF worker processes (Linux /proc; nothing elsewhere)."""
-    me, pids = os.getpid(), []
+    """Pids of the TFF worker processes this process started: its children, and its relays' children
+    (Linux /proc; nothing elsewhere)."""
+    from keyboard_lm.federated.distributed.local_worker import started_workers
+
+    parents = {os.getpid(), *(w.pid for w in started_workers())}
+    pids = []
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -54,7 +53,7 @@ def _child_workers() -> list[int]:
         # /proc/PID/stat: "pid (comm) state ppid ..."; comm may contain spaces.
         comm = stat[stat.find("(") + 1:stat.rfind(")")]
         ppid = int(stat[stat.rfind(")") + 2:].split()[1])
-        if ppid == me and comm.startswith(_WORKER_NAME[:15]):
+        if ppid in parents and comm.startswith(_WORKER_NAME[:15]):
             pids.append(int(entry))
     return pids
 
@@ -86,19 +85,14 @@ def _silence_finalizer_of_killed_workers() -> None:
 
 
 def release_local_worker() -> None:
-    """Kill and reap the local worker of TFF's default context, once another context has replaced it.
+    """Stop the local workers of this process's default context, once another context has replaced it.
 
-    Called after installing remote workers' context: the old context is garbage from then on, and its
-    finalizer (SIGINT, then an unbounded wait) would otherwise run in whatever thread collects it, and hang
-    there if the worker ignores SIGINT.  Collected here and now, it finds its worker gone.  Workers this
-    process started for other purposes (``remote.start_worker``) are left alone.
+    Called after installing remote workers' context; workers this process started for other purposes
+    (``remote.start_worker``) are left alone.
     """
-    import gc
+    from keyboard_lm.federated.distributed.local_worker import stop_local_workers
 
-    _kill(sorted(_local_workers))
-    _local_workers.clear()
-    _silence_finalizer_of_killed_workers()
-    gc.collect()
+    stop_local_workers()
 
 
 def stop_workers() -> None:
@@ -114,8 +108,10 @@ def stop_workers() -> None:
     import gc
     import sys
 
+    from keyboard_lm.federated.distributed.local_worker import stop_local_workers
+
+    stop_local_workers()
     _kill(_child_workers())
-    _local_workers.clear()
     if "tensorflow_federated" in sys.modules:
         from tensorflow_federated.python.core.impl.context_stack import set_default_context
 
@@ -142,6 +138,10 @@ def import_tff():
 
     logging.getLogger("absl").setLevel(logging.ERROR)
     if not _exit_hook:
+        from keyboard_lm.federated.distributed.local_worker import create_context
+
+        # Before anything computes: TFF's own default context would start a worker on every interface.
+        tff.framework.set_default_context(create_context())
         atexit.register(stop_workers)
         _exit_hook = True
     return tff
@@ -151,16 +151,19 @@ def start_runtime():
     """TFF ready to compute in this process (idempotent); returns the module.
 
     Makes SIGTERM end the process through the exit hook that stops the
-    workers this process starts (unless the program set its own handler), and
-    wraps TFF's default context so that the first computation starts the
-    worker with its output sent to /dev/null. The worker itself starts with
-    that first computation.
+    workers this process starts (unless the program set its own handler),
+    and ends TFF workers that dead runs left listening (one line on stderr
+    if there were any). The worker itself starts with the first computation.
     """
     global _registered
     tff = import_tff()
     if not _registered:
+        import sys
+
+        from keyboard_lm.federated.distributed.local_worker import end_orphaned_workers
+
         _exit_on_sigterm()
-        _quiet_first_invocation()
+        end_orphaned_workers(lambda line: print(f"keyboard-lm: {line}", file=sys.stderr))
         _registered = True
     return tff
 
@@ -188,41 +191,3 @@ def _exit_on_sigterm() -> None:
 def workers_running() -> int:
     """How many TFF workers this process has started (and not stopped)."""
     return len(_child_workers())
-
-
-def _quiet_first_invocation() -> None:
-    """Wrap TFF's default context: its first ``invoke`` starts the worker quietly.
-
-    TFF hands the worker whatever ``sys.stdout``/``sys.stderr`` are when the
-    first computation runs; that may be a pipe the caller waits on, or (under
-    pytest's capture) an object without a file descriptor, on which starting
-    the worker fails.  The worker only prints C++ logs, so during the first
-    invocation both point at /dev/null.
-    """
-    import sys
-
-    from tensorflow_federated.python.core.impl.context_stack import context_base, context_stack_impl
-    from tensorflow_federated.python.core.impl.context_stack.set_default_context import set_default_context
-
-    inner = context_stack_impl.context_stack.current
-
-    class QuietStartContext(context_base.SyncContext):
-        started = False
-
-        def invoke(self, comp, arg):
-            if QuietStartContext.started:
-                return inner.invoke(comp, arg)
-            devnull = open(os.devnull, "w")  # noqa: SIM115 - the worker keeps its own copy of the fd
-            saved = sys.stdout, sys.stderr
-            sys.stdout = sys.stderr = devnull
-            before = set(_child_workers())
-            try:
-                result = inner.invoke(comp, arg)
-                QuietStartContext.started = True
-                return result
-            finally:
-                sys.stdout, sys.stderr = saved
-                devnull.close()
-                _local_workers.update(set(_child_workers()) - before)
-
-    set_default_context(QuietStartContext())

@@ -201,18 +201,32 @@ def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> None:
             proc.wait()
 
 
-def _serve(listener: socket.socket, proc: subprocess.Popen, inner_port: int, ssl_context) -> int:
+async def _watch_parent(parent: int | None, stopping: asyncio.Event, interval: float = 1.0) -> None:
+    """Set ``stopping`` once this process's parent is no longer ``parent``: a second line of defence behind
+    PR_SET_PDEATHSIG, which the kernel sends when the parent's starting *thread* ends, or not at all if the
+    parent ended between fork and prctl."""
+    while parent is not None and not stopping.is_set():
+        if os.getppid() != parent:
+            stopping.set()
+            return
+        await asyncio.sleep(interval)
+
+
+def _serve(listener: socket.socket, proc: subprocess.Popen, inner_port: int, ssl_context,
+           parent: int | None = None) -> int:
     async def main():
         loop = asyncio.get_running_loop()
         stopping = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(sig, stopping.set)
+        watch = asyncio.ensure_future(_watch_parent(parent, stopping))
         # The worker ending (crash, OOM kill) ends the relay too, so `keyboard-lm worker` returns.
         ended = loop.run_in_executor(None, proc.wait)
         ended.add_done_callback(lambda _: stopping.set())
         try:
             await relay(listener, inner_port, ssl_context, stopping)
         finally:
+            watch.cancel()
             stop_process(proc)  # before asyncio.run joins the executor thread that waits for it
 
     try:
@@ -277,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    return _serve(listener, proc, args.inner_port, ssl_context)
+    return _serve(listener, proc, args.inner_port, ssl_context, args.parent)
 
 
 if __name__ == "__main__":
