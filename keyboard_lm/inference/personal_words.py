@@ -10,15 +10,19 @@ here sends it anywhere.
 from __future__ import annotations
 
 import io
-import os
 import threading
+import zipfile
 
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.user_files import read_limited, write_atomic
 
 MAX_PERSONAL_WORDS = 1000
 STATE_FORMAT = "keyboard_lm-personal-1"
+#: The largest personal-state file ``load`` reads, and the most its arrays may hold once unpacked: 1,000
+#: words at the paper's size take about 0.5 MB, so this leaves room for far larger models.
+MAX_STATE_BYTES = 64 * 1024 * 1024
 
 class PersonalState:
     """Personal words, their char-encoder embeddings and a residual adapter d -> hidden... -> d.
@@ -77,6 +81,11 @@ class PersonalState:
         for i, (w, _) in enumerate(new):
             if not isinstance(w, str) or not w.strip():
                 raise ConfigError(f"personal word {i} is empty or whitespace: {w!r}")
+            if not w.isascii():
+                try:
+                    w.encode("utf-8")  # the state file stores the words as UTF-8
+                except UnicodeEncodeError:
+                    raise ConfigError(f"personal word {i} {w!r:.40} is not Unicode text (a lone surrogate)") from None
         if len(self.words) + len(new) > MAX_PERSONAL_WORDS:
             raise ConfigError(f"{len(self.words)} + {len(new)} personal words exceed the cap of {MAX_PERSONAL_WORDS}; "
                               "nothing was added (pass the user's most frequent words first)")
@@ -339,7 +348,8 @@ class PersonalState:
         return hits / max(len(targets), 1)
 
     def save(self, path: str) -> None:
-        """Write the whole state to one file (atomically)."""
+        """Write the whole state to one file, atomically and durably (``keyboard_lm.inference.user_files``:
+        readers see the old file or the new one, concurrent savers serialize, a symbolic link is refused)."""
         buf = io.BytesIO()
         # words as one UTF-8 blob (a token holds no whitespace); optional parameters only when used
         params = {k: getattr(self, k) for k in self._PARAMS if k != "vocab_bias" or self.has_vocab_bias}
@@ -347,18 +357,19 @@ class PersonalState:
                  words=np.frombuffer("\n".join(self.words).encode("utf-8"), np.uint8),
                  base=self.base, per_word=np.array(self.per_word), hidden=np.array(self.hidden, np.int64),
                  layer_norm=np.array(self.layer_norm), vocab_bias_used=np.array(self.use_vocab_bias), **params)
-        tmp = f"{path}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(buf.getvalue())
-        os.replace(tmp, path)
+        write_atomic(path, buf.getvalue(), "personal state", ConfigError)
 
     @classmethod
     def load(cls, path: str, fingerprint: str) -> "PersonalState":
-        """Read a state file; refuses one written for another model (nothing is changed)."""
+        """Read a state file; refuses one written for another model, or damaged, or beyond the code's bounds
+        (MAX_STATE_BYTES, MAX_PERSONAL_WORDS, finite parameters), in one line naming it (nothing is changed)."""
+        raw = read_limited(path, MAX_STATE_BYTES, "personal state file", ConfigError)
         try:
-            data = np.load(path, allow_pickle=False)
+            _check_arrays(raw)
+            data = np.load(io.BytesIO(raw), allow_pickle=False)
             fmt, fp = str(data["format"]), str(data["fingerprint"])
-        except (OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError, EOFError, NotImplementedError, RuntimeError,
+                zipfile.BadZipFile) as e:  # what zipfile and numpy raise for a damaged archive
             raise ConfigError(f"{path}: not a keyboard_lm personal state file ({e})") from None
         if fmt != STATE_FORMAT:
             raise ConfigError(f"{path}: personal state format {fmt!r}, expected {STATE_FORMAT!r}")
@@ -367,6 +378,12 @@ class PersonalState:
         try:
             # files written before the adapter had options hold one hidden layer and no flags
             hidden = tuple(data["hidden"].tolist()) if "hidden" in data else (data["w1"].shape[1],)
+            sizes = (data["base"].shape[1], *hidden, data["base"].shape[1])
+            for i, layer in enumerate(zip(sizes[:-1], sizes[1:]), start=1):
+                # the adapter is built at the file's sizes: they must be those of the arrays it holds
+                # (bounded above), not numbers that would make _build allocate without limit
+                if data[f"w{i}"].shape != layer:
+                    raise ValueError(f"w{i} has shape {data[f'w{i}'].shape}, expected {layer}")
             state = cls.__new__(cls)
             state._build(fp, data["base"].shape[1], hidden, 0, per_word=bool(data["per_word"]),
                          layer_norm=bool(data["layer_norm"]) if "layer_norm" in data else False,
@@ -389,7 +406,35 @@ class PersonalState:
         n, d = len(state.words), state.base.shape[1]
         if state.base.shape != (n, d) or state.offset.shape != (n, d) or state.bias.shape != (n,):
             raise ConfigError(f"{path}: damaged personal state file ({n} words but embeddings {state.base.shape})")
+        if n > MAX_PERSONAL_WORDS:
+            raise ConfigError(f"{path}: damaged personal state file ({n:,} words, more than the cap of "
+                              f"{MAX_PERSONAL_WORDS:,})")
+        for k in ("base", *state._PARAMS):
+            if not np.isfinite(getattr(state, k)).all():  # NaN or inf would turn every suggestion into NaN
+                raise ConfigError(f"{path}: damaged personal state file ({k} holds a NaN or infinite value)")
         return state
+
+
+def _check_arrays(raw: bytes) -> None:
+    """Refuse an .npz whose arrays would unpack to more than MAX_STATE_BYTES, or whose array headers
+    declare more data than their entries hold, before numpy allocates anything (ValueError)."""
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        infos = z.infolist()
+        if sum(i.file_size for i in infos) > MAX_STATE_BYTES:
+            raise ValueError(f"its arrays unpack to more than {MAX_STATE_BYTES:,} bytes")
+        for info in infos:
+            with z.open(info) as f:
+                version = npy.read_magic(f)
+                readers = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}
+                if version not in readers:
+                    raise ValueError(f"array {info.filename} is .npy version {version}")
+                shape, _, dtype = readers[version](f)
+                declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                if dtype.hasobject or declared != info.file_size - f.tell():
+                    raise ValueError(f"array {info.filename} declares {shape} {dtype}, which its "
+                                     f"{info.file_size:,} bytes do not hold")
 
 
 CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"

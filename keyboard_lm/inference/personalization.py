@@ -333,6 +333,9 @@ def load_personal(session, path: str) -> None:
     if state.base.shape[1] != session.model.embedding_dim:
         raise ConfigError(f"{path}: personal embeddings are {state.base.shape[1]}-dim, the model uses "
                           f"{session.model.embedding_dim}")
+    if state.has_vocab_bias and state.vocab_bias.shape != (len(session.model.vocab),):
+        raise ConfigError(f"{path}: damaged personal state file (a vocabulary bias of {state.vocab_bias.size:,} "
+                          f"words, the model has {len(session.model.vocab):,})")
     if state.words and not session.model.has_personal_signatures:
         session.model.require_personal_signatures()
     session.personal = state
