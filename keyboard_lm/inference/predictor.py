@@ -8,6 +8,7 @@ user history's mixture, personal words and the cost of a step.
 from __future__ import annotations
 
 import bisect
+import os
 from typing import Iterable
 
 import numpy as np
@@ -52,7 +53,7 @@ class Predictor:
         v = len(self.vocab)
         self.never = np.zeros(v, bool)
         self.never[list(SPECIAL_TOKENS.ids)] = True
-        for word in blocklist:
+        for word in _words(blocklist):
             for token in tokenizer.tokenize(word):
                 self.blocked_spellings.add(token)  # also kept out of personal words
                 if token in self.vocab:
@@ -91,7 +92,11 @@ class Predictor:
     def session(self, personal: str | None = None, history: UserHistory | None = None,
                 learn: bool = True) -> "Session":
         """A new text field; ``personal``: a user's personal-state file to load into it; ``history``: the
-        user's history (shared by the user's sessions); ``learn=False``: a field never learnt from."""
+        user's history (shared by the user's sessions); ``learn=False``: a field never learnt from.
+        Arguments of another type are refused here (ConfigError), not when first used."""
+        if personal is not None and not isinstance(personal, (str, os.PathLike)):
+            raise ConfigError(f"personal must be the path of a personal-state file or None, got "
+                              f"{type(personal).__name__}")
         session = Session(self, history=history, learn=learn)
         if personal is not None:
             session.load_personal(personal)
@@ -169,3 +174,16 @@ class Predictor:
         return self._sorted_ids[lo:hi]
 
 
+def _words(blocklist) -> list[str]:
+    """The blocklist as a list of strings; a string itself is refused (it would block its letters)."""
+    if isinstance(blocklist, (str, bytes)):
+        raise ConfigError(f"blocklist must be a list of words, not a single {type(blocklist).__name__} "
+                          f"({blocklist[:40]!r}): pass [{blocklist[:40]!r}]")
+    try:
+        words = list(blocklist)
+    except TypeError:
+        raise ConfigError(f"blocklist must be a list of words, got {type(blocklist).__name__}") from None
+    for i, word in enumerate(words):
+        if not isinstance(word, str):
+            raise ConfigError(f"blocklist entry {i} is {type(word).__name__} {word!r:.40}, not a word (str)")
+    return words

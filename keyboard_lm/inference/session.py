@@ -95,6 +95,8 @@ class Session:
         self.predictor = predictor
         self.model = predictor.model
         self._all_ids = predictor.suggestable_ids
+        if not isinstance(learn, bool):  # learn="no" would be true: a password field learnt from
+            raise ConfigError(f"learn must be True or False, got {learn!r:.40}")
         self.personal: PersonalState | None = None
         self.history, self.learning = history, learn
         self._history_weight: float | None = None  # None: the history's own weight, else HISTORY_WEIGHT
@@ -104,6 +106,19 @@ class Session:
         # letters, and will probably do so after the next word too (see _step).
         self._completed_here = False
         self.reset()
+
+    @property
+    def history(self) -> UserHistory | None:
+        """The user's history this session learns from and mixes in (None: none)."""
+        return self._history
+
+    @history.setter
+    def history(self, history: UserHistory | None) -> None:
+        # refused here, not at the first commit or suggestion where it would fail far from the mistake
+        if history is not None and not isinstance(history, UserHistory):
+            raise ConfigError(f"history must be a UserHistory or None, got {type(history).__name__} "
+                              f"{history!r:.40}")
+        self._history = history
 
     @property
     def history_weight(self) -> float:
