@@ -27,9 +27,15 @@ def cmd_predict(args) -> int:
         pairs = session.complete(args.complete, args.k) if args.complete is not None else session.suggestions(args.k)
         return _print_pairs(pairs, args.json)
     if args.interactive:
+        from keyboard_lm.errors import ConfigError
         from keyboard_lm.inference.interactive import run_interactive
 
-        return run_interactive(predictor, args.k)
+        if args.complete is not None:  # both were silently ignored
+            raise ConfigError("--complete does not go with --interactive (the strip completes the word as you type it)")
+        if args.json:
+            raise ConfigError("--json does not go with --interactive (the strip is for a terminal)")
+        # CONTEXT is the text already in the field when typing starts (each field starts with it)
+        return run_interactive(predictor, args.k, context=args.context or "")
     if args.context is None:
         from keyboard_lm.errors import ConfigError
 
@@ -56,8 +62,7 @@ def cmd_bench(args) -> int:
 
     predictor = Predictor.load(args.model)
     if args.text_file:
-        with open(args.text_file, encoding="utf-8") as f:
-            text = f.read()
+        text = _read_text(args.text_file)
     else:
         from keyboard_lm.data.corpora import load_default
 
@@ -66,6 +71,21 @@ def cmd_bench(args) -> int:
     result = run(predictor, " ".join(text.split()[:400]), repeats=args.repeats)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
+
+
+def _read_text(path: str) -> str:
+    """The UTF-8 text of ``path``; a file that is not UTF-8 is refused in one line naming the byte offset."""
+    from keyboard_lm.errors import DataError
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise DataError(f"{path}: cannot read the text ({e.strerror or e})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text: byte {e.start:,} (0x{raw[e.start]:02x}) {e.reason}") from None
 
 
 def register(sub) -> None:

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.predictor import Predictor
 
 BUDGET_MS = 20.0  # Hard et al. 2018: suggestions within 20 ms on the phone
@@ -31,7 +32,7 @@ def run(predictor: Predictor, text: str, repeats: int = 3, personal: str | None 
     """
     words = text.split()
     if len(words) < 50:
-        raise ValueError("bench text needs at least 50 words")
+        raise ConfigError(f"bench text needs at least 50 words, got {len(words)}")
     suggest_s, complete_s, raw_step_s = [], [], []
     for _ in range(repeats):
         session = predictor.session(personal=personal)

@@ -4,6 +4,10 @@ On a terminal, keys are read one at a time (raw mode): after a space the strip
 shows next-word suggestions, while a word is being typed it shows completions.
 Enter starts a new field, Ctrl-D or Ctrl-C quits.  Without a terminal (piped
 input), each input line is treated as typed text and answered with one strip.
+A ``context`` (``predict MODEL CONTEXT --interactive``) is the text each field
+starts with, its words committed (a space is added after its last word): the
+first strip is what ``predict MODEL CONTEXT`` prints, on a terminal the text
+is shown (and can be erased), and each piped line is typed after it.
 """
 
 from __future__ import annotations
@@ -28,26 +32,31 @@ def _strip_for(predictor: Predictor, typed: str, k: int) -> str:
     return _strip(session.complete(partial, k) if partial else session.suggestions(k))
 
 
-def run_interactive(predictor: Predictor, k: int = 3) -> int:
+def run_interactive(predictor: Predictor, k: int = 3, context: str = "") -> int:
+    """Answer typing with suggestion strips until the input ends; every field starts with ``context``."""
+    if context and not context[-1].isspace():
+        context += " "  # its last word is committed, as ``predict MODEL CONTEXT`` reads it
     if not sys.stdin.isatty():
         for line in sys.stdin:
-            print(_strip_for(predictor, line.rstrip("\n"), k))
+            print(_strip_for(predictor, context + line.rstrip("\n"), k))
         return 0
     import termios
     import tty
 
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    typed = ""
+    typed = context
     print("type; Enter = new field, Ctrl-D = quit\r")
     try:
         tty.setcbreak(fd)
+        sys.stdout.write(f"\r\x1b[K{typed}   [{_strip_for(predictor, typed, k)}]")
+        sys.stdout.flush()
         while True:
             ch = sys.stdin.read(1)
             if ch in ("\x04", "\x03", ""):
                 break
             if ch in ("\r", "\n"):
-                typed = ""
+                typed = context
             elif ch in ("\x7f", "\b"):
                 typed = typed[:-1]
             else:
