@@ -5,6 +5,9 @@ exporter stays unchanged, the encoder can be updated or left out (apps without
 personal words ship nothing extra), and the budget check adds both files
 (``export.budget.check_personal_budget``).
 
+The archive's comment is the file's checksum, as in the model file
+(``keyboard_lm.inference.model_file.seal``).
+
 The metadata (``char_encoder.json``) holds the format, the spelling limit, the
 embedding dimension, the fingerprint of the model file the encoder was trained
 for, and optional training settings and held-out metrics.  Those extras must be
@@ -24,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.model_file import seal
 from keyboard_lm.models.run_dir import atomic_write
 
 CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
@@ -69,7 +73,7 @@ def char_encoder_bytes(encoder: tf.keras.Model, *, max_bytes: int, model_fingerp
     buf.write(flat)
     with zipfile.ZipFile(buf, "a") as z:
         z.writestr(CHAR_ENCODER_META, json.dumps(meta, sort_keys=True, allow_nan=False))
-    return buf.getvalue()
+    return seal(buf.getvalue())
 
 
 def write_atomically(path: str, data: bytes) -> None:

@@ -6,7 +6,10 @@ reads the flatbuffer and ignores what follows, and any zip reader finds the
 archive from the end of the file.  The archive holds ``vocab.txt`` and
 ``keyboard_lm.json`` (text spec version, special-token ids, model type and
 sizes, state size, signature names), so a predictor needs nothing but the
-file.  Only builtin ops are allowed.
+file.  Only builtin ops are allowed.  The archive's comment is the file's
+checksum, ``keyboard_lm-sha256:<64 hex>``: the sha256 of every byte before it
+(``keyboard_lm.inference.model_file.seal``), which the Python ``ModelFile`` and
+the Java core verify before they parse anything else.
 
 Quantization (``quantization=``; keyboard_lm.models.quantization):
 
@@ -28,7 +31,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 import zipfile
 
 import tensorflow as tf
@@ -37,8 +39,8 @@ from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check
 from keyboard_lm.export.step_module import StepModule
 from keyboard_lm.export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE
-from keyboard_lm.models.run_dir import Run, build_loaded_model, load_run
+from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE, seal
+from keyboard_lm.models.run_dir import Run, atomic_write, build_loaded_model, load_run
 from keyboard_lm.models.config import QUANTIZATION
 from keyboard_lm.models.quantization import rounding_error_steps
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
@@ -111,6 +113,7 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
 
 
 def associated_files(meta: dict, vocab_text: str) -> bytes:
+    """The zip archive appended to the flatbuffer (without its checksum comment; ``seal`` adds it)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(METADATA_FILE, json.dumps(meta, indent=1, sort_keys=True))
@@ -145,25 +148,14 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
     """
     run = load_run(run_dir)
     flatbuffer, module, quant = convert(run, k=k, quantization=quantization)
-    extra = associated_files(metadata(run, module, quant["mode"]), run.vocab.to_text())
-    data = flatbuffer + extra
-    breakdown = size_breakdown(run, len(flatbuffer), len(extra), bytes_per_weight=4 if quant["mode"] == "none" else 1)
+    data = seal(flatbuffer + associated_files(metadata(run, module, quant["mode"]), run.vocab.to_text()))
+    extra = len(data) - len(flatbuffer)  # the archive and its checksum comment
+    breakdown = size_breakdown(run, len(flatbuffer), extra, bytes_per_weight=4 if quant["mode"] == "none" else 1)
     check_budget(breakdown, budget_bytes)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)
-    out_dir = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(out_dir, exist_ok=True)
-    tmp_model = tempfile.NamedTemporaryFile(dir=out_dir, prefix=".tmp-", delete=False)
-    try:
-        with tmp_model:
-            tmp_model.write(data)
-        os.chmod(tmp_model.name, 0o644)
-        card_path = out_path + ".card.json"
-        with open(card_path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(card, f, indent=2)
-        os.replace(tmp_model.name, out_path)
-        os.replace(card_path + ".tmp", card_path)
-    finally:
-        if os.path.exists(tmp_model.name):
-            os.remove(tmp_model.name)
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    # Each through an exclusively created temporary file, fsynced and renamed: never a predictable name.
+    atomic_write(os.path.abspath(out_path), data, mode=0o644)
+    atomic_write(os.path.abspath(out_path + ".card.json"), json.dumps(card, indent=2).encode("utf-8"), mode=0o644)
     return card

@@ -5,7 +5,10 @@
 Models: one tiny centrally-trained run per model type (1 epoch on the embedded
 corpus, vocabulary 300, embedding 16, 32 units), exported in both int8 modes to
 ``tests/golden/models/<model_type>_<mode>.tflite``. Existing model files are
-kept unless ``--retrain`` is given (other tests compare against them).
+kept unless ``--retrain`` is given (other tests compare against them); one
+without the checksum comment (made before the exporter wrote it) is sealed in
+place (``model_file.seal``: only the archive's comment changes, so the
+flatbuffer, the vocabulary and every answer stay as they were).
 
 Fixture: for every committed model and every context in CONTEXTS, the top-3
 next-word ids, words and raw log-probs (``ModelFile.step_full``) that the
@@ -104,12 +107,25 @@ def build_fixture() -> dict:
             "models": {f.name: fixture_for(f) for f in sorted(MODELS.glob("*.tflite"))}}
 
 
+def seal_committed() -> None:
+    """Give every committed model the checksum comment the exporter now writes (its other bytes unchanged)."""
+    sys.path.insert(0, str(REPO))
+    from keyboard_lm.inference.model_file import check_checksum, seal
+
+    for path in sorted(MODELS.glob("*.tflite")):
+        data = path.read_bytes()
+        if not check_checksum(str(path), data):
+            path.write_bytes(seal(data))
+            print(f"sealed {path.name}")
+
+
 def main() -> None:
     MODELS.mkdir(parents=True, exist_ok=True)
     if not ARGS.fixture_only:
         for model_type in MODEL_TYPES:
             if ARGS.retrain or any(not (MODELS / f"{model_type}_{m}.tflite").exists() for m in MODES):
                 train_and_export(model_type, MODELS)
+        seal_committed()
     FIXTURE.write_text(json.dumps(build_fixture(), indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {FIXTURE.name} for {len(list(MODELS.glob('*.tflite')))} models")
 
