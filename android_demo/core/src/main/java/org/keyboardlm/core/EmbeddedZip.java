@@ -51,19 +51,33 @@ final class EmbeddedZip {
         return out;
     }
 
+    /** The most an entry may hold uncompressed (a 10,000-word vocabulary is about 80 KB), as in Python. */
+    static final int MAX_ENTRY_BYTES = 16 << 20;
+
+    /** Size of the end-of-central-directory record, without its comment. */
+    static final int END_RECORD = 22;
+
+    /**
+     * Position of the end-of-central-directory record whose comment ends exactly at the end
+     * of {@code data}, or -1: what a zip reader finds from the end of the file.
+     */
+    static int endRecord(ByteBuffer data) {
+        int length = data.limit();
+        for (long i = length - END_RECORD; i >= 0 && i >= length - END_RECORD - 65535; i--) {
+            if (data.getInt((int) i) == EOCD && i + END_RECORD + (data.getShort((int) i + 20) & 0xffff) == length) {
+                return (int) i;
+            }
+        }
+        return -1;
+    }
+
     /**
      * Entry name -> uncompressed bytes, for every entry of the archive at the end of
      * {@code data} (a little-endian buffer whose index 0 is the file's first byte).
      */
     static Map<String, byte[]> read(ByteBuffer data) throws Bad {
         int length = data.limit();
-        long eocd = -1;
-        for (long i = length - 22; i >= 0 && i >= length - 22 - 65535; i--) {
-            if (u32(data, i) == EOCD && i + 22 + u16(data, i + 20) == length) {
-                eocd = i;
-                break;
-            }
-        }
+        long eocd = endRecord(data);
         if (eocd < 0) throw new Bad("no zip end-of-central-directory record");
         int entries = u16(data, eocd + 10);
         long cdSize = u32(data, eocd + 12);
@@ -71,6 +85,7 @@ final class EmbeddedZip {
         long delta = eocd - cdSize - cdOffset;  // bytes before the archive if its offsets are relative to it
         if (delta < 0) throw new Bad("the zip central directory lies outside the file");
         long p = cdOffset + delta;
+        long total = 0;
         Map<String, byte[]> out = new LinkedHashMap<String, byte[]>();
         for (int e = 0; e < entries; e++) {
             if (u32(data, p) != CENTRAL) throw new Bad("bad zip central directory entry " + e);
@@ -84,9 +99,11 @@ final class EmbeddedZip {
             long local = u32(data, p + 42) + delta;
             if (p + 46 + nameLen > length) throw new Bad("a zip record runs past the end of the file");
             String name = new String(copy(data, (int) p + 46, nameLen), StandardCharsets.UTF_8);
-            if (compressed == 0xffffffffL || size == 0xffffffffL || size > (1 << 26)) {
-                throw new Bad("zip entry " + name + " is too large (zip64)");
+            if (compressed == 0xffffffffL || size == 0xffffffffL || size > MAX_ENTRY_BYTES) {
+                throw new Bad("zip entry " + name + " is too large (zip64, or more than " + MAX_ENTRY_BYTES + " bytes)");
             }
+            total += size;
+            if (total > 2L * MAX_ENTRY_BYTES) throw new Bad("the zip entries declare more than " + 2L * MAX_ENTRY_BYTES + " bytes");
             if (u32(data, local) != LOCAL) throw new Bad("zip entry " + name + " has no local header");
             long start = local + 30 + u16(data, local + 26) + u16(data, local + 28);
             if (start + compressed > length) throw new Bad("zip entry " + name + " runs past the end of the file");

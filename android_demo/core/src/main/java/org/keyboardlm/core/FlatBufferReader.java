@@ -32,11 +32,27 @@ final class FlatBufferReader {
     /** The file, little-endian, byte 0 at index 0; null after {@link #release}. */
     private ByteBuffer data;
     private final int size;
+    /**
+     * Work left, in tables reached plus elements of vectors and strings copied (tensor data is
+     * not copied): a well-formed file reaches each once, and each takes at least a byte, so
+     * twice the file's size is plenty; a file that points many offsets at one big table or
+     * vector (a loop or a fan-out) is refused instead of being read again and again.
+     */
+    private long budget;
 
     /** Reads the bytes from {@code data}'s position to its limit (the buffer's own position is not moved). */
     FlatBufferReader(ByteBuffer data) {
         this.data = data.slice().order(ByteOrder.LITTLE_ENDIAN);
         this.size = this.data.remaining();
+        this.budget = 2L * size + 1024;
+    }
+
+    private void charge(long work, int at) {
+        budget -= work;
+        if (budget < 0) {
+            throw new Malformed("the flatbuffer references more data than it holds at " + at
+                    + " (offsets in a loop or a shared fan-out)");
+        }
     }
 
     FlatBufferReader(byte[] data) {
@@ -115,9 +131,17 @@ final class FlatBufferReader {
         }
         int vt = (int) vtable;
         int vtSize = u16(vt);
+        int tableSize = u16(vt + 2);
+        // As flatbuffers' Verifier: a vtable of whole 16-bit entries, a table inside the file, fields inside the table.
+        if (vtSize < 4 || vtSize % 2 != 0 || tableSize < 4 || (long) table + tableSize > size) {
+            throw new Malformed("the table at " + table + " has a vtable of " + vtSize + " bytes for " + tableSize + " bytes");
+        }
         int entry = 4 + 2 * id;
         if (entry + 2 > vtSize) return 0;
         int off = u16(vt + entry);
+        if (off != 0 && (off < 4 || off >= tableSize)) {
+            throw new Malformed("field " + id + " of the table at " + table + " lies outside its " + tableSize + " bytes");
+        }
         return off == 0 ? 0 : table + off;
     }
 
@@ -170,6 +194,7 @@ final class FlatBufferReader {
 
     /** The table that element {@code i} of a vector of tables points to. */
     int tableAt(int vec, int i) {
+        charge(1, vec);
         return deref(vec + 4 + 4 * i);
     }
 
@@ -185,6 +210,7 @@ final class FlatBufferReader {
     /** Bytes {@code [pos, pos + out.length)} of the file into {@code out}. */
     private void copy(int pos, byte[] out) {
         check(pos, out.length);
+        charge(out.length, pos);
         ByteBuffer d = buffer().duplicate();
         d.position(pos);
         d.get(out);
@@ -194,6 +220,7 @@ final class FlatBufferReader {
         int v = vector(table, id);
         int n = length(v);
         check(v + 4, 4 * n);
+        charge(n, v);
         int[] out = new int[n];
         for (int i = 0; i < n; i++) out[i] = i32(v + 4 + 4 * i);
         return out;
@@ -203,6 +230,7 @@ final class FlatBufferReader {
         int v = vector(table, id);
         int n = length(v);
         check(v + 4, 4 * n);
+        charge(n, v);
         float[] out = new float[n];
         for (int i = 0; i < n; i++) out[i] = f32(v + 4 + 4 * i);
         return out;
@@ -212,6 +240,7 @@ final class FlatBufferReader {
         int v = vector(table, id);
         int n = length(v);
         check(v + 4, 8 * n);
+        charge(n, v);
         long[] out = new long[n];
         for (int i = 0; i < n; i++) out[i] = i64(v + 4 + 8 * i);
         return out;

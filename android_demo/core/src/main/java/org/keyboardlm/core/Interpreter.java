@@ -78,6 +78,7 @@ final class Interpreter {
         types = new int[n];
         constants = new Object[n];
         boolean[] defined = new boolean[n];
+        checkActivationBytes();
         for (TfliteModel.Tensor t : subgraph.tensors) {
             types[t.index] = t.type;
             if (model.hasData(t.buffer)) {
@@ -165,6 +166,35 @@ final class Interpreter {
             if (constants[t] != null && !readAtRunTime[t]) {
                 constants[t] = null;
                 unused[t] = true;
+            }
+        }
+    }
+
+    /**
+     * The most bytes one value array may hold for the tensors computed per call, as in Python
+     * (keyboard_lm/inference/tflite_flatbuffer.py): a paper-size model needs well under 1 MB, and a
+     * hostile file declaring huge inputs is refused here instead of exhausting the heap.
+     */
+    static final long MAX_ACTIVATION_BYTES = 64L << 20;
+
+    /**
+     * Refuses a subgraph whose non-constant tensors, as the file declares them (every kernel's
+     * output must have its declared shape), need more than MAX_ACTIVATION_BYTES: checked before
+     * any kernel allocates anything.
+     */
+    private void checkActivationBytes() throws ModelFileException {
+        long total = 0;
+        for (TfliteModel.Tensor t : subgraph.tensors) {
+            if (model.hasData(t.buffer)) continue;
+            long count = 1;
+            for (int d : t.shape) {
+                if (d < 0) throw new ModelFileException(where + ": tensor " + t.name + " has shape " + Arrays.toString(t.shape));
+                count = Math.min(count * d, MAX_ACTIVATION_BYTES + 1);
+            }
+            total += count * (t.type == TfliteModel.INT8 || t.type == TfliteModel.BOOL ? 1 : 4);
+            if (total > MAX_ACTIVATION_BYTES) {
+                throw new ModelFileException(where + ": the tensors computed per call need more than " + MAX_ACTIVATION_BYTES
+                        + " bytes (tensor " + t.name + " " + Arrays.toString(t.shape) + "); not a keyboard model");
             }
         }
     }

@@ -9,8 +9,9 @@ import java.util.concurrent.atomic.AtomicReference;
 /**
  * A {@link StepEngine} that runs an exported keyboard_lm .tflite with no TFLite library: the
  * flatbuffer is read by {@link TfliteModel}, the "step" and "step_full" signatures are found
- * by name and each runs on its own {@link Interpreter}. Loading refuses, in one line naming
- * the file, a model whose signatures, tensors or operators this engine does not know.
+ * by name and each runs on its own {@link Interpreter}. Loading verifies the file's checksum
+ * ({@link ModelArchive#verifyChecksum}) before it reads the flatbuffer, and refuses, in one line
+ * naming the file, a model whose signatures, tensors or operators this engine does not know.
  * Thread-safe: each call works on its own value array. A value array holds every
  * intermediate tensor and is kept for the next call, so a step allocates only the arrays it
  * returns; calls from several threads at once each take their own.
@@ -132,9 +133,14 @@ public final class JavaStepEngine implements StepEngine, Closeable {
      * kept. {@code name} appears in error messages.
      */
     public static JavaStepEngine fromBuffer(String name, ByteBuffer data) throws ModelFileException {
+        return fromBuffer(name, data, false);
+    }
+
+    /** As {@link #fromBuffer(String, ByteBuffer)}; {@code checksumVerified}: {@link ModelArchive} has verified it. */
+    static JavaStepEngine fromBuffer(String name, ByteBuffer data, boolean checksumVerified) throws ModelFileException {
         if (data == null) throw new IllegalArgumentException("data must not be null");
         try {
-            TfliteModel model = TfliteModel.read(name, data);
+            TfliteModel model = TfliteModel.read(name, data, checksumVerified);
             try {
                 return new JavaStepEngine(model);
             } finally {

@@ -19,9 +19,19 @@ import java.util.Map;
  * {@link EmbeddedZip}; checked as keyboard_lm/inference/model_file.py checks it.
  * Also how a model file's bytes are obtained: a path is mapped into memory ({@link #map}),
  * a stream read into one array ({@link #readStream}).
+ *
+ * <p>The checksum comes first ({@link #verifyChecksum}): the zip's end-of-central-directory
+ * comment is {@code keyboard_lm-sha256:<64 hex>}, the sha256 of every byte before the comment
+ * (flatbuffer, zip entries, central directory, end record), and a file whose digest differs
+ * is refused before anything reads its archive or its flatbuffer. A file without a comment
+ * (exported before the checksum existed) is accepted, and checked like any other.
  */
 public final class ModelArchive {
     public static final String FILE_FORMAT = "keyboard_lm.tflite/1";
+    /** The zip comment holding the checksum: this prefix, then 64 lowercase hex digits. */
+    static final String CHECKSUM_PREFIX = "keyboard_lm-sha256:";
+    /** Larger than any keyboard model (the paper-size CIFG is 1.4 MB), as in Python. */
+    static final int MAX_FILE_BYTES = 256 << 20;
 
     public final String path;
     public final String metadataJson;
@@ -52,7 +62,10 @@ public final class ModelArchive {
         // java.io, not java.nio.file (not in Android API 23).
         try (RandomAccessFile f = new RandomAccessFile(path, "r")) {
             long n = f.length();
-            if (n > Integer.MAX_VALUE) throw new IOException("the file is larger than 2 GB");
+            if (n > MAX_FILE_BYTES) {
+                throw new ModelFileException(path + ": " + n + " bytes, larger than any keyboard model (" + MAX_FILE_BYTES
+                        + " at most); not a model file");
+            }
             return f.getChannel().map(FileChannel.MapMode.READ_ONLY, 0, n);
         } catch (IOException e) {
             throw new ModelFileException(path + ": cannot read the model file: " + e.getMessage());
@@ -68,12 +81,15 @@ public final class ModelArchive {
         try {
             // available() is the asset's size for an Android asset stream: then one array, filled once.
             int available = in.available();
-            byte[] data = new byte[available >= (1 << 16) && available < Integer.MAX_VALUE - 8 ? available + 1 : 1 << 16];
+            byte[] data = new byte[available >= (1 << 16) && available <= MAX_FILE_BYTES ? available + 1 : 1 << 16];
             int n = 0;
             while (true) {
                 if (n == data.length) {
-                    if (data.length == Integer.MAX_VALUE - 8) throw new IOException("the stream holds more than 2 GB");
-                    data = Arrays.copyOf(data, (int) Math.min(Integer.MAX_VALUE - 8, data.length * 3L / 2));
+                    if (data.length > MAX_FILE_BYTES) {
+                        throw new ModelFileException(name + ": the stream holds more than " + MAX_FILE_BYTES
+                                + " bytes, more than any keyboard model; not a model file");
+                    }
+                    data = Arrays.copyOf(data, (int) Math.min(MAX_FILE_BYTES + 1L, data.length * 3L / 2));
                 }
                 int got = in.read(data, n, data.length - n);
                 if (got < 0) break;
@@ -120,6 +136,7 @@ public final class ModelArchive {
         if (data.get(4) != 'T' || data.get(5) != 'F' || data.get(6) != 'L' || data.get(7) != '3') {
             throw new ModelFileException(path + ": not a TFLite model (no TFL3 identifier); truncated or foreign file");
         }
+        verifyChecksum(path, data);
         Map<String, byte[]> files;
         try {
             files = EmbeddedZip.read(data);
@@ -171,15 +188,61 @@ public final class ModelArchive {
         return new ModelArchive(path, meta, vocabulary, seqLen == null ? 20 : seqLen);
     }
 
-    private static String sha256(byte[] data) {
+    /**
+     * Verify the checksum comment of the model file in {@code data} (little-endian, index 0 the
+     * file's first byte, read in place): true if the file has one, false if it was exported
+     * without one. A missing zip end record, a comment that is not a checksum, or a digest that
+     * differs is a ModelFileException naming {@code path}.
+     */
+    static boolean verifyChecksum(String path, ByteBuffer data) throws ModelFileException {
+        int end = EmbeddedZip.endRecord(data);
+        if (end < 0) {
+            throw new ModelFileException(path + ": the model has no readable embedded vocabulary/metadata (no zip end record); "
+                    + "the file is truncated or was not exported by keyboard-lm export");
+        }
+        int body = end + EmbeddedZip.END_RECORD;
+        int commentLength = data.limit() - body;
+        if (commentLength == 0) return false;
+        byte[] comment = new byte[commentLength];
+        ByteBuffer c = data.duplicate();
+        c.position(body);
+        c.get(comment);
+        String text = new String(comment, StandardCharsets.ISO_8859_1);
+        if (!text.matches(java.util.regex.Pattern.quote(CHECKSUM_PREFIX) + "[0-9a-f]{64}")) {
+            String shown = text.length() > 40 ? text.substring(0, 40) : text;
+            throw new ModelFileException(path + ": the model's checksum record is damaged (\""
+                    + shown.replaceAll("[^\\x20-\\x7e]", "?") + "\"); the file is corrupt: export or copy it again");
+        }
+        String expected = text.substring(CHECKSUM_PREFIX.length());
+        ByteBuffer covered = data.duplicate();
+        covered.position(0);
+        covered.limit(body);
+        String actual = hex(digest(covered));
+        if (!actual.equals(expected)) {
+            throw new ModelFileException(path + ": checksum mismatch (sha256 " + actual.substring(0, 12) + "..., the file says "
+                    + expected.substring(0, 12) + "...): the file was damaged or modified after export; export or copy it again");
+        }
+        return true;
+    }
+
+    private static byte[] digest(ByteBuffer data) {
         try {
-            byte[] d = MessageDigest.getInstance("SHA-256").digest(data);
-            StringBuilder b = new StringBuilder();
-            for (byte x : d) b.append(String.format("%02x", x & 0xff));
-            return b.toString();
+            MessageDigest md = MessageDigest.getInstance("SHA-256");
+            md.update(data);
+            return md.digest();
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);  // every Java and Android runtime has SHA-256
         }
+    }
+
+    private static String hex(byte[] d) {
+        StringBuilder b = new StringBuilder();
+        for (byte x : d) b.append(String.format("%02x", x & 0xff));
+        return b.toString();
+    }
+
+    private static String sha256(byte[] data) {
+        return hex(digest(ByteBuffer.wrap(data)));
     }
 
     /** The raw text of a scalar value of a top-level key of a JSON object (strings without quotes), or null. */

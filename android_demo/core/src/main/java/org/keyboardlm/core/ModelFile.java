@@ -88,7 +88,7 @@ public final class ModelFile implements Closeable {
         ModelArchive archive = ModelArchive.fromBuffer(path, data);
         StepEngine engine;
         try {
-            engine = JavaStepEngine.fromBuffer(path, data);
+            engine = JavaStepEngine.fromBuffer(path, data, true);  // the archive's check verified the checksum
         } catch (RuntimeException e) {
             throw new ModelFileException(path + ": the TFLite flatbuffer is corrupt (" + e + ")");
         }

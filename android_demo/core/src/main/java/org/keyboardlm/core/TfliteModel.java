@@ -172,14 +172,21 @@ final class TfliteModel {
     }
 
     /**
-     * Parse the bytes from {@code data}'s position to its limit (a whole .tflite file), in place;
-     * the buffer's position is not moved.
+     * Parse the bytes from {@code data}'s position to its limit (a whole .tflite file), in place,
+     * after verifying the file's checksum ({@link ModelArchive#verifyChecksum}); the buffer's
+     * position is not moved.
      */
     static TfliteModel read(String path, ByteBuffer data) throws ModelFileException {
+        return read(path, data, false);
+    }
+
+    /** As {@link #read(String, ByteBuffer)}; {@code checksumVerified}: the caller has verified it already. */
+    static TfliteModel read(String path, ByteBuffer data, boolean checksumVerified) throws ModelFileException {
         FlatBufferReader r = new FlatBufferReader(data);
         if (r.size() < 8 || r.u8(4) != 'T' || r.u8(5) != 'F' || r.u8(6) != 'L' || r.u8(7) != '3') {
             throw new ModelFileException(path + ": not a TFLite model (no TFL3 identifier); truncated or foreign file");
         }
+        if (!checksumVerified) ModelArchive.verifyChecksum(path, data.slice().order(java.nio.ByteOrder.LITTLE_ENDIAN));
         try {
             return parse(path, r);
         } catch (FlatBufferReader.Malformed e) {

@@ -27,9 +27,10 @@ public class JavaStepEngineTest {
         for (int i = 0; i < 4; i++) b[pos + i] = (byte) (v >> (8 * i));
     }
 
-    private static String refusal(String name, byte[] data) {
+    /** The refusal of {@code data}, resealed: a file patched on purpose reaches the checks behind the checksum. */
+    private static String refusal(String name, byte[] data) throws Exception {
         try {
-            JavaStepEngine.fromBytes(name, data);
+            JavaStepEngine.fromBytes(name, ModelBytes.seal(data));
         } catch (ModelFileException e) {
             assertTrue(e.getMessage(), e.getMessage().startsWith(name + ": "));
             assertTrue(e.getMessage(), !e.getMessage().contains("\n"));
@@ -79,12 +80,18 @@ public class JavaStepEngineTest {
         byte[] data = bytes(DYNAMIC);
         assertTrue(refusal("half.tflite", Arrays.copyOf(data, data.length / 3)).contains("truncated"));
         assertTrue(refusal("foreign.tflite", "PK\u0003\u0004 not a model".getBytes("ISO-8859-1")).contains("no TFL3 identifier"));
-        byte[] garbage = new byte[64];
-        Arrays.fill(garbage, (byte) 0x7f);
+        assertTrue(refusal("no_archive.tflite", Arrays.copyOf(data, 64)).contains("no zip end record"));
+        // Garbage with an identifier and an (empty) archive, so the checksum holds: the flatbuffer reader refuses it.
+        byte[] garbage = new byte[64 + EmbeddedZip.END_RECORD];
+        Arrays.fill(garbage, 0, 64, (byte) 0x7f);
         garbage[4] = 'T';
         garbage[5] = 'F';
         garbage[6] = 'L';
         garbage[7] = '3';
+        garbage[64] = 'P';
+        garbage[65] = 'K';
+        garbage[66] = 5;
+        garbage[67] = 6;
         assertTrue(refusal("garbage.tflite", garbage).contains("malformed TFLite flatbuffer"));
     }
 
