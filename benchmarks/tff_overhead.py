@@ -73,7 +73,7 @@ def _reexec_in_private_network() -> None:
     if shutil.which("unshare") is None:
         sys.exit("tff_overhead: --isolation needs util-linux's unshare (a network namespace of its own)")
     argv = ["unshare", "--net", *([] if os.geteuid() == 0 else ["--map-root-user"]), sys.executable,
-            os.path.abspath(__file__), *sys.argv[1:]]
+            *sys.argv]
     os.execvpe("unshare", argv, {**os.environ, _PRIVATE_NET: "1"})
 
 
@@ -221,8 +221,16 @@ def main():
     if args.isolation:
         isolated = next(r for r in rows if r["variant"] == TRAIN)
         own = next(r for r in rows if r["variant"] == TFF_OWN)
-        note += (f"\nIsolation: isolated / TFF's own local worker = "
-                 f"{isolated['tff_seconds'] / own['tff_seconds']:.3f} (median round time, same rounds).\n")
+        from scipy import stats
+
+        ratios = np.log(np.array(isolated["tff_round_seconds"]) / np.array(own["tff_round_seconds"]))
+        half = stats.t.ppf(0.975, len(ratios) - 1) * ratios.std(ddof=1) / np.sqrt(len(ratios))
+        rows.append({"variant": "isolated / TFF's own, paired by round", "geometric_mean": float(np.exp(ratios.mean())),
+                     "ci95": [float(np.exp(ratios.mean() - half)), float(np.exp(ratios.mean() + half))]})
+        note += (f"\nIsolation: isolated / TFF's own local worker, paired round by round (geometric mean of "
+                 f"{len(ratios)} rounds, 95% t-interval): {rows[-1]['geometric_mean']:.3f} "
+                 f"[{rows[-1]['ci95'][0]:.3f}, {rows[-1]['ci95'][1]:.3f}]; medians "
+                 f"{isolated['tff_seconds']:.2f} s vs {own['tff_seconds']:.2f} s.\n")
     name = "tff_overhead_isolation" if args.isolation else "tff_overhead"
     _report.write(name, {"rows": rows}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))

@@ -15,8 +15,12 @@ def cmd_demo(args) -> int:
 
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.inference import Predictor
+    from keyboard_lm.federated.distributed import local_worker
     from keyboard_lm.text.tokenizer import tokenize
 
+    if args.allow_all_interfaces:
+        local_worker.allow_all_interfaces()
+    local_worker.check_isolation()  # one line now, not after the corpus is read
     run = train_demo(args.out, rounds=args.rounds, seed=args.seed, scratch=args.scratch, overwrite=args.overwrite)
     corpus, split = run["corpus"], run["split"]
 
@@ -59,4 +63,7 @@ def register(sub) -> None:
     demo.add_argument("--seed", type=non_negative_int, default=0, help="seed of training (0)")
     demo.add_argument("--overwrite", action="store_true",
                       help="write into --out even if it holds something other than an earlier demo run")
+    demo.add_argument("--allow-all-interfaces", action="store_true",
+                      help="where the system permits no network namespace (the demo is refused there without "
+                           "this flag), let TFF's local worker listen on every interface (docs/distributed.md)")
     demo.set_defaults(func=cmd_demo)
