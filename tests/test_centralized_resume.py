@@ -73,7 +73,9 @@ def test_resume_refuses_what_it_cannot_continue(uninterrupted, tmp_path, capsys)
     # A run without a checkpoint (made before they existed) says so.
     old = str(tmp_path / "old")
     shutil.copytree(uninterrupted, old)
-    os.remove(os.path.join(old, "checkpoints", "state.json"))
+    for name in os.listdir(os.path.join(old, "checkpoints")):
+        if name.startswith("state"):  # state.json and the per-epoch state-N.json
+            os.remove(os.path.join(old, "checkpoints", name))
     assert main(["train", "--out", old, "--resume", "--epochs", "2"]) == 2
     assert "no checkpoint to resume from" in capsys.readouterr().err
 

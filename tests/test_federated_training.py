@@ -28,9 +28,10 @@ def test_two_round_smoke_run_writes_a_complete_run_directory(tmp_path):
     assert main(["train", "--out", out, "--rounds", "2", *SMALL]) == 0
     for name in ("run.json", "vocab.txt", "weights.npz", "metrics.csv", "metrics.png"):
         assert os.path.isfile(os.path.join(out, name)), name
-    # Program states, and beside each the moving average of the global model (train's default).
+    # Program states, and beside each the moving average of the global model (train's default) and the
+    # record run.json gets for that round.
     assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == [
-        "average_1.npz", "average_2.npz", "program_state_1", "program_state_2"]
+        "average_1.npz", "average_2.npz", "program_state_1", "program_state_2", "record_1.json", "record_2.json"]
     assert os.listdir(os.path.join(out, "tensorboard"))
     rows = _rows(out)
     assert [r["round"] for r in rows] == ["1", "2"]

@@ -56,7 +56,7 @@ def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: b
     (``scratch``: from random weights); returns {"corpus", "split", "rounds", "start", "result"}.
 
     The demo re-runs into a directory holding its own earlier run; anything else is refused unless
-    ``overwrite`` (see ``models.run_dir.prepare_run_dir``).
+    ``overwrite`` (see ``models.run_guard.prepare_run_dir``).
     """
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.federated.run_start import RunOptions

@@ -16,12 +16,14 @@ TensorFlow here.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.models.run_dir import atomic_write
 from keyboard_lm.training.loop import average_decay
 
 _FILE = re.compile(r"^average_(\d+)\.npz$")
@@ -53,13 +55,12 @@ class ServerAverage:
         return os.path.join(directory, f"average_{round_num}.npz")
 
     def save(self, directory: str, round_num: int) -> None:
-        """Write the average after ``round_num`` beside that round's program state (atomic rename)."""
+        """Write the average after ``round_num`` beside that round's program state (``atomic_write``)."""
         os.makedirs(directory, exist_ok=True)
-        final = self.path(directory, round_num)
-        tmp = final + ".tmp.npz"
+        buf = io.BytesIO()
         # The decay is not stored: run.json holds it (``FederatedConfig.weight_average``).
-        np.savez(tmp, rounds=np.int64(self.rounds), **{f"w{i}": w for i, w in enumerate(self.weights)})
-        os.replace(tmp, final)
+        np.savez(buf, rounds=np.int64(self.rounds), **{f"w{i}": w for i, w in enumerate(self.weights)})
+        atomic_write(self.path(directory, round_num), buf.getvalue(), mode=0o644)
 
     @classmethod
     def load(cls, directory: str, round_num: int, decay: float) -> "ServerAverage":

@@ -3,7 +3,11 @@
 One run directory holds everything (see ``keyboard_lm.models.run_dir``):
 run.json, vocab.txt, weights.npz, metrics.csv, plus ``checkpoints/`` (TFF
 program state every N rounds, for ``--resume``), ``tensorboard/`` and
-``metrics.png``.
+``metrics.png``. The run holds the directory's lock while it trains and lists
+what it writes in its manifest (``models.run_guard``). A round's checkpoint is
+written before run.json names it, with the record run.json gets beside it
+(``record_N.json``), so a run stopped between the two, or resumed from an
+earlier checkpoint because the latest is damaged, is made consistent again.
 
 ``train_federated`` reads like fedjax's experiment loop: a run is set up
 (:class:`FederatedRun`: fresh, from a base, or resumed; ``run_start``), then each round
@@ -16,7 +20,6 @@ TFF starts when a run starts, not when this module is imported.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import math
 import os
@@ -35,13 +38,17 @@ from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_fe
 from keyboard_lm.federated.rounds import ClientSampler, Evaluator, RoundData
 from keyboard_lm.federated.run_start import RunOptions, check_canary_words, resume_settings
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.run_dir import CHECKPOINT_DIR, drop_metrics_after, prepare_run_dir, totals_so_far
+from keyboard_lm.federated.round_checkpoints import RoundCheckpoints
+from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, drop_metrics_after, totals_so_far
+from keyboard_lm.models.run_guard import hold_run_dir, prepare_run_dir
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.warm_start import describe
 from keyboard_lm.text.vocabulary import Vocabulary
 from keyboard_lm.training.loop import KeepBest, RunWriter
 
+#: What the demo writes into its run directory after training (``cli.demo``): listed in the run's manifest.
+DEMO_FILES = ("model.tflite", "model.tflite.card.json")
 EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate")
 
 
@@ -74,12 +81,22 @@ class FederatedRun:
               data_config: ClientDataConfig, split: SplitConfig, loop: LoopConfig, options: RunOptions):
         run = cls()
         run.corpus, run.run_dir, run.loop, run.options, run.log = corpus, run_dir, loop, options, options.log
-        run._settings(model_config, config, data_config, split)
-        run._clients()
-        run._process()
-        run._restore()
-        run._announce()
+        run.guard = None
+        try:
+            run._settings(model_config, config, data_config, split)
+            run._clients()
+            run._process()
+            run._restore()
+            run._announce()
+        except BaseException:
+            run.release()
+            raise
         return run
+
+    def release(self) -> None:
+        """Let go of the run directory (its lock); the run's end, whichever way it ends."""
+        if self.guard is not None:
+            self.guard.release()
 
     def _settings(self, model_config, config, data_config, split) -> None:
         """Recipe, vocabulary and model of the run: from its own directory when resumed."""
@@ -92,6 +109,7 @@ class FederatedRun:
             raise ConfigError("--init-from starts a fresh run; a resumed run continues from its own checkpoint")
         self.dp, self.command, self.resumed, best = o.dp, o.command, {}, None
         if o.resume:
+            self.guard = hold_run_dir(self.run_dir)  # refused at once while another run trains here
             r = resume_settings(self.run_dir, self.corpus, self.heldout_ids, config, self.log)
             self.vocab, model_config, config, data_config, self.command, self.dp, self.resumed = (
                 r.vocab, r.model_config, r.config, r.data_config, r.command, r.dp, r.info)
@@ -105,7 +123,9 @@ class FederatedRun:
                 self.vocab = o.init.vocabulary(self.vocab)
             if o.audit:
                 check_canary_words(o.audit, self.vocab)  # before the run directory is touched
-            prepare_run_dir(self.run_dir, self.command, overwrite=o.overwrite, replace_own=self.command == "demo")
+            self.guard = prepare_run_dir(self.run_dir, self.command, overwrite=o.overwrite,
+                                         replace_own=self.command == "demo",
+                                         planned=DEMO_FILES if self.command == "demo" else (), log=self.log)
             model_config = dataclasses.replace(base, vocab_size=len(self.vocab))
         if self.dp is not None:
             config = without_validation_for_dp(config, refuse=False, log=self.log)
@@ -176,8 +196,9 @@ class FederatedRun:
         shapes = [tuple(w.shape) for w in self.keras_model.trainable_weights]
         self.sent, self.raw = upload_bytes(shapes, self.config.compression)
         self.checkpoint_dir = os.path.join(self.run_dir, CHECKPOINT_DIR)
-        self.manager = tff.program.FileProgramStateManager(self.checkpoint_dir,
-                                                           keep_total=self.loop.keep_checkpoints, keep_first=False)
+        manager = tff.program.FileProgramStateManager(self.checkpoint_dir, keep_total=self.loop.keep_checkpoints,
+                                                      keep_first=False)
+        self.checkpoints = RoundCheckpoints(self.run_dir, manager, self.guard, self.config.weight_average, self.log)
 
     def _restore(self) -> None:
         """The round to start after, the server average and run.json's record (written now for a fresh run)."""
@@ -187,28 +208,42 @@ class FederatedRun:
         # a resumed one is read from the checkpoint below.
         self.average = (ServerAverage(config.weight_average, self.process.get_model_weights(self.state).trainable)
                         if config.weight_average and not resume else None)
+        restored = None
         if resume:
-            loaded, version = asyncio.run(self.manager.load_latest(self.state))
-            if loaded is None:
-                raise ConfigError(f"{self.run_dir}: no checkpoint to resume from")
-            self.state, self.start_round = loaded, version
-            if config.rounds <= self.start_round:
+            restored = self.checkpoints.load_newest(self.state)  # past a damaged one, saying so
+            self.state, self.start_round = restored.state, restored.round
+            if config.weight_average:
+                self.average = restored.average
+            if restored.record is not None:
+                self.keep.best = restored.record["fields"]["best"]  # the kept round as of this checkpoint
+            # Runs made before "finished" was recorded ended with their last round's record.
+            finished = self.resumed.get("finished", True) and self.resumed.get("rounds_done") == self.start_round
+            if config.rounds < self.start_round or (config.rounds == self.start_round and finished):
                 raise ConfigError(f"{self.run_dir}: the run has done {self.start_round} rounds already; "
                                   f"give --rounds above {self.start_round} to train further")
             drop_metrics_after(self.run_dir, "round", self.start_round)
-            if config.weight_average:
-                self.average = ServerAverage.load(self.checkpoint_dir, self.start_round, config.weight_average)
-            self.log(f"resuming after round {self.start_round}, up to round {config.rounds}")
+            if config.rounds == self.start_round:
+                self.log(f"resume: the run stopped after its last round's checkpoint (round {self.start_round}) "
+                         "and before its end; finishing it")
+            else:
+                self.log(f"resuming after round {self.start_round}, up to round {config.rounds}")
             if config.compression or config.dropout:
                 what = "compressed uploads round" if config.compression else "dropout draws its masks"
                 self.log(f"resume: {what} at random inside TFF's runtime (unseeded), so the rounds "
                          "from here on are not bit-identical to an uninterrupted run's")
         info = self._info()
-        self.writer = RunWriter(self.run_dir, self.model_config, self.vocab, info, tensorboard=True)
+        self.writer = RunWriter(self.run_dir, self.model_config, self.vocab, info, tensorboard=True,
+                                guard=self.guard)
         if not resume:
             self.writer.save(weights_dict(self.keras_model),
-                             {"rounds_done": 0, "best": None,
+                             {"rounds_done": 0, "best": None, "finished": False,
                               "differential_privacy": self.dp_run.info(0) if self.dp_run else None})
+        elif restored.record is not None and self.resumed.get("rounds_done") != self.start_round:
+            # Stopped between a checkpoint and run.json, or resumed from an earlier checkpoint than
+            # run.json names: run.json is written again from the checkpoint's record.
+            self.log(f"resume: run.json named round {self.resumed.get('rounds_done')}; written again as of "
+                     f"round {self.start_round}'s checkpoint")
+            self._write_run_files(restored.record["fields"], restored.record["weights"])
         self.limit = math.log(len(self.vocab)) * self.loop.divergence_factor
         self.evaluator = Evaluator(self.corpus, self.heldout_ids, self.val_ids, self.vocab,
                                    self.data_config.max_seq_len, self.limit, self.run_dir)
@@ -229,6 +264,7 @@ class FederatedRun:
         audit = self.resumed.get("audit") if o.resume else o.audit
         return {
             "trainer": "federated", "command": self.command,
+            **({"run_id": self.guard.run_id} if self.guard.run_id else {}),
             # Compression's stochastic rounding, dropout's masks and DP noise are
             # drawn by random ops inside TFF's runtime that no seed of ours reaches
             # (DP noise must not be predictable).
@@ -349,46 +385,47 @@ class FederatedRun:
         return self.result["pooled"]["recall_at_3"], verdict.improved
 
     def record(self, round_num: int, row: dict, recall3: float | None, improved: bool) -> None:
-        """Row, run files, then program state: a checkpoint of round r always has its metrics row
-        (rows after the checkpoint are dropped on resume)."""
+        """Row, checkpoint, then run files: a checkpoint of round r always has its metrics row (rows after
+        the checkpoint are dropped on resume), and run.json never names a round without its checkpoint."""
         row["seconds"] = round(time.time() - self.t0, 2)
         row["elapsed_seconds"] = round(self.elapsed_before + time.time() - self.started, 2)
         self.writer.row("round", row)
-        is_last = round_num == self.config.rounds
-        checkpoint = round_num % self.loop.checkpoint_every == 0 or is_last
-        if checkpoint or improved:
+        # A round kept as the best is checkpointed too: the weights run.json keeps are of a round it can resume from.
+        if round_num % self.loop.checkpoint_every == 0 or round_num == self.config.rounds or improved:
             best = self.keep.best
             kept = best["heldout"] if best is not None else (self.result["pooled"] if self.result is not None else None)
-            fields = {"rounds_done": round_num, "best": best, "final_metrics": kept,
+            fields = {"rounds_done": round_num, "best": best, "final_metrics": kept, "finished": False,
                       "differential_privacy": self.dp_run.info(round_num) if self.dp_run is not None else None,
                       **({"participation": self.tracked} if self.options.track_clients else {})}
-            if self.val_ids and not improved:
-                self.writer.update({**self.writer.info, **fields})  # weights.npz stays the best round's
-            else:
-                self._assign()
-                self.writer.save(weights_dict(self.keras_model), fields)
-        if checkpoint:
-            self._checkpoint(round_num)
+            weights = not (self.val_ids and not improved)  # with validation, weights.npz stays the best round's
+            self.checkpoints.save(round_num, self.state, self.average, {"fields": fields, "weights": weights})
+            self.last_good = round_num
+            self._write_run_files(fields, weights)
         if self.options.on_round is not None:
             self.options.on_round(round_num, row["seconds"])
         line = _progress(round_num, self.config.rounds, self.train_loss, recall3, time.time() - self.started,
                          round_num - self.start_round)
         self.log(line + (f"  eps {row['epsilon']:.3g}" if self.dp_run is not None else ""))
 
-    def _checkpoint(self, round_num: int) -> None:
-        if self.average is not None:
-            self.average.save(self.checkpoint_dir, round_num)
-        asyncio.run(self.manager.save(self.state, round_num))
-        if self.average is not None:
-            ServerAverage.prune(self.checkpoint_dir, asyncio.run(self.manager.get_versions()) or ())
-        self.last_good = round_num
+    def _write_run_files(self, fields: dict, weights: bool) -> None:
+        """run.json's record of a checkpointed round; with ``weights``, that round's model as weights.npz."""
+        if weights:
+            self._assign()
+            self.writer.save(weights_dict(self.keras_model), fields)
+        else:
+            self.writer.update({**self.writer.info, **fields})
 
     def finish(self) -> dict:
-        """Flush and plot; returns the held-out evaluation of the round the run keeps."""
+        """Flush and plot, and mark the run finished; returns the held-out evaluation of the round it keeps.
+
+        A run resumed only to finish (stopped after its last round's checkpoint) is evaluated here."""
+        if self.result is None:
+            self._assign()
+            self.result = self.evaluator.heldout(self.keras_model, self.config.rounds, self.last_good)
         self.writer.close(plot="round")
+        self.writer.update({"finished": True})
         result, best = self.result, self.keep.best
-        if result is not None:
-            self.log(f"held-out after round {self.config.rounds}: {summarize(result)}")
+        self.log(f"held-out after round {self.config.rounds}: {summarize(result)}")
         if best is not None:
             self.log(f"keeping round {best['round']} (best validation recall@3 {best['val_recall_at_3']:.4f}); "
                      f"its held-out recall@3 {best['heldout']['recall_at_3']:.4f}, "
@@ -417,8 +454,14 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     what it records and where the data is read.
     """
     run = FederatedRun.start(corpus, run_dir, model_config, config, data_config, split, loop, options)
-    for round_num in range(run.start_round + 1, run.config.rounds + 1):
-        row = run.train_round(round_num)
-        recall3, improved = run.evaluate(round_num, row)
-        run.record(round_num, row, recall3, improved)
-    return run.finish()
+    try:
+        for round_num in range(run.start_round + 1, run.config.rounds + 1):
+            row = run.train_round(round_num)
+            recall3, improved = run.evaluate(round_num, row)
+            run.record(round_num, row, recall3, improved)
+        return run.finish()
+    except RunWriteError as e:
+        raise RunWriteError(f"{e}; the run is kept as of round {run.last_good} (--resume continues it once the "
+                            "file can be written)") from None
+    finally:
+        run.release()

@@ -8,21 +8,30 @@ Layout (written by the centralized and the federated trainer alike)::
       vocab.txt      the vocabulary, one token per line in id order
       weights.npz    model weights by variable name (float32)
       metrics.csv    one row per evaluation (epoch or round)
+      checkpoints/   a trainer's state for --resume
+      run.lock, manifest.json   who holds the directory, and what the run wrote (``models.run_guard``)
+
+Every file is written whole or not at all (``atomic_write``), and run.json only after the checkpoint it names:
+after a crash or a full disk, run.json is never ahead of the checkpoints.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import dataclasses
+import errno
 import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
 
 import numpy as np
 
-from keyboard_lm.errors import ConfigError
+from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.text.spec import TEXT_SPEC_VERSION
 from keyboard_lm.text.vocabulary import Vocabulary
@@ -84,21 +93,61 @@ class Run:
         return RunRecord.of(self.info)
 
 
-def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory: all of it or nothing.
+class RunWriteError(KeyboardLMError):
+    """A run's file could not be written (a full disk, a file size limit, a read-only directory): one line
+    naming the file; what was on disk before stays."""
 
-    ``mode``: permissions of the new file (default: mkstemp's owner-only).
-    """
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".tmp-")
+
+def failure_reason(e: BaseException) -> str:
+    """Why reading or writing a file failed, in a few words: the OS's reason (TensorFlow puts it after its
+    op's details), else the error's first line."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    lines = str(e).strip().splitlines()
+    if not lines:
+        return type(e).__name__
+    return re.sub(r"\s*\[Op:\w+\]$", "", lines[0]).rsplit("; ", 1)[-1][:120]
+
+
+def fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where the file system can sync a directory)."""
+    fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path``: all of it or nothing, durably.
+
+    Through a temporary file created exclusively in the same directory (never a predictable name), fsynced,
+    renamed over ``path``, then the directory fsynced: after a crash ``path`` holds its old bytes or the new
+    ones. ``mode``: permissions of the new file (default: mkstemp's owner-only). A write that fails (full
+    disk, file size limit, read-only directory) raises RunWriteError naming ``path``, which is left as it was.
+    """
+    directory = os.path.dirname(path) or "."
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
+        tmp = None
+        fsync_dir(directory)
+    except OSError as e:
+        raise RunWriteError(f"{path}: cannot write ({e.strerror or e})") from None
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
 
 
 def sha256_file(path: str) -> str:
@@ -190,42 +239,59 @@ def build_loaded_model(run: Run, config=None):
 
 
 def append_metrics_row(run_dir: str, row: dict) -> None:
-    """Append one row to metrics.csv (header written on first use)."""
-    import csv
-
+    """Append one row to metrics.csv (header written on first use), fsynced; a row that cannot be written
+    whole is taken back (RunWriteError), so the file never ends in half a row."""
     path = os.path.join(run_dir, METRICS_FILE)
-    new = not os.path.exists(path)
-    with open(path, "a", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=list(row))
-        if new:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise RunWriteError(f"{path}: cannot write ({e.strerror or e})") from None
+    try:
+        size = os.fstat(fd).st_size
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=list(row))
+        if size == 0:
             writer.writeheader()
         writer.writerow(row)
+        data = memoryview(text.getvalue().encode("utf-8"))
+        while data:
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise RunWriteError(f"{path}: cannot write ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def _step_of(row: dict, step_key: str) -> int | None:
+    try:
+        return int(row.get(step_key) or "")
+    except ValueError:
+        return None
 
 
 def drop_metrics_after(run_dir: str, step_key: str, step: int) -> None:
     """Remove metrics.csv rows whose ``step_key`` ("round" or "epoch") is after ``step``: rows written after
-    the checkpoint a run resumes from."""
-    import csv
-
+    the checkpoint a run resumes from (and a row a crash left unreadable). The file is replaced atomically."""
     path = os.path.join(run_dir, METRICS_FILE)
     if not os.path.exists(path):
         return
     with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        return
-    keep = [r for r in rows if int(r[step_key]) <= step]
+        reader = csv.DictReader(f)
+        rows, fields = list(reader), reader.fieldnames
+    keep = [r for r in rows if (s := _step_of(r, step_key)) is not None and s <= step]
     if len(keep) != len(rows):
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(keep)
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(keep)
+        atomic_write(path, text.getvalue().encode("utf-8"), mode=os.stat(path).st_mode & 0o777)
 
 
 def totals_so_far(run_dir: str) -> tuple[int, float]:
     """(examples seen, training seconds) at metrics.csv's last row: where a resumed run's counts go on from."""
-    import csv
-
     path = os.path.join(run_dir, METRICS_FILE)
     if not os.path.exists(path):
         return 0, 0.0
@@ -237,51 +303,7 @@ def totals_so_far(run_dir: str) -> tuple[int, float]:
     return int(float(last.get("examples_seen") or 0)), float(last.get("elapsed_seconds") or 0.0)
 
 
-#: What a run writes into its directory; ``--overwrite`` removes these and nothing else.
-RUN_ARTIFACTS = (RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE, "metrics.png", "tensorboard", CHECKPOINT_DIR,
-                 "model.tflite", "model.tflite.card.json")
-
-
 def run_command(info: dict) -> str:
     """The command that made a run (runs before this field existed: from the trainer)."""
     return info.get("command") or {"federated": "train", "centralized": "train --centralized"}.get(
         info.get("trainer"), "unknown")
-
-
-def prepare_run_dir(run_dir: str, command: str, overwrite: bool = False, replace_own: bool = False) -> None:
-    """Make ``run_dir`` ready for a new run of ``command``, or refuse with one line saying why.
-
-    A command never deletes or overwrites what it did not create: a missing or
-    empty directory is used; one holding a run is replaced only with
-    ``overwrite`` (or, with ``replace_own``, when that run came from the same
-    command, as the demo re-runs into its own directory); a non-empty
-    directory without a run is written into only with ``overwrite``.
-    Replacing removes the files a run writes (``RUN_ARTIFACTS``), nothing else.
-    """
-    import shutil
-
-    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
-        raise ConfigError(f"{run_dir}: exists and is not a directory; choose another --out")
-    if not os.path.isdir(run_dir) or not os.listdir(run_dir):
-        os.makedirs(run_dir, exist_ok=True)
-        return
-    run_file = os.path.join(run_dir, RUN_FILE)
-    if os.path.exists(run_file):
-        try:
-            with open(run_file, encoding="utf-8") as f:
-                existing = run_command(json.load(f))
-        except (OSError, ValueError):
-            existing = "unreadable"
-        if not (overwrite or (replace_own and existing == command)):
-            hint = " (--resume continues it)" if existing == command == "train" else ""
-            raise ConfigError(f"{run_dir}: already holds a '{existing}' run{hint}; refusing to overwrite it "
-                              f"(choose another --out, or --overwrite to replace it)")
-        for name in RUN_ARTIFACTS:
-            path = os.path.join(run_dir, name)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.exists(path):
-                os.remove(path)
-    elif not overwrite:
-        raise ConfigError(f"{run_dir}: is not empty and holds no keyboard_lm run; refusing to write into it "
-                          f"(choose a new --out, or --overwrite to write the run's files into it)")

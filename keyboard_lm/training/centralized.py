@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
-import os
 import time
 from typing import Callable
 
@@ -19,14 +17,15 @@ from keyboard_lm.data.preprocessing import encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model, summarize
-from keyboard_lm.models.run_dir import (CHECKPOINT_DIR, atomic_write, drop_metrics_after, load_run, prepare_run_dir,
-                                        totals_so_far)
+from keyboard_lm.models.run_dir import RunWriteError, drop_metrics_after, load_run, totals_so_far
+from keyboard_lm.models.run_guard import hold_run_dir, prepare_run_dir
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
 from keyboard_lm.models.warm_start import WarmStart, describe
 from keyboard_lm.text.vocabulary import Vocabulary
 from keyboard_lm.training.config import CentralizedConfig, default_config
+from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
 from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
 
@@ -148,10 +147,11 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     but never used for a decision.
 
     Writes the run directory (see ``keyboard_lm.models.run_dir``) after
-    every epoch and returns the held-out evaluation of the kept weights.
-    ``run_dir`` must be new or empty unless ``overwrite`` (see
-    ``prepare_run_dir``); ``data_source`` (path and format) is recorded with
-    the corpus fingerprint so ``eval`` scores the same corpus by default.
+    every epoch, holding its lock meanwhile, and returns the held-out
+    evaluation of the kept weights. ``run_dir`` must be new or empty unless
+    ``overwrite`` (see ``models.run_guard.prepare_run_dir``); ``data_source``
+    (path and format) is recorded with the corpus fingerprint so ``eval``
+    scores the same corpus by default.
 
     ``init`` starts from another run's weights (``models.warm_start``); the
     model type and sizes must be the base's, and run.json records the start
@@ -167,38 +167,40 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         fit_ids, val_ids = train_ids, []
     if init is not None:
         init.check_model(model_type, embedding_dim, units)
-    prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite)
-    vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
-    if init is not None:
-        vocab = init.vocabulary(vocab)
-    model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
-    model = _compiled_model(model_config, config)
-    if init is not None:
-        assign_weights(model, init.initial_weights(vocab, config.seed))
-        log(describe(init.record(vocab)))
-    teacher = config.teacher()
-    data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
-    info = {
-        "trainer": "centralized", "command": "train --centralized",
-        "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
-                 "train_clients": len(train_ids), "validation_clients": len(val_ids),
-                 "heldout_clients": len(heldout_ids),
-                 "train_examples": n_examples, "split": dataclasses.asdict(split)},
-        "hyperparameters": dataclasses.asdict(config),
-        "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
-        "parameters": model.count_params(),
-        "init_from": init.record(vocab) if init is not None else None,
-    }
-    qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
-    val_note = f", {len(val_ids)} more for validation" if val_ids else ""
-    log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
-        f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
-    writer = RunWriter(run_dir, model_config, vocab, info)
-    return _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer, log)
-
-
-#: In a run's ``checkpoints/``: the epoch its checkpoint ends, with the rate and the validation record.
-STATE_FILE = "state.json"
+    guard = prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite, log=log)
+    try:
+        vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
+        if init is not None:
+            vocab = init.vocabulary(vocab)
+        model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
+        model = _compiled_model(model_config, config)
+        if init is not None:
+            assign_weights(model, init.initial_weights(vocab, config.seed))
+            log(describe(init.record(vocab)))
+        teacher = config.teacher()
+        data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
+        info = {
+            "trainer": "centralized", "command": "train --centralized", "run_id": guard.run_id,
+            "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
+                     "train_clients": len(train_ids), "validation_clients": len(val_ids),
+                     "heldout_clients": len(heldout_ids),
+                     "train_examples": n_examples, "split": dataclasses.asdict(split)},
+            "hyperparameters": dataclasses.asdict(config),
+            "ngram_teacher": dataclasses.asdict(teacher) if teacher.weight else None,
+            "parameters": model.count_params(),
+            "init_from": init.record(vocab) if init is not None else None,
+        }
+        qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
+        val_note = f", {len(val_ids)} more for validation" if val_ids else ""
+        log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
+            f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
+        writer = RunWriter(run_dir, model_config, vocab, info)
+        average = WeightAverage(model, config.weight_average) if config.weight_average else None
+        checkpoints = EpochCheckpoints(run_dir, model, average, guard)
+        return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, vocab, config,
+                       writer, log)
+    finally:
+        guard.release()
 
 
 def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=print) -> dict:
@@ -209,46 +211,56 @@ def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, 
     the validation record (best epoch, epochs without gain) and where the shuffled data order stands, so
     the epochs go on as they would have without the stop (with dropout, its masks are drawn anew).
     ``epochs`` (None: the run's own) is the epoch to reach. ``corpus`` must be the one the run trained
-    on. Returns the held-out evaluation of the weights the run keeps.
+    on. A damaged newest checkpoint is skipped for the newest intact one; a run stopped after its last
+    epoch's checkpoint and before its end is finished. Returns the held-out evaluation of the weights the
+    run keeps.
     """
+    guard = hold_run_dir(run_dir)  # refused at once while another run trains here
+    try:
+        return _resume(corpus, run_dir, epochs, log, guard)
+    finally:
+        guard.release()
+
+
+def _resume(corpus: Corpus, run_dir: str, epochs: int | None, log, guard) -> dict:
     run = load_run(run_dir)
     info = {k: v for k, v in run.info.items() if k not in ("format", "model", "text_spec", "vocab_sha256")}
     if info.get("trainer") != "centralized":
         raise ConfigError(f"{run_dir}: --centralized --resume needs a centralized run, this one is "
                           f"{info.get('trainer')!r}")
-    state = _read_state(run_dir)
     config = CentralizedConfig(**{**info["hyperparameters"], **({"epochs": epochs} if epochs else {})})
-    if state["stopped"]:
-        raise ConfigError(f"{run_dir}: the run stopped at epoch {state['epoch']} after {state['stale']} epochs "
-                          f"without validation gain (--patience {config.patience}); there is nothing to resume")
-    if state["epoch"] >= config.epochs:
-        raise ConfigError(f"{run_dir}: the run has trained {state['epoch']} epochs; give --epochs above "
-                          f"{state['epoch']} to train further")
     fingerprint = info["data"].get("fingerprint")
     if fingerprint and fingerprint != corpus.fingerprint():
         raise ConfigError(f"{run_dir}: {corpus.name} is not the corpus this run trained on (fingerprint "
                           f"{corpus.fingerprint()[:12]} != {fingerprint[:12]}); give its --data and --format")
+    model = _compiled_model(run.model_config, config)
+    average = WeightAverage(model, config.weight_average) if config.weight_average else None
+    checkpoints = EpochCheckpoints(run_dir, model, average, guard)
+    state = checkpoints.restore_newest(run_dir, log)
+    # Runs made before "finished" was recorded ended with their last epoch's record.
+    finished = info.get("finished", True) and info.get("epochs_done") == state["epoch"]
+    if state["stopped"] and finished:
+        raise ConfigError(f"{run_dir}: the run stopped at epoch {state['epoch']} after {state['stale']} epochs "
+                          f"without validation gain (--patience {config.patience}); there is nothing to resume")
+    if state["epoch"] > config.epochs or (state["epoch"] == config.epochs and finished):
+        raise ConfigError(f"{run_dir}: the run has trained {state['epoch']} epochs; give --epochs above "
+                          f"{state['epoch']} to train further")
     split = SplitConfig(**info["data"]["split"])
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     fit_ids, val_ids = (validation_clients(train_ids, config.validation_fraction, split.seed)
                         if config.validation_fraction else (train_ids, []))
-    model = _compiled_model(run.model_config, config)
     data, n_examples = _training_data(corpus, fit_ids, run.vocab, config, config.teacher(), log)
     drop_metrics_after(run_dir, "epoch", state["epoch"])
     info["hyperparameters"] = dataclasses.asdict(config)
-    log(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, learning "
-        f"rate {state['learning_rate']:g})")
+    if state["stopped"] or state["epoch"] == config.epochs:
+        log(f"resume: the run stopped after its last epoch's checkpoint (epoch {state['epoch']}) and before "
+            "its end; finishing it")
+    else:
+        log(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, "
+            f"learning rate {state['learning_rate']:g})")
     writer = RunWriter(run_dir, run.model_config, run.vocab, info)
-    return _epochs(model, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config, writer, log, state)
-
-
-def _read_state(run_dir: str) -> dict:
-    path = os.path.join(run_dir, CHECKPOINT_DIR, STATE_FILE)
-    if not os.path.exists(path):
-        raise ConfigError(f"{run_dir}: no checkpoint to resume from ({os.path.join(CHECKPOINT_DIR, STATE_FILE)} "
-                          "is missing; runs made before centralized checkpoints existed restart)")
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config,
+                   writer, log, state)
 
 
 def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.keras.Model:
@@ -259,29 +271,6 @@ def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.
     if config.sampled_softmax:
         use_sampled_softmax(model, config.sampled_softmax)
     return model
-
-
-class _Checkpoint:
-    """The state an epoch ends with, for --resume: weights, optimizer slots, weight average (TF checkpoint),
-    and beside it ``state.json`` (epoch, learning rate, validation record). Two are kept, so the state file
-    always names a checkpoint that exists."""
-
-    def __init__(self, run_dir: str, model: tf.keras.Model, average: "WeightAverage | None"):
-        self.dir = os.path.join(run_dir, CHECKPOINT_DIR)
-        model.optimizer.build(model.trainable_variables)
-        # The model's variables rather than the model: DropConnect's cell keeps a dict keyed by variable,
-        # which a checkpoint cannot name.
-        self.checkpoint = tf.train.Checkpoint(weights=list(model.variables), optimizer=model.optimizer,
-                                              average=average.variables if average else [])
-        self.manager = tf.train.CheckpointManager(self.checkpoint, self.dir, max_to_keep=2)
-
-    def save(self, state: dict) -> None:
-        path = self.manager.save(checkpoint_number=state["epoch"])
-        atomic_write(os.path.join(self.dir, STATE_FILE),
-                     (json.dumps({**state, "checkpoint": os.path.basename(path)}, indent=2) + "\n").encode("utf-8"))
-
-    def restore(self, state: dict) -> None:
-        self.checkpoint.restore(os.path.join(self.dir, state["checkpoint"])).assert_existing_objects_matched()
 
 
 def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher, log):
@@ -310,63 +299,92 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
     return epoch_data, n_examples
 
 
-def _epochs(model, data: Callable, n_examples, corpus, heldout_ids, val_ids, vocab, config, writer: RunWriter, log,
-            resumed: dict | None = None) -> dict:
+def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_examples, corpus, heldout_ids, val_ids,
+            vocab, config, writer: RunWriter, log, resumed: dict | None = None) -> dict:
     """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop;
-    a checkpoint after each. ``resumed``: the checkpoint's state.json to go on from (None: a new run)."""
-    average = WeightAverage(model, config.weight_average) if config.weight_average else None
-    checkpoint = _Checkpoint(writer.run_dir, model, average)
+    a checkpoint after each, then run.json. ``resumed``: the restored checkpoint's state to go on from (None:
+    a new run). Marks the run finished at the end."""
     keep = KeepBest(bool(val_ids), config.lr_decay, config.patience, step_key="epoch")
     kept = None  # (epoch, weights, held-out result) of the epoch the run keeps; no result: the one on disk
-    lr, first, elapsed_before = config.learning_rate, 1, 0.0
+    kept_metrics = None  # run.json's final_metrics: the kept epoch's held-out metrics
+    lr, first, elapsed_before, stopped = config.learning_rate, 1, 0.0, False
     if resumed is not None:
-        checkpoint.restore(resumed)
         keep.best, keep.stale = resumed["best"], resumed["stale"]
-        kept = (resumed["kept_epoch"], None, None)
+        kept, kept_metrics = (resumed["kept_epoch"], None, None), resumed.get("kept_metrics")
         lr, first, elapsed_before = resumed["learning_rate"], resumed["epoch"] + 1, totals_so_far(writer.run_dir)[1]
         model.optimizer.learning_rate.assign(lr)
+        stopped = resumed["stopped"]
+        if stopped:
+            first = config.epochs + 1  # stopped early: only the run's end is left
+        _catch_up(writer, resumed, model, average, log)
     started = time.time() - elapsed_before
-    for epoch in range(first, config.epochs + 1):
-        start = time.time()
-        history = model.fit(data(epoch), epochs=1, verbose=0)
-        train_loss = float(history.history["loss"][-1])
-        if not math.isfinite(train_loss):
-            raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
-                                        f"the best weights so far are in {writer.run_dir}")
-        with average.averaged() if average else contextlib.nullcontext():
-            result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
-            pooled = result["pooled"]
-            row = {"epoch": epoch, "train_loss": train_loss, "learning_rate": lr}
-            val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"] if val_ids else None
-            if val is not None:
-                row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
-            verdict = keep.observe(epoch, val, pooled)
-            improved = verdict.improved or not val_ids  # no validation: the last epoch is kept
+    saved = first - 1  # the newest epoch with a checkpoint
+    try:
+        for epoch in range(first, config.epochs + 1):
+            start = time.time()
+            history = model.fit(data(epoch), epochs=1, verbose=0)
+            train_loss = float(history.history["loss"][-1])
+            if not math.isfinite(train_loss):
+                raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
+                                            f"the best weights so far are in {writer.run_dir}")
+            with average.averaged() if average else contextlib.nullcontext():
+                result = evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
+                pooled = result["pooled"]
+                row = {"epoch": epoch, "train_loss": train_loss, "learning_rate": lr}
+                val = evaluate_model(model, corpus, val_ids, vocab, config.seq_len)["pooled"] if val_ids else None
+                if val is not None:
+                    row.update(val_loss=val["loss"], val_recall_at_3=val["recall_at_3"])
+                verdict = keep.observe(epoch, val, pooled)
+                improved = verdict.improved or not val_ids  # no validation: the last epoch is kept
+                if improved:
+                    kept, kept_metrics = (epoch, weights_dict(model), result), pooled
+            row.update({"seconds": round(time.time() - start, 2),
+                        "elapsed_seconds": round(time.time() - started, 2),
+                        "examples_seen": epoch * n_examples, "best_epoch": kept[0],
+                        **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
+                                                  "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events")}})
+            writer.row("epoch", row)
+            if verdict.decay:
+                lr *= config.lr_decay
+                model.optimizer.learning_rate.assign(lr)
+            # The checkpoint first: run.json never names an epoch that has none.
+            checkpoints.save({"epoch": epoch, "learning_rate": lr, "best": keep.best, "stale": keep.stale,
+                              "kept_epoch": kept[0], "kept_metrics": kept_metrics, "stopped": verdict.stop})
+            saved = epoch
             if improved:
-                kept = (epoch, weights_dict(model), result)
-        row.update({"seconds": round(time.time() - start, 2), "elapsed_seconds": round(time.time() - started, 2),
-                    "examples_seen": epoch * n_examples, "best_epoch": kept[0],
-                    **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
-                                              "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events")}})
-        writer.row("epoch", row)
-        if improved:
-            writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "best": keep.best,
-                                  "final_metrics": pooled})
-        else:
-            writer.update({"epochs_done": epoch})  # the kept weights stay the best epoch's
-        val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
-        log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: {summarize(result)}"
-            f"  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
-        if verdict.decay:
-            lr *= config.lr_decay
-            model.optimizer.learning_rate.assign(lr)
-        checkpoint.save({"epoch": epoch, "learning_rate": lr, "best": keep.best, "stale": keep.stale,
-                         "kept_epoch": kept[0], "stopped": verdict.stop})
-        if verdict.stop:
-            writer.update({"stopped_early": True})
-            log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
-            break
+                writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "best": keep.best,
+                                      "final_metrics": pooled, "finished": False})
+            else:
+                writer.update({"epochs_done": epoch, "finished": False})  # the kept weights stay the best epoch's
+            val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
+            log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: "
+                f"{summarize(result)}  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
+            if verdict.stop:
+                stopped = True
+                log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
+                break
+        writer.update({**({"stopped_early": True} if stopped else {}), "finished": True})
+    except RunWriteError as e:
+        raise RunWriteError(f"{e}; the run is kept as of epoch {saved} (--resume continues it once the file can "
+                            "be written)") from None
     if kept[2] is None:  # kept before a resume and not bettered since: its weights are the run's
         assign_weights(model, load_run(writer.run_dir).weights)
         return evaluate_model(model, corpus, heldout_ids, vocab, config.seq_len)
     return kept[2]
+
+
+def _catch_up(writer: RunWriter, state: dict, model, average, log) -> None:
+    """run.json as of the checkpoint resumed from, when the run stopped between that checkpoint and run.json:
+    its epoch count, and, when that epoch is the kept one, its (averaged) weights, best record and metrics."""
+    epoch, done = state["epoch"], writer.info.get("epochs_done") or 0
+    if done >= epoch:
+        return
+    log(f"resume: run.json named epoch {done}; written again as of epoch {epoch}'s checkpoint")
+    fields = {"epochs_done": epoch, "finished": False}
+    if state["kept_epoch"] != epoch:
+        writer.update(fields)
+        return
+    with average.averaged() if average else contextlib.nullcontext():
+        weights = weights_dict(model)
+    writer.save(weights, {**fields, "best_epoch": epoch, "best": state["best"],
+                          "final_metrics": state.get("kept_metrics")})

@@ -15,10 +15,12 @@ Nothing here imports TFF.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 
 from keyboard_lm.evaluation import validation_score
-from keyboard_lm.models.run_dir import METRICS_FILE, append_metrics_row, save_run, update_run_info
+from keyboard_lm.models.run_dir import (METRICS_FILE, RunWriteError, append_metrics_row, atomic_write, failure_reason,
+                                        save_run, update_run_info)
 
 
 def average_decay_ramp(updates):
@@ -96,10 +98,12 @@ class RunWriter:
     numeric field as a scalar at that step); ``save`` replaces the weights,
     vocabulary and run.json together, ``update`` merges fields into run.json
     and leaves the kept weights alone; ``close`` flushes TensorBoard and,
-    with ``plot``, draws metrics.png from metrics.csv.
+    with ``plot``, draws metrics.png from metrics.csv. ``guard``
+    (``models.run_guard.RunGuard``) lists the TensorBoard event file it
+    starts in the run's manifest.
     """
 
-    def __init__(self, run_dir: str, model_config, vocab, info: dict, tensorboard: bool = False):
+    def __init__(self, run_dir: str, model_config, vocab, info: dict, tensorboard: bool = False, guard=None):
         self.run_dir = run_dir
         self.model_config = model_config
         self.vocab = vocab
@@ -108,7 +112,11 @@ class RunWriter:
         if tensorboard:
             import tensorflow as tf
 
-            self._summary = tf.summary.create_file_writer(os.path.join(run_dir, "tensorboard"))
+            events = os.path.join(run_dir, "tensorboard")
+            before = set(os.listdir(events)) if os.path.isdir(events) else set()
+            self._summary = tf.summary.create_file_writer(events)  # creates its event file now
+            if guard is not None:
+                guard.record(*(f"tensorboard/{name}" for name in sorted(set(os.listdir(events)) - before)))
 
     def row(self, step_key: str, row: dict) -> None:
         if self._summary is not None:
@@ -129,7 +137,13 @@ class RunWriter:
     def close(self, plot: str | None = None) -> None:
         """Flush; ``plot`` names the step column to draw metrics.png against (None: no PNG)."""
         if self._summary is not None:
-            self._summary.flush()
+            import tensorflow as tf
+
+            try:
+                self._summary.flush()
+            except tf.errors.OpError as e:
+                raise RunWriteError(f"{os.path.join(self.run_dir, 'tensorboard')}: cannot write "
+                                    f"({failure_reason(e)})") from None
         if plot is not None:
             plot_metrics(self.run_dir, plot)
 
@@ -159,5 +173,7 @@ def plot_metrics(run_dir: str, step_key: str) -> None:
     a2.set_xlabel(step_key)
     a2.legend()
     fig.tight_layout()
-    fig.savefig(os.path.join(run_dir, "metrics.png"), dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    atomic_write(os.path.join(run_dir, "metrics.png"), png.getvalue(), mode=0o644)
