@@ -55,10 +55,14 @@ def pytest_sessionfinish(session, exitstatus):
     if os.environ.get("PYTEST_XDIST_WORKER") or not os.environ.get(SESSION_MARK):
         return
     import signal
+    import sys
     import time
 
     from tests.process_tree import listening, with_environment
 
+    runtime = sys.modules.get("keyboard_lm.federated.distributed.tff_runtime")
+    if runtime is not None:  # tests ran in this very process (no xdist): its workers end now, as at its exit
+        runtime.stop_workers()
     deadline = time.monotonic() + 15.0  # workers that were told to stop finish their own exit hooks first
     while (left := with_environment(SESSION_MARK, os.environ[SESSION_MARK])) and time.monotonic() < deadline:
         time.sleep(0.2)
