@@ -344,6 +344,12 @@ class ModelFile:
     def initial_state(self) -> np.ndarray:
         return np.zeros((1, self.state_size), np.float32)
 
+    def _token(self, token: int) -> np.ndarray:
+        """``token`` as the signatures' input; ValueError (the caller's error, not the file's) outside the vocabulary."""
+        if not 0 <= token < len(self.vocab):
+            raise ValueError(f"token id {token} is outside the vocabulary [0, {len(self.vocab)})")
+        return np.array([token], np.int32)
+
     def step(self, token: int, state: np.ndarray):
         """(top ids [K], top log-probs [K], new state) after ``token``; specials excluded.
 
@@ -351,13 +357,13 @@ class ModelFile:
         state and log-probs are the ones ``step_full`` returns for the same input, bit for bit.
         """
         with self._runners() as runners:
-            out = runners[0](token=np.array([token], np.int32), state=state)
+            out = runners[0](token=self._token(token), state=state)
         return out["top_ids"][0], out["top_log_probs"][0], out["state"]
 
     def step_full(self, token: int, state: np.ndarray):
         """(log-probs [V], new state) after ``token``."""
         with self._runners() as runners:
-            out = runners[1](token=np.array([token], np.int32), state=state)
+            out = runners[1](token=self._token(token), state=state)
         return out["log_probs"][0], out["state"]
 
     def require_personal_signatures(self) -> None:
@@ -373,7 +379,7 @@ class ModelFile:
 
     def step_hidden(self, token: int, state: np.ndarray):
         """(vocabulary logits [V], output [D], new state) after ``token`` (personal words)."""
-        out = self._step_personal(token=np.array([token], np.int32), token_weight=self._one, embedding=self._zeros,
+        out = self._step_personal(token=self._token(token), token_weight=self._one, embedding=self._zeros,
                                   state=state)
         return out["logits"][0], out["output"][0], out["state"]
 

@@ -8,6 +8,7 @@ import java.nio.charset.StandardCharsets;
  * benchmarks/model_fuzz.py's Java worker: reads model file paths on stdin and answers one line
  * per path: "loaded" (ModelFile.load, then one step and one full step), "refused" (a
  * ModelFileException of one line naming the file) or "uncaught" and what was thrown instead.
+ * A line "time N PATH" is answered with the median milliseconds of N loads of PATH.
  * Uses only what every revision of the core compared has (ModelFile.load, the engine's steps).
  */
 public final class ModelFuzzWorker {
@@ -19,6 +20,19 @@ public final class ModelFuzzWorker {
         System.out.flush();
         String path;
         while ((path = in.readLine()) != null) {
+            if (path.startsWith("time ")) {  // "time N PATH": median milliseconds of N loads
+                String[] parts = path.split(" ", 3);
+                double[] times = new double[Integer.parseInt(parts[1])];
+                for (int i = 0; i < times.length; i++) {
+                    long t = System.nanoTime();
+                    ModelFile.load(parts[2]);
+                    times[i] = (System.nanoTime() - t) / 1e6;
+                }
+                java.util.Arrays.sort(times);
+                System.out.println("time " + times[times.length / 2]);
+                System.out.flush();
+                continue;
+            }
             String out;
             try {
                 ModelFile m = ModelFile.load(path);
