@@ -148,6 +148,9 @@ public final class JavaStepEngine implements StepEngine, Closeable {
             }
         } catch (InternalError e) {
             throw ModelArchive.unreadable(name, e);
+        } catch (RuntimeException e) {
+            // Whatever the checks above missed is still the file's fault, and still one line naming it.
+            throw new ModelFileException(name + ": the TFLite flatbuffer is corrupt (" + e + ")");
         }
     }
 

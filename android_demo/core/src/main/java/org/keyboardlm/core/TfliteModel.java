@@ -245,7 +245,17 @@ final class TfliteModel {
                 throw new ModelFileException(path + ": signature " + r.string(sig, 2) + " names subgraph " + sub
                         + " of " + subgraphs.size());
             }
-            signatures.add(new Signature(r.string(sig, 2), sub, tensorMap(r, sig, 0), tensorMap(r, sig, 1)));
+            Signature signature = new Signature(r.string(sig, 2), sub, tensorMap(r, sig, 0), tensorMap(r, sig, 1));
+            int tensors = subgraphs.get(sub).tensors.size();
+            for (Map<String, Integer> map : java.util.Arrays.asList(signature.inputs, signature.outputs)) {
+                for (Map.Entry<String, Integer> e : map.entrySet()) {
+                    if (e.getValue() < 0 || e.getValue() >= tensors) {
+                        throw new ModelFileException(path + ": signature " + signature.key + " maps " + e.getKey()
+                                + " to tensor " + e.getValue() + " of " + tensors);
+                    }
+                }
+            }
+            signatures.add(signature);
         }
         return new TfliteModel(path, r, version, Collections.unmodifiableList(subgraphs),
                 Collections.unmodifiableList(signatures), start, length);
@@ -300,7 +310,14 @@ final class TfliteModel {
             Options options = new Options(r, r.ubyteField(op, 3, 0), r.table(op, 4));
             operators.add(new Operator(i, builtin[opcode], custom[opcode], inputs, outputs, options));
         }
-        return new Subgraph(index, name, Collections.unmodifiableList(tensors), r.ints(sg, 1), r.ints(sg, 2),
+        int[] inputs = r.ints(sg, 1);
+        int[] outputs = r.ints(sg, 2);
+        for (int t : concat(inputs, outputs)) {
+            if (t < 0 || t >= tensors.size()) {
+                throw new ModelFileException(where + ": an input or output names tensor " + t + " of " + tensors.size());
+            }
+        }
+        return new Subgraph(index, name, Collections.unmodifiableList(tensors), inputs, outputs,
                 Collections.unmodifiableList(operators));
     }
 
