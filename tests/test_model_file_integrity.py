@@ -266,6 +266,15 @@ def test_an_archive_entry_declaring_a_huge_size_is_refused(tmp_path):
     _refused(path, "declares more than")
 
 
+def test_a_step_that_would_cost_more_than_the_work_bound_is_refused(tmp_path, monkeypatch):
+    # A file can repeat one big matrix product thousands of times within its size; the bound (about 60 times
+    # the paper-size step) is lowered here below the golden model's step (about 19,000 multiply-adds).
+    from keyboard_lm.inference import tflite_shapes
+
+    monkeypatch.setattr(tflite_shapes, "MAX_STEP_WORK", 10_000)
+    _refused(CIFG, "would cost more than 10000 multiply-adds")
+
+
 def _fan_out_file(n_subgraphs: int, n_tensors: int) -> bytes:
     """A small flatbuffer whose subgraph entries all point at one subgraph, whose tensor entries all point at one
     tensor: n_subgraphs x n_tensors tensors to read from a few kilobytes, if each reference were followed."""

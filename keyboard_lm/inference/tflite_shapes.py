@@ -6,9 +6,9 @@ whose bounds do not match its input's rank, a FULLY_CONNECTED whose weights do n
 input read or write outside their tensors (SIGSEGV). So, before any interpreter is built, each
 operator's outputs are worked out here from its inputs, in file order, as the kernel would
 (static shapes: constants and the subgraph inputs have fixed shapes), refusing what the kernel
-does not handle, and every result must equal the shape and type the file declares. The same
-rules as the Java engine's (android_demo/core Interpreter + Kernels), for the operators an
-exported keyboard_lm step module uses.
+does not handle, and every result must equal the shape and type the file declares; and the
+work of one run is bounded. The same rules as the Java engine's (android_demo/core Interpreter
++ Kernels), for the operators an exported keyboard_lm step module uses.
 """
 
 from __future__ import annotations
@@ -212,10 +212,29 @@ def _outputs(g: _Graph, op: Operator) -> list[tuple[tuple, int]]:
     raise _Fail("no shape rule")  # OPERATORS and these rules are kept in step
 
 
+#: Multiply-adds (or elements touched) one run of a subgraph may cost: about 60 times the paper-size CIFG's
+#: step (~4 million), so a file that repeats a big matrix product thousands of times cannot make the load's
+#: trial step, or any suggestion, take minutes.
+MAX_STEP_WORK = 256 << 20
+
+
+def _work(g: _Graph, op: Operator) -> int:
+    """Multiply-adds of a matrix product, elements read and written by any other operator."""
+    elements = [math.prod(g.shape(t)) for t in op.inputs if t >= 0] + [math.prod(g.shape(t)) for t in op.outputs]
+    if op.name == "FULLY_CONNECTED":
+        return math.prod(g.shape(op.outputs[0])) * g.shape(op.inputs[1])[1]
+    if op.name == "BATCH_MATMUL":
+        a = g.shape(op.inputs[0])
+        return math.prod(g.shape(op.outputs[0])) * (a[-2] if op.options[0] else a[-1])
+    return sum(elements)
+
+
 def check_shapes(model: TfliteModel, data: bytes) -> None:
-    """Raise FlatbufferError unless every operator's worked-out outputs are the shapes and types the file declares."""
+    """Raise FlatbufferError unless every operator's worked-out outputs are the shapes and types the file declares,
+    and one run of each subgraph costs at most MAX_STEP_WORK."""
     for index, sub in enumerate(model.subgraphs):
         g = _Graph(sub, model, data)
+        work = 0
         for k, op in enumerate(sub.operators):
             where = f"subgraph {index} operator {k} ({op.name})"
             try:
@@ -230,3 +249,7 @@ def check_shapes(model: TfliteModel, data: bytes) -> None:
                     raise FlatbufferError(f"{where}: output {t} ({declared.name}) is declared type {declared.type} "
                                           f"shape {list(declared.shape)}, the operator gives type {kind} "
                                           f"shape {list(shape)}")
+            work += _work(g, op)
+            if work > MAX_STEP_WORK:
+                raise FlatbufferError(f"{where}: one run of subgraph {index} would cost more than {MAX_STEP_WORK} "
+                                      "multiply-adds, far more than a keyboard model's step")

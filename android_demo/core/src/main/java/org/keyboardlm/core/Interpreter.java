@@ -126,6 +126,11 @@ final class Interpreter {
                 checkType(subgraph.tensors.get(o), "output of " + ctx.name());
                 defined[o] = true;
             }
+            work += work(op);
+            if (work > MAX_STEP_WORK) {
+                throw ctx.error("one run of the subgraph would cost more than " + MAX_STEP_WORK
+                        + " multiply-adds, far more than a keyboard model's step");
+            }
             if (allConstant) {
                 String key = foldedKey(op);
                 Object folded = key == null ? null : model.shared(key);
@@ -168,6 +173,32 @@ final class Interpreter {
                 unused[t] = true;
             }
         }
+    }
+
+    /**
+     * Multiply-adds (or elements touched) one run of a subgraph may cost, as in Python
+     * (keyboard_lm/inference/tflite_shapes.py): about 60 times the paper-size CIFG's step, so a
+     * file that repeats a big matrix product thousands of times is refused at load instead of
+     * stalling every suggestion.
+     */
+    static final long MAX_STEP_WORK = 256L << 20;
+    private long work;
+
+    /** Multiply-adds of FULLY_CONNECTED, elements read and written by any other operator. */
+    private long work(TfliteModel.Operator op) {
+        if (op.builtinCode == BuiltinOperator.FULLY_CONNECTED) {
+            return count(shapes[op.outputs[0]]) * shapes[op.inputs[1]][1];
+        }
+        long n = 0;
+        for (int t : op.inputs) if (t >= 0) n += count(shapes[t]);
+        for (int t : op.outputs) n += count(shapes[t]);
+        return n;
+    }
+
+    private static long count(int[] shape) {
+        long n = 1;
+        for (int d : shape) n = Math.min(n * d, Long.MAX_VALUE / Integer.MAX_VALUE);
+        return n;
     }
 
     /**
