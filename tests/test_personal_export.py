@@ -38,6 +38,20 @@ def test_foreign_file_refused(tmp_path):
         CharEncoderFile(str(p))
 
 
+def test_a_char_encoder_with_one_changed_byte_is_refused_before_tflite_reads_it(tmp_path):
+    """The exporter seals the encoder with a sha256 of itself; a byte changed in its weights is one line."""
+    cfg = CharEncoderConfig(embedding_dim=24, max_bytes=16)
+    path = tmp_path / "char_encoder.tflite"
+    export_char_encoder(build_char_encoder(cfg), str(path), max_bytes=cfg.max_bytes, model_fingerprint="fp")
+    CharEncoderFile(str(path))  # whole: loads
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0x40  # inside the flatbuffer's weights
+    path.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match="checksum") as e:
+        CharEncoderFile(str(path))
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
 def test_personal_budget_covers_model_and_encoder_files():
     try:
         from keyboard_lm.export.budget import (

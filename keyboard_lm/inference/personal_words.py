@@ -10,6 +10,7 @@ here sends it anywhere.
 from __future__ import annotations
 
 import io
+import os
 import threading
 import zipfile
 
@@ -440,6 +441,10 @@ def _check_arrays(raw: bytes) -> None:
 CHAR_ENCODER_FORMAT = "keyboard_lm-char-encoder-1"
 
 
+#: A char encoder is a few hundred KB; a file many times that is not one (and is not read whole).
+MAX_CHAR_ENCODER_BYTES = 64 << 20
+
+
 class CharEncoderFile:
     """The exported char encoder (second .tflite, appended-zip metadata), run with the TFLite runtime only.
 
@@ -451,17 +456,23 @@ class CharEncoderFile:
         import json
         import zipfile
 
+        from keyboard_lm.inference.model_file import check_checksum
         from keyboard_lm.inference.runtime import interpreter_class
 
         try:
+            if os.path.getsize(path) > MAX_CHAR_ENCODER_BYTES:
+                raise ConfigError(f"{path}: {os.path.getsize(path):,} bytes, more than a char encoder file holds "
+                                  f"({MAX_CHAR_ENCODER_BYTES:,})")
             with open(path, "rb") as f:
-                data = f.read()
+                data = f.read(MAX_CHAR_ENCODER_BYTES + 1)
             with zipfile.ZipFile(io.BytesIO(data)) as z:
                 self.meta = json.loads(z.read("char_encoder.json").decode("utf-8"))
         except (OSError, zipfile.BadZipFile, KeyError, ValueError) as e:
             raise ConfigError(f"{path}: not a keyboard_lm char encoder file ({e})") from None
         if self.meta.get("format") != CHAR_ENCODER_FORMAT:
             raise ConfigError(f"{path}: char encoder format {self.meta.get('format')!r}, expected {CHAR_ENCODER_FORMAT!r}")
+        # Damage anywhere (a byte flipped in storage or transfer) is refused before TFLite parses the file.
+        check_checksum(path, data)
         self.path, self.max_bytes = path, int(self.meta["max_bytes"])
         self._interp = interpreter_class(runtime)(model_content=data, num_threads=1)
         self._in = self._interp.get_input_details()[0]
