@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 
 from keyboard_lm.data.corpora import READERS
+from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_ROUNDS, SEED_MAX
 from keyboard_lm.data.split import SplitConfig
 from keyboard_lm.models.config import ModelConfig
 
@@ -23,16 +25,26 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _int_at_least(minimum: int):
-    """argparse type: an integer >= ``minimum``."""
+def _whole(text: str) -> int:
+    """``int(text)``, or ArgumentTypeError quoting at most 40 characters of ``text`` (Python refuses to
+    convert more than 4,300 digits, and no count or seed needs 40)."""
+    try:
+        if len(text) > 40:
+            raise ValueError
+        return int(text)
+    except ValueError:
+        shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text):,} characters)"
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shown}") from None
+
+
+def _int_at_least(minimum: int, maximum: int | None = None):
+    """argparse type: an integer >= ``minimum`` (and <= ``maximum``, if given)."""
 
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        value = _whole(text)
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = "" if maximum is None else f" and <= {maximum:,}"
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}{upper}, got {value:,}")
         return value
 
     return parse
@@ -40,18 +52,41 @@ def _int_at_least(minimum: int):
 
 positive_int = _int_at_least(1)
 non_negative_int = _int_at_least(0)
+#: A federated round count (``limits.MAX_ROUNDS`` at most).
+round_count = _int_at_least(1, MAX_ROUNDS)
 
 
-def _float_above(minimum: float, strict: bool):
-    """argparse type: a finite number > ``minimum`` (``strict``) or >= it."""
+def _int_in(minimum: int, maximum: int, what: str):
+    """argparse type: an integer in [``minimum``, ``maximum``], ``what`` naming the range in the error."""
+
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+        return value
+
+    return parse
+
+
+#: A seed numpy accepts (``keyboard_lm.limits.SEED_MAX``).
+seed_int = _int_in(0, SEED_MAX, "a whole number in [0, 2**32 - 1]")
+#: A TCP port to listen on or connect to.
+port_number = _int_in(1, 65535, "a TCP port in [1, 65535]")
+
+
+def _float_above(minimum: float, strict: bool, maximum: float = math.inf):
+    """argparse type: a finite number > ``minimum`` (``strict``) or >= it, and at most ``maximum``."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not math.isfinite(value) or (value <= minimum if strict else value < minimum):
-            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum:g}, got {text}")
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text[:40]}")
+        if (value <= minimum if strict else value < minimum) or value > maximum:
+            upper = f" and <= {maximum:g}" if maximum < math.inf else ""
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {minimum:g}{upper}, got {text[:40]}")
         return value
 
     return parse
@@ -59,6 +94,11 @@ def _float_above(minimum: float, strict: bool):
 
 positive_float = _float_above(0.0, strict=True)
 non_negative_float = _float_above(0.0, strict=False)
+#: A finite number, its range left to the config field it sets (a fraction, a momentum).
+finite_float = _float_above(-math.inf, strict=False)
+#: A rate, step size, norm or noise scale: finite, > 0 (or >= 0) and at most ``limits.MAGNITUDE_MAX``.
+positive_magnitude = _float_above(0.0, strict=True, maximum=MAGNITUDE_MAX)
+non_negative_magnitude = _float_above(0.0, strict=False, maximum=MAGNITUDE_MAX)
 
 
 def comma_list(item):
@@ -105,6 +145,8 @@ def load_corpus_from_args(args):
         from keyboard_lm.data.corpora import load_corpus
 
         corpus = load_corpus(args.data, args.format, skip_bad=args.skip_bad)
+        if args.skip_bad and corpus.skipped:  # skipped, never dropped silently: one line, before any work on it
+            print(f"keyboard-lm: --skip-bad: {corpus.skipped_summary()}", file=sys.stderr)
     seed = getattr(args, "partition_seed", None)
     return apply_partition(corpus, getattr(args, "partition", "natural"), getattr(args, "num_clients", None),
                            getattr(args, "split_seed", 0) if seed is None else seed)
@@ -122,9 +164,9 @@ def data_source(args) -> dict:
 
 def add_split_args(p: argparse.ArgumentParser) -> None:
     split = SplitConfig()
-    p.add_argument("--heldout-fraction", type=float, default=split.heldout_fraction,
+    p.add_argument("--heldout-fraction", type=finite_float, default=split.heldout_fraction,
                    help="share of clients held out (%(default)s)")
-    p.add_argument("--split-seed", type=non_negative_int, default=split.seed,
+    p.add_argument("--split-seed", type=seed_int, default=split.seed,
                    help="seed of the train/held-out client split, kept apart from --seed so a seed sweep "
                         "evaluates on the same clients (%(default)s)")
 

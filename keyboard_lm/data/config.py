@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.data.limits import check_seed
 from keyboard_lm.errors import ConfigError
 
 
@@ -37,3 +38,5 @@ class ClientDataConfig:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.shuffle_buffer < 0:
             raise ConfigError(f"shuffle_buffer must be >= 0, got {self.shuffle_buffer}")
+        if self.seed is not None:
+            check_seed("seed", self.seed)

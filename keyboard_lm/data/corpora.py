@@ -35,6 +35,26 @@ def _read_lines(path: str, collector: Collector):
             collector.bad(f"{path}:{number}", "not valid UTF-8", f"byte {e.start} of the line")
 
 
+#: The longest whole number a JSONL record may hold: a user id is far shorter; Python refuses to convert
+#: integers past 4,300 digits (and converts long ones in quadratic time).
+JSON_MAX_DIGITS = 1000
+
+
+class _NumberTooLong(ValueError):
+    """A JSON integer longer than ``JSON_MAX_DIGITS`` digits."""
+
+
+def _json_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > JSON_MAX_DIGITS:
+        raise _NumberTooLong(f"a number of {digits:,} digits; at most {JSON_MAX_DIGITS:,}")
+    return int(text)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def load_jsonl(path: str, skip_bad: bool = False) -> Corpus:
     """One JSON object per line: ``{"user": "...", "text": "..."}``."""
     collector = Collector(path, skip_bad)
@@ -43,9 +63,15 @@ def load_jsonl(path: str, skip_bad: bool = False) -> Corpus:
             continue
         where = f"{path}:{number}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_int=_json_int)
         except json.JSONDecodeError as e:
             collector.bad(where, "not valid JSON", f"{e.msg} at column {e.colno}")
+            continue
+        except _NumberTooLong as e:
+            collector.bad(where, "JSON beyond the reader's limits", str(e))
+            continue
+        except RecursionError:  # the parser recurses once per level of nesting
+            collector.bad(where, "JSON beyond the reader's limits", "arrays or objects nested too deeply")
             continue
         if not isinstance(obj, dict):
             collector.bad(where, "not a JSON object", f"got {type(obj).__name__}")
@@ -56,7 +82,7 @@ def load_jsonl(path: str, skip_bad: bool = False) -> Corpus:
             continue
         user, text = obj["user"], obj["text"]
         if not isinstance(user, (str, int)) or isinstance(user, bool) or str(user) == "":
-            collector.bad(where, 'bad "user"', f"must be a non-empty string, got {user!r}")
+            collector.bad(where, 'bad "user"', f"must be a non-empty string, got {_short(repr(user))}")
             continue
         if not isinstance(text, str):
             collector.bad(where, 'bad "text"', f"must be a string, got {type(text).__name__}")

@@ -58,6 +58,17 @@ class Corpus:
             for text in self.clients[cid]:
                 yield from sentences(text)
 
+    def skipped_summary(self, limit: int = 3) -> str:
+        """One line: how many records were skipped, by reason, and where the first ``limit`` of them are."""
+        total = self.num_records + len(self.skipped)
+        line = f"{len(self.skipped):,} of {total:,} records skipped in {self.name}"
+        if not self.skipped:
+            return line
+        reasons = collections.Counter(s.reason for s in self.skipped)
+        line += " (" + ", ".join(f"{n:,} {reason}" for reason, n in reasons.most_common()) + "): "
+        line += "; ".join(s.where for s in self.skipped[:limit])
+        return line + ("; ..." if len(self.skipped) > limit else "")
+
     def subset(self, client_ids) -> "Corpus":
         missing = [c for c in client_ids if c not in self.clients]
         if missing:
@@ -77,6 +88,15 @@ class SkippedRecord:
         return f"{self.where}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
 
 
+def _lone_surrogate(text: str) -> int | None:
+    """The index of the first code point UTF-8 cannot encode (a lone surrogate) in ``text``, or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None
+
+
 class Collector:
     """Collects records and bad-record reports for one reader (every reader of ``corpora`` and ``mbox`` uses one)."""
 
@@ -93,7 +113,15 @@ class Collector:
         self.skipped.append(record)
 
     def add(self, client: str, text: str, where: str, empty_ok: bool = False) -> None:
-        """Add a record; an empty one is bad, or with ``empty_ok`` only counted."""
+        """Add a record; an empty one is bad, or with ``empty_ok`` only counted; one that is not valid
+        Unicode (a lone surrogate, as a JSON ``\\udc00`` escape decodes to) is bad: no tokenizer, TensorFlow
+        string or file can hold it."""
+        for what, value in (("text", text), ("client id", client)):
+            at = _lone_surrogate(value)
+            if at is not None:
+                self.bad(where, "not valid Unicode",
+                         f"a lone surrogate U+{ord(value[at]):04X} at character {at + 1} of the {what}")
+                return
         if not text.strip():
             if empty_ok:
                 self.skipped.append(SkippedRecord(where, "empty text", f"client {client!r}"))

@@ -109,11 +109,39 @@ def _decode(part) -> str:
             return payload.decode("latin-1")
 
 
+#: The deepest MIME nesting read (multiparts and attached ``message/rfc822`` messages inside one another):
+#: real mail nests a few levels (a forward of a forward); far deeper is a crafted file, and Python's
+#: recursive parser and ``Message.walk`` would exhaust the stack on it.
+MAX_MIME_DEPTH = 50
+
+
+class MessageTooDeep(ValueError):
+    """A message whose MIME parts nest deeper than ``MAX_MIME_DEPTH`` (or than the parser's stack)."""
+
+
+def leaf_parts(message, max_depth: int = MAX_MIME_DEPTH):
+    """The non-multipart parts of ``message`` in document order, as ``Message.walk`` gives them, without
+    recursion; raises ``MessageTooDeep`` past ``max_depth`` levels of nesting."""
+    stack = [(message, 0)]
+    while stack:
+        part, depth = stack.pop()
+        if depth > max_depth:
+            raise MessageTooDeep(f"MIME parts nested more than {max_depth} deep")
+        if part.is_multipart():
+            children = part.get_payload()
+            stack.extend((child, depth + 1) for child in reversed(children if isinstance(children, list) else []))
+        else:
+            yield part
+
+
 def body_text(message) -> str:
-    """The plain text of a message: its inline ``text/plain`` parts, else its ``text/html`` parts as text."""
+    """The plain text of a message: its inline ``text/plain`` parts, else its ``text/html`` parts as text.
+
+    Raises ``MessageTooDeep`` for a message nested deeper than ``MAX_MIME_DEPTH``.
+    """
     plain, markup = [], []
-    for part in message.walk():
-        if part.is_multipart() or part.get_content_maintype() != "text":
+    for part in leaf_parts(message):
+        if part.get_content_maintype() != "text":
             continue
         if (part.get("Content-Disposition") or "").strip().lower().startswith("attachment"):
             continue
@@ -182,13 +210,21 @@ def _read_messages(messages, collector: Collector) -> dict[str, list[tuple[float
     dated: dict[str, list[tuple[float, int, str, str]]] = {}
     last_time = float("-inf")
     for number, (where, message) in enumerate(messages, start=1):
+        if isinstance(message, _Unparsed):
+            collector.bad(where, "unreadable message", message.reason)
+            continue
         who = sender(message)
         if who is None:
             collector.bad(where, "no From address", str(message.get("Message-ID") or "").strip())
             continue
+        try:
+            text = own_text(body_text(message))
+        except MessageTooDeep as e:
+            collector.bad(where, "unreadable message", str(e))
+            continue
         when = _timestamp(message)
         last_time = last_time if when is None else when
-        dated.setdefault(who, []).append((last_time, number, where, own_text(body_text(message))))
+        dated.setdefault(who, []).append((last_time, number, where, text))
     return dated
 
 
@@ -201,8 +237,19 @@ def _corpus(dated, collector: Collector, path: str, name: str, what: str) -> Cor
     return collector.corpus(name)
 
 
+class _Unparsed:
+    """A message the parser could not read, in its place in the mailbox (a bad record, not a crash)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
 def _parse(f):
-    return email.message_from_binary_file(f, policy=email.policy.compat32)
+    """The mailbox's message factory: a ``Message``, or ``_Unparsed`` when the parser runs out of stack."""
+    try:
+        return email.message_from_binary_file(f, policy=email.policy.compat32)
+    except RecursionError:  # the parser recurses once per level of nested parts
+        return _Unparsed("MIME parts nested too deeply to parse")
 
 
 def load_mbox(path: str, skip_bad: bool = False) -> Corpus:

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from keyboard_lm.data.limits import SEED_MAX, check_seed
 from keyboard_lm.errors import ConfigError, DataError
 
 
@@ -25,8 +26,7 @@ class SplitConfig:
     def __post_init__(self):
         if not 0.0 < self.heldout_fraction < 1.0:
             raise ConfigError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
-        if self.seed < 0:
-            raise ConfigError(f"seed must be >= 0, got {self.seed}")
+        check_seed("seed", self.seed)
 
 
 def split_clients(client_ids, config: SplitConfig = SplitConfig()) -> tuple[list[str], list[str]]:
@@ -54,4 +54,5 @@ def validation_clients(train_ids, fraction: float, seed: int = 0) -> tuple[list[
     """
     if not 0.0 < fraction < 1.0:
         raise ConfigError(f"validation fraction must be in (0, 1), got {fraction}")
-    return split_clients(train_ids, SplitConfig(fraction, seed + 7919))
+    # Wrapped into numpy's seed range: any valid seed, up to SEED_MAX, has a validation split.
+    return split_clients(train_ids, SplitConfig(fraction, (seed + 7919) % (SEED_MAX + 1)))
