@@ -6,7 +6,7 @@ import json
 import os
 
 from keyboard_lm.cli.args import (comma_list, default_data_to_run, load_corpus_from_args, non_negative_int,
-                                  positive_float, positive_int, split_from_args)
+                                  positive_float, positive_int, round_count, split_from_args)
 from keyboard_lm.cli.train import dp_options, federated_validation, train_federated_from_args, warm_start_from_args
 from keyboard_lm.cli.train_flags import add_train_args
 from keyboard_lm.privacy.canaries import DEFAULT_ALPHABET, DEFAULT_SLOTS
@@ -311,7 +311,7 @@ def register(sub) -> None:
     pp.add_argument("--epsilon", type=positive_float, required=True, help="target epsilon")
     pp.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
     pp.add_argument("--population", type=positive_int, required=True, help="N, clients in the population")
-    pp.add_argument("--rounds", type=positive_int, default=None,
+    pp.add_argument("--rounds", type=round_count, default=None,
                     help="T, training rounds (without --loss-model)")
     pp.add_argument("--loss-model", metavar="FILE", help="plan the compute too: the loss model of "
                     "`keyboard-lm privacy fit` chooses model size, cohort and rounds under a budget")
@@ -352,7 +352,7 @@ def register(sub) -> None:
     pv.add_argument("--vs", choices=("privacy", "data"), default="privacy",
                     help="columns: epsilons at --population (privacy) or populations at --epsilon (data) (privacy)")
     pv.add_argument("--delta", type=float, required=True, help="delta, in (0, 1)")
-    pv.add_argument("--rounds", type=positive_int, required=True, help="T, rounds at every cell")
+    pv.add_argument("--rounds", type=round_count, required=True, help="T, rounds at every cell")
     pv.add_argument("--clients-per-round", type=comma_list(positive_int), required=True, metavar="K1,K2,...",
                     help="the rows: cohort sizes, increasing (the compute budget at T rounds)")
     pv.add_argument("--epsilons", type=comma_list(positive_float), metavar="E1,E2,...",

@@ -12,7 +12,8 @@ import dataclasses
 
 from keyboard_lm.cli.args import data_source, default_data_to_run, load_corpus_from_args, split_from_args
 from keyboard_lm.cli.flags import given, options_given
-from keyboard_lm.cli.train_flags import CENTRALIZED_FLAGS, DP_FLAGS, FED, MODEL, TRAIN_FLAGS, add_train_args
+from keyboard_lm.cli.train_flags import (CENTRALIZED_FLAGS, DP_FLAGS, FED, MODEL, TRAIN_FLAGS, add_train_args,
+                                        federated_only_given)
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import SERVER_LR, FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.models.config import ModelConfig
@@ -39,7 +40,7 @@ def cmd_train(args) -> int:
         return _resume_centralized(args)  # a run resumes with its own trainer
     init = warm_start_from_args(args)
     if args.centralized:
-        stray = [f for f, v in (("--workers", args.workers), ("--worker-data", args.worker_data)) if v]
+        stray = federated_only_given(args)  # refused rather than ignored, as federated runs refuse the others
         if stray:
             raise ConfigError(f"{', '.join(stray)}: federated training only, not --centralized")
         return _train_centralized(args, init)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, non_negative_float, non_negative_int,
-                                  positive_float, positive_int)
-from keyboard_lm.cli.flags import add_flags, field_flag, flag
+from keyboard_lm.cli.args import (VOCAB_SIZE, add_data_args, add_split_args, finite_float, non_negative_float,
+                                  non_negative_int, non_negative_magnitude, positive_float, positive_int,
+                                  positive_magnitude, round_count, seed_int)
+from keyboard_lm.cli.flags import add_flags, field_flag, flag, options_given
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.federated.config import SERVER_LR, FederatedConfig, LoopConfig, default_federated
 from keyboard_lm.federated.distributed.remote import WORKER_GRACE
@@ -77,7 +78,7 @@ MAIN_FLAGS = (
     flag("--overwrite", "replace the run already in RUN_DIR, or write into a non-empty directory (default: "
          "refuse; only the run's own files are removed)", action="store_true"),
     field_flag("--seed", _BOTH, "seed of initialization, client sampling and shuffling (%(default)s); the split "
-               "has --split-seed", type=non_negative_int, default=CEN.seed),
+               "has --split-seed", type=seed_int, default=CEN.seed),
     field_flag("--dropout", _BOTH, "dropout on embedding and cell outputs (centralized {cen.dropout}, "
                "{ft.dropout} from a base; federated {both.dropout})", type=non_negative_float, default=None),
     field_flag("--weight-average", _BOTH, "keep and evaluate an exponential moving average of the weights with "
@@ -99,10 +100,10 @@ CENTRALIZED_FLAGS = tuple(field_flag(option, CentralizedConfig, text, **kw) for 
      "epoch to reach",
      dict(type=positive_int)),
     ("--optimizer", "({cen.optimizer})", dict(choices=("sgd", "adam", "adamw"))),
-    ("--lr", "initial learning rate ({cen.learning_rate})", dict(type=positive_float, field="learning_rate")),
-    ("--clipnorm", "gradient norm clip, 0 = off ({cen.clipnorm})", dict(type=non_negative_float, zero_off=True)),
+    ("--lr", "initial learning rate ({cen.learning_rate})", dict(type=positive_magnitude, field="learning_rate")),
+    ("--clipnorm", "gradient norm clip, 0 = off ({cen.clipnorm})", dict(type=non_negative_magnitude, zero_off=True)),
     ("--weight-decay", "decoupled weight decay, with --optimizer adamw ({cen.weight_decay})",
-     dict(type=non_negative_float)),
+     dict(type=non_negative_magnitude)),
     ("--weight-drop", "DropConnect on the cell's recurrent weights, one mask per batch (Merity et al. 2018) "
      "({cen.weight_drop}; {ft.weight_drop} from a base)", dict(type=non_negative_float)),
     ("--patience", "epochs without validation gain before stopping ({cen.patience})", dict(type=positive_int)),
@@ -121,43 +122,44 @@ FEDERATED_FLAGS = (
     field_flag("--server-optimizer", FederatedConfig, "sgd | nesterov (FedAvgM) | adam (FedAdam) "
                "({both.server_optimizer}; under --dp the mechanism's own server step)", default=None),
     field_flag("--server-lr", FederatedConfig, "server learning rate ({both.server_lr}; with --server-optimizer "
-               "alone: {server_lr_table})", type=float, default=None),
-    field_flag("--server-momentum", FederatedConfig, "Nesterov momentum ({both.server_momentum})", type=float,
-               default=None),
+               "alone: {server_lr_table})", type=positive_magnitude, default=None),
+    field_flag("--server-momentum", FederatedConfig, "Nesterov momentum ({both.server_momentum})",
+               type=finite_float, default=None),
     field_flag("--server-adam-epsilon", FederatedConfig, "FedAdam's epsilon ({both.server_adam_epsilon}; Ro et "
-               "al.: 1e-8)", type=float, default=None, metavar="EPS"),
-    field_flag("--client-lr", FederatedConfig, "client SGD learning rate ({both.client_lr})", type=float,
-               default=None),
+               "al.: 1e-8)", type=positive_magnitude, default=None, metavar="EPS"),
+    field_flag("--client-lr", FederatedConfig, "client SGD learning rate ({both.client_lr})",
+               type=positive_magnitude, default=None),
     field_flag("--client-clipnorm", FederatedConfig, "clip each client step's gradient to this global L2 norm; "
-               "0 = off ({both.client_clipnorm})", zero_off=True, type=non_negative_float, default=None,
+               "0 = off ({both.client_clipnorm})", zero_off=True, type=non_negative_magnitude, default=None,
                metavar="NORM"),
     field_flag("--client-momentum", FederatedConfig, "client SGD momentum; 0 = plain SGD ({both.client_momentum}; "
-               "Ji et al.'s clients: 0.5)", type=float, default=None),
+               "Ji et al.'s clients: 0.5)", type=finite_float, default=None),
     field_flag("--clients-per-round", FederatedConfig, "K, sampled uniformly; at most the number of training "
                "clients ({both.clients_per_round})", type=positive_int, default=None),
     field_flag("--rounds", FederatedConfig, "rounds to run ({both.rounds}); with --resume, the round to reach "
-               "(default: the run's own count)", type=positive_int, default=None),
-    field_flag("--local-epochs", ClientDataConfig, "client epochs per round (%(default)s)", field="epochs",
-               type=positive_int, default=CLIENT.epochs),
+               "(default: the run's own count)", type=round_count, default=None),
+    field_flag("--local-epochs", ClientDataConfig, "client epochs per round ({client.epochs})", field="epochs",
+               type=positive_int, default=None),
     field_flag("--max-batches", ClientDataConfig, "cap on batches per client and round, drawn from all of the "
-               "client's examples (%(default)s)", type=positive_int, default=CLIENT.max_batches),
+               "client's examples ({client.max_batches})", type=positive_int, default=None),
     field_flag("--clip", FederatedConfig, "update clipping, the same for every algorithm: adaptive (TFF's "
                "adaptive zeroing and quantile clipping, the default), none, or a fixed L2 norm", default=None,
                metavar="adaptive|none|NORM"),
-    field_flag("--fedatt-p", FederatedConfig, "FedAtt norm order p ({fed.fedatt_p})", type=float, default=None),
-    field_flag("--fedatt-eps", FederatedConfig, "FedAtt step size eps ({fed.fedatt_eps})", type=float,
+    field_flag("--fedatt-p", FederatedConfig, "FedAtt norm order p ({fed.fedatt_p})", type=positive_magnitude,
+               default=None),
+    field_flag("--fedatt-eps", FederatedConfig, "FedAtt step size eps ({fed.fedatt_eps})", type=positive_magnitude,
                default=None),
     field_flag("--fedatt-norm", FederatedConfig, "FedAtt's layer distance: flat (the p-norm of the flattened "
                "layer) or spectral (a matrix's largest singular value, as Ji et al.'s code) ({fed.fedatt_norm})",
                choices=["flat", "spectral"], default=None),
     field_flag("--server-noise", FederatedConfig, "add N(0, SD^2) to every weight of the global model after each "
                "round (Ji et al.'s eq. 6; needs an SGD server; not differential privacy, see --dp) "
-               "({fed.server_noise})", type=float, default=None, metavar="SD"),
+               "({fed.server_noise})", type=non_negative_magnitude, default=None, metavar="SD"),
     field_flag("--compression", FederatedConfig, "stochastic 8-bit quantized uploads", action="store_true"),
     field_flag("--eval-every", LoopConfig, "evaluate held-out clients every N rounds and at the end "
-               "(%(default)s)", type=positive_int, default=LOOP.eval_every),
-    field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds (%(default)s)",
-               type=positive_int, default=LOOP.checkpoint_every),
+               "({loop.eval_every})", type=positive_int, default=None),
+    field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds ({loop.checkpoint_every})",
+               type=positive_int, default=None),
     flag("--resume", "continue RUN_DIR from its latest checkpoint (a federated run's last saved round, a "
          "centralized run's last epoch), with the run's own settings", action="store_true"),
     flag("--workers", "spread each round's clients over these TFF workers (keyboard-lm worker), merged by TFF's "
@@ -171,11 +173,11 @@ FEDERATED_FLAGS = (
          "--tls-client-ca", metavar="FILE"),
     flag("--tls-key", "with --tls-ca: the client certificate's private key (PEM)", metavar="FILE"),
     flag("--round-timeout", "with --workers: end the run (exit 3, resumable) when no round finishes in S seconds "
-         "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)", type=float,
-         default=None, metavar="S"),
+         "(default: 10x the slowest round so far, at least 600 s; 1800 s for the first round)",
+         type=positive_magnitude, default=None, metavar="S"),
     flag("--worker-grace", "with --workers: end the run (exit 3, resumable) when a worker has refused "
-         "connections or not answered probes for S seconds (default: {worker_grace:g} s)", type=float,
-         default=None, metavar="S"),
+         "connections or not answered probes for S seconds (default: {worker_grace:g} s)",
+         type=positive_magnitude, default=None, metavar="S"),
     flag("--worker-data", "write the training clients' encoded shards to DIR once; each round the workers read "
          "their clients' data from there instead of receiving it from this process (docs/distributed.md)",
          metavar="DIR"),
@@ -207,6 +209,14 @@ DP_FLAGS = tuple(field_flag(option, DPOptions, text, default=None, **kw) for opt
 
 #: Every flag of ``train`` after the data and split flags.
 TRAIN_FLAGS = MAIN_FLAGS + CENTRALIZED_FLAGS + FEDERATED_FLAGS + DP_FLAGS
+#: What a centralized run refuses rather than ignores: the federated and DP groups (not --resume, which both take).
+FEDERATED_ONLY_FLAGS = tuple(f for f in FEDERATED_FLAGS + DP_FLAGS if f.option != "--resume")
+
+
+def federated_only_given(args: argparse.Namespace) -> list[str]:
+    """The options of ``FEDERATED_ONLY_FLAGS`` that ``args`` sets (a --centralized run refuses them, as a
+    federated run refuses ``CENTRALIZED_FLAGS``)."""
+    return options_given(args, FEDERATED_ONLY_FLAGS)
 
 
 def _split_at(flags, option: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from keyboard_lm.cli.args import positive_int
+from keyboard_lm.cli.args import port_number, positive_int
 
 
 def cmd_worker(args) -> int:
@@ -56,7 +56,7 @@ def register(sub) -> None:
                                     "namespace and a relay forwards connections to it, after verifying a client "
                                     "certificate with --tls-*. Plaintext is refused on a non-loopback --bind "
                                     "unless --insecure (docs/distributed.md).")
-    wk.add_argument("--port", type=positive_int, default=None, help="TCP port to listen on (required)")
+    wk.add_argument("--port", type=port_number, default=None, help="TCP port to listen on (required)")
     wk.add_argument("--bind", default="127.0.0.1",
                     help="the one address to listen on (127.0.0.1); 0.0.0.0 or :: for every interface")
     wk.add_argument("--tls-cert", metavar="FILE", help="the worker's certificate chain (PEM)")

@@ -9,8 +9,8 @@ flags and help, and a Python caller of
 from __future__ import annotations
 
 import dataclasses
-import math
 
+from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_ROUNDS, check_magnitude, check_seed
 from keyboard_lm.errors import ConfigError
 
 ALGORITHMS = ("fedavg", "fedsgd", "fedatt")
@@ -20,15 +20,15 @@ FEDATT_NORMS = ("flat", "spectral")
 
 
 def parse_clip(value: str | float) -> str | float:
-    """``adaptive`` | ``none`` | a positive L2 norm; raises ConfigError otherwise."""
+    """``adaptive`` | ``none`` | a positive L2 norm (at most ``MAGNITUDE_MAX``); raises ConfigError otherwise."""
     if isinstance(value, str) and value in ("adaptive", "none"):
         return value
     try:
         norm = float(value)
     except (TypeError, ValueError):
         raise ConfigError(f"clip must be 'adaptive', 'none' or a positive L2 norm, got {value!r}") from None
-    if not (norm > 0 and math.isfinite(norm)):
-        raise ConfigError(f"clip norm must be a positive number, got {value!r}")
+    if not 0 < norm <= MAGNITUDE_MAX:  # NaN fails too
+        raise ConfigError(f"clip norm must be a positive number <= {MAGNITUDE_MAX:g}, got {value!r}")
     return norm
 
 
@@ -95,7 +95,8 @@ class FederatedConfig:
         norm (``federated/client_optimizer.py``); None: plain SGD.
       clients_per_round: K clients sampled uniformly per round (10).
       rounds: number of rounds (350: about 40 minutes of the default recipe
-        on Tiny Shakespeare on a 2-core machine; validation kept round 325).
+        on Tiny Shakespeare on a 2-core machine; validation kept round 325;
+        at most ``MAX_ROUNDS``).
       fedatt_p, fedatt_eps, fedatt_norm: FedAtt's norm order, step size and norm
         (``flat`` or ``spectral``, see ``AggregationConfig``).
       server_noise: standard deviation of Gaussian noise added to every
@@ -157,26 +158,28 @@ class FederatedConfig:
         if self.server_optimizer not in SERVER_OPTIMIZERS:
             raise ConfigError(f"unknown server optimizer {self.server_optimizer!r}; "
                               f"choose one of {', '.join(SERVER_OPTIMIZERS)}")
-        for name in ("server_lr", "client_lr", "fedatt_p", "fedatt_eps"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.client_clipnorm is not None and not self.client_clipnorm > 0:
-            raise ConfigError(f"client_clipnorm must be > 0 or None, got {self.client_clipnorm}")
+        # Finite and below MAGNITUDE_MAX: an inf rate trains nothing and exits 0; 1e300 fails in TFF's float32.
+        for name in ("server_lr", "client_lr", "fedatt_p", "fedatt_eps", "server_adam_epsilon"):
+            check_magnitude(name, getattr(self, name))
+        if self.client_clipnorm is not None:
+            check_magnitude("client_clipnorm", self.client_clipnorm)
         for name in ("server_momentum", "client_momentum"):
             if not 0 <= getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
         if self.client_momentum and self.algorithm == "fedsgd":
             raise ConfigError("client_momentum has no client steps to act on under FedSGD (one gradient per client)")
-        if not (self.server_adam_epsilon > 0 and math.isfinite(self.server_adam_epsilon)):
-            raise ConfigError(f"server_adam_epsilon must be > 0, got {self.server_adam_epsilon}")
-        if not (self.server_noise >= 0 and math.isfinite(self.server_noise)):
-            raise ConfigError(f"server_noise must be a standard deviation >= 0, got {self.server_noise}")
+        if not (0 <= self.server_noise <= MAGNITUDE_MAX):
+            raise ConfigError(f"server_noise must be a standard deviation >= 0 and <= {MAGNITUDE_MAX:g}, "
+                              f"got {self.server_noise}")
         if self.server_noise and self.algorithm != "fedatt" and self.server_optimizer != "sgd":
             raise ConfigError(f"server_noise needs an SGD server (FedAtt, or server_optimizer 'sgd'), "
                               f"got server_optimizer {self.server_optimizer!r}")
         for name in ("clients_per_round", "rounds"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.rounds > MAX_ROUNDS:
+            raise ConfigError(f"rounds must be <= {MAX_ROUNDS:,}, got {self.rounds:,}")
+        check_seed("seed", self.seed)
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0.0 <= self.validation_fraction < 1.0:
@@ -260,3 +263,4 @@ class LoopConfig:
         for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_magnitude("divergence_factor", self.divergence_factor)

@@ -5,6 +5,7 @@ for, ranked by the loss ``loss_model`` predicts (``frontier``); its table and pl
 
 from __future__ import annotations
 
+from keyboard_lm.data.limits import MAX_ROUNDS
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.loss_model import FORM, LossModel, error_summary, flops_per_client_step
 
@@ -76,7 +77,7 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
                   else int(flops / per_step))
         for k in cohorts or cohort_grid(population):
             rounds = budget // k
-            if rounds < 1:
+            if not 1 <= rounds <= MAX_ROUNDS:  # less than a round, or more than a run may take
                 continue
             if (rounds, k) not in noise:
                 noise[rounds, k] = noise_for(epsilon, delta, population, rounds, k, mechanism, tree_restart)
@@ -90,7 +91,8 @@ def frontier(model: LossModel, *, epsilon: float, delta: float, population: int,
                          "extrapolated": None if cost is None else not fitted[0] <= size["params"] <= fitted[-1],
                          "outside_fit": model.outside(rounds, ratio)})
     if not rows:
-        raise ConfigError("the budget buys less than one round at every cohort size")
+        raise ConfigError(f"the budget buys less than one round, or more than {MAX_ROUNDS:,} rounds, at every "
+                          "cohort size")
     return sorted(rows, key=lambda r: r["predicted_loss"])
 
 

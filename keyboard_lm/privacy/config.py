@@ -1,9 +1,9 @@
 """DPConfig: the differential-privacy settings of a run, validated on creation."""
 
 import dataclasses
-import math
 from typing import Optional, Union
 
+from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_EPSILON
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.sampling import restart_period
 
@@ -72,8 +72,9 @@ class DPConfig:
             raise ConfigError(f"--dp-tree-restart {self.tree_restart} applies to --dp ftrl only "
                               "(DP-FedAvg adds independent noise each round and BLT-DP-FTRL one correlated "
                               "stream; neither has a tree)")
-        if not (self.noise_multiplier >= 0) or math.isinf(self.noise_multiplier):
-            raise ConfigError(f"--dp-noise-multiplier must be a finite number >= 0, got {self.noise_multiplier}")
+        if not 0 <= self.noise_multiplier <= MAGNITUDE_MAX:  # NaN fails too; beyond it the noise is inf in float32
+            raise ConfigError(f"--dp-noise-multiplier must be a finite number >= 0 and <= {MAGNITUDE_MAX:g}, "
+                              f"got {self.noise_multiplier}")
         if self.population < 1:
             raise ConfigError(f"DP population must be >= 1, got {self.population}")
         if not 1 <= self.clients_per_round <= self.population:
@@ -81,8 +82,8 @@ class DPConfig:
                 f"clients per round ({self.clients_per_round}) must be between 1 and the population ({self.population})")
         if (self.clip is None) == (self.clip_quantile is None):
             raise ConfigError("give exactly one of --dp-clip and --dp-clip-quantile")
-        if self.clip is not None and not (self.clip > 0) or (self.clip is not None and math.isinf(self.clip)):
-            raise ConfigError(f"--dp-clip must be a finite number > 0, got {self.clip}")
+        if self.clip is not None and not 0 < self.clip <= MAGNITUDE_MAX:
+            raise ConfigError(f"--dp-clip must be a finite number > 0 and <= {MAGNITUDE_MAX:g}, got {self.clip}")
         if self.clip_quantile is not None:
             if self.mechanism != "fedavg":
                 raise ConfigError("--dp-clip-quantile (adaptive clipping) is only available with --dp fedavg")
@@ -153,8 +154,9 @@ class DPOptions:
         if self.sampling not in SAMPLINGS[self.mechanism]:
             raise ConfigError(f"--dp-sampling {self.sampling} does not apply to --dp {self.mechanism}; "
                               f"choose {' or '.join(SAMPLINGS[self.mechanism])}")
-        if self.target_epsilon is not None and not (0 < self.target_epsilon < math.inf):
-            raise ConfigError(f"--dp-epsilon must be a finite number > 0, got {self.target_epsilon}")
+        if self.target_epsilon is not None and not 0 < self.target_epsilon <= MAX_EPSILON:
+            raise ConfigError(f"--dp-epsilon must be a finite number > 0 and <= {MAX_EPSILON:g}, "
+                              f"got {self.target_epsilon}")
         if self.target_epsilon is not None and self.sampling == "fixed":
             raise ConfigError("--dp-epsilon calibrates z for Poisson sampling; with --dp-sampling fixed "
                               "give --dp-noise-multiplier")

@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 
 import dp_accounting
 
+from keyboard_lm.data.limits import MAX_EPSILON, MAX_ROUNDS
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.accounting import fedavg_epsilons, rho_to_epsilons
 from keyboard_lm.privacy.config import FTRL_MECHANISMS, MECHANISMS, tree_restart_setting
@@ -56,15 +58,20 @@ DEFAULT_MAX_CLIENTS = 10_000
 GRID_POINTS = 12
 
 
+def _check_target(epsilon, rounds) -> None:
+    """The target and horizon every calibration accepts (``plan``, ``noise_for``, so ``train --dp-epsilon``)."""
+    if not 0 < epsilon <= MAX_EPSILON:  # NaN fails too
+        raise ConfigError(f"--epsilon must be a finite number > 0 and <= {MAX_EPSILON:g}, got {epsilon}")
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise ConfigError(f"--rounds must be >= 1 and <= {MAX_ROUNDS:,}, got {rounds:,}")
+
+
 def _check(epsilon, delta, population, rounds, clients, mechanism, clip, tree_restart=None) -> None:
-    if not epsilon > 0 or math.isinf(epsilon):
-        raise ConfigError(f"--epsilon must be a finite number > 0, got {epsilon}")
+    _check_target(epsilon, rounds)
     if not 0 < delta < 1:
         raise ConfigError(f"--delta must be in (0, 1), got {delta}")
     if population < 1:
         raise ConfigError(f"--population must be >= 1, got {population}")
-    if rounds < 1:
-        raise ConfigError(f"--rounds must be >= 1, got {rounds}")
     if mechanism not in MECHANISMS:
         raise ConfigError(f"--mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
     if not clip > 0 or math.isinf(clip):
@@ -122,15 +129,26 @@ def noise_for(epsilon: float, delta: float, population: int, rounds: int, client
 
     ``tree_restart`` (ftrl): ``none`` (None), ``epoch`` or a period in rounds.
     """
+    _check_target(epsilon, rounds)
     make_event, _ = _event_maker(mechanism, population, rounds, clients_per_round, tree_restart)
     # The search starts above 0: z = 0 (no noise) has eps = inf, no finite value to bracket with.
     bracket = dp_accounting.LowerEndpointAndGuess(1e-3, 1.0)
     try:
-        return float(dp_accounting.calibrate_dp_mechanism(
-            _accountant, make_event, epsilon, delta, bracket_interval=bracket, tol=1e-4))
+        with warnings.catch_warnings():
+            # The bracket search overflows on its way up at extreme targets; the outcome is handled below,
+            # and the warning would be a second line on stderr.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(dp_accounting.calibrate_dp_mechanism(
+                _accountant, make_event, epsilon, delta, bracket_interval=bracket, tol=1e-4))
     except dp_accounting.mechanism_calibration.NoBracketIntervalFoundError:
         raise ConfigError(f"--epsilon {epsilon:g}: even a noise multiplier of 0.001 meets it with "
                           f"{clients_per_round} clients per round; plan for a smaller epsilon") from None
+    except (ValueError, dp_accounting.mechanism_calibration.NoOptimumFoundError) as e:
+        # dp_accounting's numerical limits (a negative divergence, a root brentq cannot bracket): the target
+        # is outside what its arithmetic resolves, which is a setting to change, not a crash.
+        raise ConfigError(f"--epsilon {epsilon:g}, --delta {delta:g} over {rounds:,} rounds with "
+                          f"{clients_per_round:,} of {population:,} clients per round: the accountant cannot "
+                          f"calibrate a noise multiplier ({str(e).splitlines()[0]})") from None
 
 
 def plan(epsilon: float, delta: float, population: int, rounds: int, *, mechanism: str = "fedavg",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.data.limits import check_magnitude, check_seed
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.training.ngram_teacher import TeacherConfig
 
@@ -68,8 +69,10 @@ class CentralizedConfig:
     def __post_init__(self):
         if self.optimizer not in ("sgd", "adam", "adamw"):
             raise ConfigError(f"unknown optimizer {self.optimizer!r}; choose sgd, adam or adamw")
-        if not self.learning_rate > 0:
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+        # Finite and below MAGNITUDE_MAX: beyond float32's range a rate or a norm is inf inside Keras.
+        check_magnitude("learning_rate", self.learning_rate)
+        check_magnitude("weight_decay", self.weight_decay, zero_ok=True)
+        check_seed("seed", self.seed)
         for name in ("epochs", "batch_size", "seq_len", "patience"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -79,22 +82,22 @@ class CentralizedConfig:
             raise ConfigError(f"weight_drop must be in [0, 1), got {self.weight_drop}")
         if not 0.0 <= self.weight_average < 1.0:
             raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
-        if self.weight_decay < 0:
-            raise ConfigError(f"weight_decay must be >= 0, got {self.weight_decay}")
         if self.weight_decay and self.optimizer != "adamw":
             raise ConfigError("weight_decay needs --optimizer adamw (decoupled decay)")
         if not 0.0 <= self.validation_fraction < 1.0:
             raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
         if not 0.0 < self.lr_decay <= 1.0:
             raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
-        if self.clipnorm is not None and not self.clipnorm > 0:
-            raise ConfigError(f"clipnorm must be > 0 or None, got {self.clipnorm}")
+        if self.clipnorm is not None:
+            check_magnitude("clipnorm", self.clipnorm)
         if self.sampled_softmax < 0:
             raise ConfigError(f"sampled_softmax must be >= 0, got {self.sampled_softmax}")
         if self.sampled_softmax and self.ngram_teacher:
             raise ConfigError("sampled_softmax trains on one-hot targets; it cannot mix in an n-gram teacher "
                               "(set ngram_teacher to 0)")
-        self.teacher()  # validates ngram_teacher
+        if not 0.0 <= self.ngram_teacher < 1.0:  # named here as the field (and flag) a user sets
+            raise ConfigError(f"ngram_teacher must be in [0, 1), got {self.ngram_teacher}")
+        self.teacher()  # validates the rest of the teacher's settings
 
     def teacher(self) -> TeacherConfig:
         """The n-gram teacher's settings (its other parts at their documented defaults)."""

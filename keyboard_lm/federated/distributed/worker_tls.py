@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -103,8 +104,9 @@ def init_dir(directory: str, hosts: list[str] = (), days: int = 825, *, tool: st
                           "there; refusing to overwrite (give an empty or new directory)")
     names = list(dict.fromkeys([*hosts, *LOCAL_HOSTS]))
     for host in names:
-        if not host or any(c.isspace() or c in ",/" for c in host):
-            raise ConfigError(f"--tls-host {host!r}: not a host name or IP address")
+        problem = host_problem(host)
+        if problem:
+            raise ConfigError(f"--tls-host {host!r}: {problem}")
     import importlib.util
 
     if tool is None:
@@ -122,6 +124,30 @@ def init_dir(directory: str, hosts: list[str] = (), days: int = 825, *, tool: st
         with os.fdopen(fd, "wb") as f:
             f.write(pems[name])
     return paths
+
+
+#: A DNS name as a certificate's SubjectAltName holds it: ASCII labels of letters, digits, '-' and '_'
+#: (1-63 characters, no '-' at either end), an optional leading '*.' wildcard, at most 253 characters.
+_DNS_NAME = re.compile(r"(\*\.)?(?!-)[A-Za-z0-9_-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9_-]{1,63}(?<!-))*\.?")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be named in a certificate (None if it can: an IP address or an ASCII DNS name).
+
+    A name with non-ASCII letters must be given in its IDNA form (``xn--...``), as DNS and the TLS
+    handshake carry it; the message says what that form is.
+    """
+    if _is_ip(host):
+        return None
+    if not host.isascii():
+        try:
+            ascii_form = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return "not a host name or IP address"
+        return f"not an ASCII host name; give its IDNA form, {ascii_form}"
+    if len(host) > 253 or not _DNS_NAME.fullmatch(host):
+        return "not a host name or IP address"
+    return None
 
 
 def _is_ip(host: str) -> bool:
