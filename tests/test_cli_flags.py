@@ -10,7 +10,8 @@ import pytest
 from keyboard_lm.cli import build_parser
 from keyboard_lm.cli.flags import Flag, field_flag, given, options_given
 from keyboard_lm.cli.train import dp_options, federated_config_from_args
-from keyboard_lm.cli.train_flags import CENTRALIZED_FLAGS, DP_FLAGS, TRAIN_FLAGS, add_train_args
+from keyboard_lm.cli.train_flags import (CENTRALIZED_FLAGS, DP_FLAGS, TRAIN_FLAGS, add_train_args,
+                                        federated_only_given)
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig
@@ -78,3 +79,13 @@ def test_field_flag_names_the_field_per_config():
     g = field_flag("--client-lr", FederatedConfig, "h", type=float)
     assert (g.fields, g.dest, dict(g.kwargs)) == ({FederatedConfig: "client_lr"}, "client_lr", {"type": float})
     assert isinstance(g, Flag)
+
+
+def test_a_centralized_run_sees_which_federated_flags_were_given_and_left_out_ones_keep_the_defaults():
+    assert federated_only_given(_parse("--centralized", "--seed", "3", "--resume")) == []  # both trainers' flags
+    given_ = _parse("--centralized", "--eval-every", "2", "--rounds", "3", "--compression")
+    assert federated_only_given(given_) == ["--rounds", "--compression", "--eval-every"]  # in table order
+    # --local-epochs, --max-batches, --eval-every, --checkpoint-every left out are absent: the configs' defaults
+    left_out = _parse()
+    assert ClientDataConfig(**given(left_out, TRAIN_FLAGS, ClientDataConfig)) == ClientDataConfig()
+    assert LoopConfig(**given(left_out, TRAIN_FLAGS, LoopConfig)) == LoopConfig()

@@ -1,6 +1,7 @@
 """E-mail as a corpus (--format mbox): one sender = one client, only the text each sender wrote, in time order."""
 
 import base64
+import email
 import json
 import quopri
 
@@ -8,7 +9,7 @@ import pytest
 
 from keyboard_lm.cli import main
 from keyboard_lm.data.corpora import load_corpus
-from keyboard_lm.data.mbox import html_to_text, own_text
+from keyboard_lm.data.mbox import MessageTooDeep, html_to_text, leaf_parts, own_text
 from keyboard_lm.errors import DataError
 from tests.conftest import SPAMASSASSIN
 
@@ -180,3 +181,19 @@ def test_spamassassin_ham_is_887_senders_of_real_mail():
     text = "\n".join(t for records in corpus.clients.values() for t in records)
     for leftover in ("\n>", "-----BEGIN PGP SIGNATURE-----", "-----Original Message-----"):
         assert leftover not in text
+
+
+def test_leaf_parts_are_walks_leaves_in_order_and_stop_past_the_depth_limit():
+    """The reader's own walk (no recursion) sees what Message.walk sees, and refuses what would exhaust it."""
+    inner = _multipart("x@example.org", "Mon, 26 Aug 2002 08:00:00 +0000",
+                       ["Content-Type: text/plain\n\nfirst", "Content-Type: text/html\n\n<p>second</p>"]
+                       ).replace("b0undary", "inner")
+    outer = _multipart("y@example.org", "Mon, 26 Aug 2002 09:00:00 +0000",
+                       ["Content-Type: text/plain\n\nbefore", "Content-Type: message/rfc822\n\n"
+                        + inner.split("\n", 1)[1], "Content-Type: text/plain\n\nafter"])
+    message = email.message_from_string(outer.split("\n", 1)[1])
+    walked = [p for p in message.walk() if not p.is_multipart()]
+    assert [p.get_payload() for p in leaf_parts(message)] == [p.get_payload() for p in walked]
+    assert [p.get_payload().strip() for p in walked] == ["before", "first", "<p>second</p>", "after"]
+    with pytest.raises(MessageTooDeep, match="nested more than 1 deep"):
+        list(leaf_parts(message, max_depth=1))
