@@ -38,16 +38,21 @@ def test_cli_defaults_and_help_are_read_from_the_config_dataclasses(capsys):
     from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_federated
     from keyboard_lm.training.config import CentralizedConfig, default_config
 
+    from keyboard_lm.cli.flags import given
+    from keyboard_lm.cli.train_flags import TRAIN_FLAGS
+
     args = build_parser().parse_args(["train", "--out", "x"])
     fed, client, loop, cen = FederatedConfig(), ClientDataConfig(), LoopConfig(), CentralizedConfig()
-    assert (args.local_epochs, args.max_batches) == (client.epochs, client.max_batches)
-    assert (args.eval_every, args.checkpoint_every) == (loop.eval_every, loop.checkpoint_every)
     # Flags whose default differs between centralized and federated runs, or between a run from random weights
-    # and one from a base, stay unset; the config fills them in.
+    # and one from a base, and the federated-only flags (a --centralized run refuses them when given), stay
+    # unset; the config fills them in.
     assert all(getattr(args, f) is None
                for f in ("epochs", "lr", "dropout", "batch_size", "rounds", "patience", "client_lr", "client_clipnorm",
                          "algorithm", "server_optimizer", "server_lr", "server_momentum", "clients_per_round",
-                         "fedatt_p", "fedatt_eps", "clip"))
+                         "fedatt_p", "fedatt_eps", "clip", "local_epochs", "max_batches", "eval_every",
+                         "checkpoint_every"))
+    assert ClientDataConfig(**given(args, TRAIN_FLAGS, ClientDataConfig)) == client
+    assert LoopConfig(**given(args, TRAIN_FLAGS, LoopConfig)) == loop
     fed_ft = default_federated(warm_start=True)
     assert federated_config_from_args(args, init=None) == fed
     assert federated_config_from_args(args, init=object()) == fed_ft
