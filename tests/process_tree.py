@@ -7,15 +7,7 @@ import os
 import socket
 import struct
 
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(comm, ppid) of ``pid``; None once it has ended."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.find("(") + 1:stat.rfind(")")], int(stat[stat.rfind(")") + 2:].split()[1])
+from keyboard_lm.federated.distributed.local_worker import process_stat as _stat
 
 
 def descendants(root: int) -> dict[int, str]:

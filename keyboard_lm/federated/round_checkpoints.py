@@ -22,7 +22,8 @@ import shutil
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.server_average import ServerAverage
-from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason, fsync_dir
+from keyboard_lm.durable import fsync_directory
+from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason
 
 _RECORD = re.compile(r"^record_(\d+)\.json$")
 
@@ -36,8 +37,8 @@ def _fsync_tree(path: str) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        fsync_dir(root)
-    fsync_dir(os.path.dirname(path))
+        fsync_directory(root)
+    fsync_directory(os.path.dirname(path))
 
 
 @dataclasses.dataclass

@@ -1,8 +1,8 @@
 """A user's own files (history, personal words): written so that nothing is lost, read within the code's bounds.
 
-Writing (``write_atomic``): the new bytes go to a temp file created exclusively in the target's directory
-(``tempfile.mkstemp``: O_EXCL, a random name, mode 0600), are fsynced, renamed over the target
-(``os.replace``, atomic on POSIX) and the directory is fsynced. A reader therefore sees the old file or the
+Writing (``write_atomic``): ``durable.replace_file``, as run directories are written: a temp file created
+exclusively in the target's directory (O_EXCL, a random name, mode 0600), fsynced, renamed over the target
+(``os.replace``, atomic on POSIX), and the directory fsynced. A reader therefore sees the old file or the
 new one, never a part of one, and a crash or a full disk leaves the old file. Writers of one path serialize
 on an advisory lock (``fcntl.flock`` on ``<path>.lock``, a sidecar kept for good: removing it would let two
 writers lock two different files), so concurrent saves land one after the other. Readers take no lock: the
@@ -12,8 +12,6 @@ A target path that is a symbolic link is refused, in one line: following it woul
 points (the attack a predictable temp name allowed), and replacing the link by a file would silently break
 a link the user made and leave its target stale. A link planted between that check and the rename is
 replaced, not followed: rename never writes through a link.
-
-Not ``models.run_dir``'s writer: that module reaches TensorFlow, which inference never imports.
 """
 
 from __future__ import annotations
@@ -21,13 +19,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 import time
 
 try:
     import fcntl
 except ImportError:  # not POSIX (Windows): the rename is still atomic; concurrent writers are not serialized
     fcntl = None
+
+from keyboard_lm.durable import replace_file
 
 #: How long a save waits for another writer of the same file before it gives up (seconds).
 LOCK_TIMEOUT_S = 30.0
@@ -40,23 +39,9 @@ def write_atomic(path: str, data: bytes, what: str, error: type[Exception]) -> N
     if os.path.islink(path):
         raise error(f"{path}: is a symbolic link; the {what} is not written through links "
                     f"(give the real path: {os.path.realpath(path)})")
-    directory = os.path.dirname(os.path.abspath(path))
     try:
         with _locked(path, what, error):
-            fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except FileNotFoundError:
-                    pass
-                raise
-            _fsync_directory(directory)
+            replace_file(path, data, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     except OSError as e:
         raise error(f"{path}: cannot write the {what} ({e.strerror or e}); the previous file is unchanged") from None
 
@@ -94,18 +79,6 @@ class _locked:
         if self.fd is not None:
             os.close(self.fd)  # closing releases the lock
         return False
-
-
-def _fsync_directory(directory: str) -> None:
-    """Make the rename itself durable; a filesystem that cannot fsync a directory (EINVAL) is left as it is."""
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    except OSError as e:
-        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-            raise
-    finally:
-        os.close(fd)
 
 
 def read_limited(path: str, max_bytes: int, what: str, error: type[Exception]) -> bytes:

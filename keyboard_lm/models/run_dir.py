@@ -20,17 +20,16 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import errno
 import hashlib
 import io
 import json
 import os
 import re
-import tempfile
 import zipfile
 
 import numpy as np
 
+from keyboard_lm.durable import replace_file
 from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.text.spec import TEXT_SPEC_VERSION
@@ -109,18 +108,6 @@ def failure_reason(e: BaseException) -> str:
     return re.sub(r"\s*\[Op:\w+\]$", "", lines[0]).rsplit("; ", 1)[-1][:120]
 
 
-def fsync_dir(directory: str) -> None:
-    """Make a rename in ``directory`` durable (where the file system can sync a directory)."""
-    fd = os.open(directory or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    except OSError as e:
-        if e.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path``: all of it or nothing, durably.
 
@@ -129,25 +116,10 @@ def atomic_write(path: str, data: bytes, mode: int | None = None) -> None:
     ones. ``mode``: permissions of the new file (default: mkstemp's owner-only). A write that fails (full
     disk, file size limit, read-only directory) raises RunWriteError naming ``path``, which is left as it was.
     """
-    directory = os.path.dirname(path) or "."
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-        tmp = None
-        fsync_dir(directory)
+        replace_file(path, data, mode=mode)
     except OSError as e:
         raise RunWriteError(f"{path}: cannot write ({e.strerror or e})") from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
 
 
 def sha256_file(path: str) -> str:

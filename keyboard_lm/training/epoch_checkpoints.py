@@ -18,7 +18,8 @@ import re
 import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason, fsync_dir
+from keyboard_lm.durable import fsync_directory
+from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason
 
 #: The newest checkpoint's state (runs made before per-epoch states kept only this one).
 STATE_FILE = "state.json"
@@ -67,7 +68,7 @@ class EpochCheckpoints:
                     os.fsync(fd)
                 finally:
                     os.close(fd)
-            fsync_dir(self.dir)
+            fsync_directory(self.dir)
         except (OSError, tf.errors.OpError) as e:
             for leftover in glob.glob(self._path(f"ckpt-{epoch}*")):
                 if os.path.isfile(leftover):

@@ -103,8 +103,17 @@ class LocalWorker:
         return self.proc.pid
 
     def stop(self) -> None:
-        """Kill the relay (the kernel then kills the worker) and reap it; remove the socket's directory."""
-        if self.proc.poll() is None:
+        """End the worker and reap it before returning; remove the socket's directory.
+
+        The relay is asked with SIGTERM: it then stops and reaps its worker itself, so the worker is gone when
+        this returns (killing the relay outright leaves the kernel's parent-death signal to end the worker a
+        moment later). SIGKILL after 10 s, or at once for a worker that is this process's own child.
+        """
+        from keyboard_lm.federated.distributed.worker_relay import stop_process
+
+        if self.isolated:
+            stop_process(self.proc, timeout=10.0)
+        elif self.proc.poll() is None:
             self.proc.kill()
         try:
             self.proc.wait(timeout=10)
@@ -265,13 +274,29 @@ def create_context(max_concurrent_calls: int = -1):
         transform_result=tensorflow_computation.transform_result)
 
 
-def _stat(pid: str) -> tuple[str, int] | None:
+def process_stat(pid: int) -> tuple[str, int] | None:
+    """(comm, ppid) of process ``pid`` from Linux /proc; None once it has ended (or without /proc)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
             stat = f.read()
     except OSError:
         return None
+    # "pid (comm) state ppid ...": comm may contain spaces and parentheses, so cut at the last ")".
     return stat[stat.find("(") + 1:stat.rfind(")")], int(stat[stat.rfind(")") + 2:].split()[1])
+
+
+def worker_processes() -> list[tuple[int, int]]:
+    """(pid, ppid) of every live ``worker_binary`` process this user can see."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if entry.isdigit() and (stat := process_stat(int(entry))) is not None and \
+                stat[0].startswith("worker_binary"[:15]):  # comm is cut at 15 characters
+            found.append((int(entry), stat[1]))
+    return found
 
 
 #: Processes that adopt orphans: init, and the subreapers of a user session or a container.
@@ -287,23 +312,17 @@ def orphaned_workers() -> list[int]:
 
     try:
         binary = os.path.realpath(worker_binary())
-        entries = os.listdir("/proc")
     except (OSError, KeyboardLMError):
         return []
     found = []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        stat = _stat(entry)
-        if stat is None or not stat[0].startswith("worker_binary"[:15]):
-            continue
+    for pid, ppid in worker_processes():
         try:
-            exe = os.path.realpath(f"/proc/{entry}/exe")
+            exe = os.path.realpath(f"/proc/{pid}/exe")
         except OSError:
             continue
-        parent = _stat(str(stat[1]))
-        if exe == binary and (stat[1] == 1 or (parent is not None and parent[0] in _REAPERS)):
-            found.append(int(entry))
+        parent = process_stat(ppid)
+        if exe == binary and (ppid == 1 or (parent is not None and parent[0] in _REAPERS)):
+            found.append(pid)
     return found
 
 

@@ -26,7 +26,6 @@ import signal
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-_WORKER_NAME = "worker_binary"
 _registered = False
 _exit_hook = False
 
@@ -34,28 +33,10 @@ _exit_hook = False
 def _child_workers() -> list[int]:
     """Pids of the TFF worker processes this process started: its children, and its relays' children
     (Linux /proc; nothing elsewhere)."""
-    from keyboard_lm.federated.distributed.local_worker import started_workers
+    from keyboard_lm.federated.distributed.local_worker import started_workers, worker_processes
 
     parents = {os.getpid(), *(w.pid for w in started_workers())}
-    pids = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return pids
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # /proc/PID/stat: "pid (comm) state ppid ..."; comm may contain spaces.
-        comm = stat[stat.find("(") + 1:stat.rfind(")")]
-        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
-        if ppid in parents and comm.startswith(_WORKER_NAME[:15]):
-            pids.append(int(entry))
-    return pids
+    return [pid for pid, ppid in worker_processes() if ppid in parents]
 
 
 def _kill(pids) -> None:
