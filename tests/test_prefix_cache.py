@@ -55,7 +55,7 @@ def real_words(default_corpus):
 
 def full_ranking(predictor, session, k):
     """The k best suggestions from the full distribution (what the graph's top must equal)."""
-    return predictor.rank(session._log_probs, session._all_ids, k)
+    return predictor.ranker.top_model(session._log_probs, session._all_ids, k)
 
 
 # -- the graph's top K against the full distribution -----------------------------------------------------------------
@@ -152,7 +152,7 @@ def test_a_completion_computes_the_full_distribution_once_per_position():
     s.complete("na", 3)
     assert s.complete("n", 3) == first
     assert model.steps["step_full"] == steps["step_full"] + 1
-    assert first == p.rank(s._log_probs, p.prefix_ids("n"), 3)
+    assert first == p.ranker.top_model(s._log_probs, p.ranker.prefix_ids("n"), 3)
 
 
 def test_after_a_completion_the_next_word_steps_in_full_once():
@@ -182,10 +182,10 @@ def test_ties_rank_by_id_ascending_as_the_graph_does():
     p = Predictor.load(str(MODELS / "cifg_dynamic-range.tflite"))
     log_probs = np.full(len(p.vocab), -9.0, np.float32)
     log_probs[[40, 7, 99, 12]] = -1.0  # four-way tie at the top
-    ids = p.suggestable_ids
-    assert [p.vocab.id_of(w) for w, _ in p.rank(log_probs, ids, 3)] == [7, 12, 40]
-    assert [p.vocab.id_of(w) for w, _ in p.rank(log_probs, ids[::-1].copy(), 2)] == [7, 12]
-    assert p.rank_all(log_probs, 3) == p.rank(log_probs, ids, 3)
+    ids = p.ranker.suggestable_ids
+    assert [p.vocab.id_of(w) for w, _ in p.ranker.top_model(log_probs, ids, 3)] == [7, 12, 40]
+    assert [p.vocab.id_of(w) for w, _ in p.ranker.top_model(log_probs, ids[::-1].copy(), 2)] == [7, 12]
+    assert p.ranker.top_all(log_probs, 3) == p.ranker.top_model(log_probs, ids, 3)
 
 
 def test_argmax_top_of_every_word_equals_the_sorted_top_with_ties_blocklist_and_personal_words():
@@ -197,10 +197,10 @@ def test_argmax_top_of_every_word_equals_the_sorted_top_with_ties_blocklist_and_
         if trial % 2:
             log_probs = np.round(log_probs, 1)  # many ties
         log_probs[p.vocab.id_of("the")] = 9.0  # blocklisted: never suggested, whatever its score
-        joint = np.concatenate([p.suggestable_ids, len(p.vocab) + np.arange(2)])
+        joint = np.concatenate([p.ranker.suggestable_ids, len(p.vocab) + np.arange(2)])
         for k in (1, 3, 8):
-            assert p.rank_all(log_probs, k, personal) == p.rank(log_probs, joint, k, personal)
-            assert p.rank_all(log_probs[:-2], k) == p.rank(log_probs[:-2], p.suggestable_ids, k)
+            assert p.ranker.top_all(log_probs, k, personal) == p.ranker.top_model(log_probs, joint, k, personal)
+            assert p.ranker.top_all(log_probs[:-2], k) == p.ranker.top_model(log_probs[:-2], p.ranker.suggestable_ids, k)
 
 
 # -- the prefix cache against no cache -------------------------------------------------------------------------------

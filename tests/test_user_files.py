@@ -340,7 +340,7 @@ def test_the_blocklist_must_be_words_not_a_string(blocklist, message):
 
 def test_a_blocklist_of_words_blocks_those_words_and_no_letters():
     p = Predictor.load(MODEL, blocklist=("the",))
-    assert p.never[p.vocab.id_of("the")] and p.never.sum() == Predictor.load(MODEL).never.sum() + 1
+    assert p.ranker.never[p.vocab.id_of("the")] and p.ranker.never.sum() == Predictor.load(MODEL).ranker.never.sum() + 1
     assert "the" not in [w for w, _ in p.suggest("see you at", 10)]
 
 

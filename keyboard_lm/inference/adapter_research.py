@@ -65,7 +65,7 @@ def train_variants(session, sentences, validation_sentences=None, *, variants=No
         return report
     train_positions, validation = split_positions(session, sentences, validation_sentences, validation_fraction, seed)
     train = dict(epochs=epochs, learning_rate=learning_rate, optimizer="adam", validation=validation,
-                 patience=patience, weight_decay=weight_decay, stop_on=stop_on, never=session.predictor.never)
+                 patience=patience, weight_decay=weight_decay, stop_on=stop_on, never=session.ranker.never)
     if variants is None:  # the session's adapter, trained further
         session.personal.per_word = per_word
         losses = session.personal.train(*train_positions, **train)
@@ -79,7 +79,7 @@ def train_variants(session, sentences, validation_sentences=None, *, variants=No
                                 **options)
         state.add_words(zero_shot.words, zero_shot.base)
         state_losses = state.train(*train_positions, **train)
-        score = state.emr3(*validation, session.predictor.never) if validation is not None else 0.0
+        score = state.emr3(*validation, session.ranker.never) if validation is not None else 0.0
         tried.append((score, state, state_losses))
     i = max(range(len(tried)), key=lambda j: (tried[j][0], -j))  # the first of equal scores
     _, session.personal, losses = tried[i]

@@ -35,7 +35,7 @@ def _classify(session, words) -> dict:
         token = tokens[0]
         if token in session.predictor.vocab:
             out["in_vocabulary"].append(token)
-        elif token in session.predictor.blocked_spellings:
+        elif session.ranker.blocked(token):
             out["blocked"].append(token)
         elif (session.personal is not None and session.personal.index_of(token) is not None) or token in seen:
             out["already_personal"].append(token)
@@ -254,7 +254,7 @@ def personalize_sentences(session, sentences, validation_sentences=None, *, max_
         return report
     train_positions, validation = split_positions(session, sentences, validation_sentences, validation_fraction, seed)
     losses = session.personal.train(*train_positions, epochs=epochs, learning_rate=learning_rate, optimizer="adam",
-                                    validation=validation, patience=patience, never=session.predictor.never)
+                                    validation=validation, patience=patience, never=session.ranker.never)
     return finish_training(session, report, losses, train_positions, validation, start)
 
 
@@ -274,7 +274,7 @@ def prepare_words(session, sentences, max_words: int, validation_fraction: float
     if session.predictor.char_encoder is None:
         raise ConfigError("personal words need the char encoder: Predictor.load(model, char_encoder=ENCODER.tflite)")
     counts = collections.Counter(w for s in sentences for w in s if w not in session.predictor.vocab
-                                 and w not in session.predictor.blocked_spellings)
+                                 and not session.ranker.blocked(w))
     existing = set(session.personal.words) if session.personal is not None else set()
     limit = session.predictor.char_encoder.max_bytes
     candidates = [w for w, _ in counts.most_common() if w not in existing]

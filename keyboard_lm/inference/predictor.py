@@ -7,19 +7,16 @@ user history's mixture, personal words and the cost of a step.
 
 from __future__ import annotations
 
-import bisect
 import os
 from typing import Iterable
-
-import numpy as np
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.inference.personal_words import CharEncoderFile
 from keyboard_lm.inference.prefix_cache import PREFIX_CACHE_SIZE, PrefixCache
-from keyboard_lm.inference.session import Session, check_k
+from keyboard_lm.inference.ranker import Ranker
+from keyboard_lm.inference.session import Session
 from keyboard_lm.inference.user_history import UserHistory
-from keyboard_lm.text import tokenizer
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 
@@ -49,23 +46,8 @@ class Predictor:
                 raise ConfigError(f"{char_encoder.path}: embeds into {char_encoder.meta.get('embedding_dim')} dims, "
                                   f"the model uses {model.embedding_dim}")
         self.char_encoder = char_encoder
-        self.blocked_spellings = set()
-        v = len(self.vocab)
-        self.never = np.zeros(v, bool)
-        self.never[list(SPECIAL_TOKENS.ids)] = True
-        for word in _words(blocklist):
-            for token in tokenizer.tokenize(word):
-                self.blocked_spellings.add(token)  # also kept out of personal words
-                if token in self.vocab:
-                    self.never[self.vocab.id_of(token)] = True
-        # Words sorted by spelling, for prefix ranges in complete().
-        words = [(t, i) for i, t in enumerate(self.vocab.tokens) if not self.never[i]]
-        words.sort()
-        self._sorted_words = [w for w, _ in words]
-        self._sorted_ids = np.array([i for _, i in words], np.int64)
-        self.suggestable_ids = np.flatnonzero(~self.never)
-        self.suggestable_ids.setflags(write=False)  # shared by every session
-        self._never_ids = np.flatnonzero(self.never)
+        #: What may be suggested and how the sources merge (model, phrase table, history, personal words).
+        self.ranker = Ranker(self.vocab, _words(blocklist), phrases=model.phrases, gate=model.phrase_gate)
         # The position after <bos> from a zero state, where every sentence starts: computed once.
         zero = model.initial_state()
         zero.setflags(write=False)
@@ -123,55 +105,8 @@ class Predictor:
             s.commit(context, replay_tail=True)
         else:
             inputs = self._prefix_cache.chunk_inputs(context)
-            s.set_position(inputs[-1], self._prefix_cache.position(inputs), len(inputs))
+            s.set_position(inputs[-1], self._prefix_cache.position(inputs), len(inputs), chunk_inputs=inputs)
         return s
-
-    # -- shared by sessions --------------------------------------------------
-    def rank(self, log_probs: np.ndarray, ids: np.ndarray, k: int,
-             personal_words: list[str] = ()) -> list[tuple[str, float]]:
-        """The k best of ``ids`` by log-prob, ties by id ascending (the graph's top-k order).
-
-        An id V + i (joint softmax of a session) is ``personal_words[i]``.
-        """
-        check_k(k)
-        if len(ids) == 0:
-            return []
-        scores = log_probs[ids]
-        if len(ids) > k:
-            kth = np.partition(scores, len(ids) - k)[len(ids) - k]  # the k-th largest score
-            pick = np.flatnonzero(scores >= kth)  # k of them, more on a tie with the k-th
-        else:
-            pick = np.arange(len(ids))
-        if len(pick) > 1:
-            pick = pick[np.lexsort((ids[pick], -scores[pick]))][:k]
-        # One exp over the picked scores (in their float32, as before), then plain Python numbers: per-element
-        # numpy calls cost more than the handful of items.
-        n_vocab, token_of = len(self.vocab), self.vocab.token_of
-        return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p)
-                for i, p in zip(ids[pick].tolist(), np.exp(scores[pick]).tolist())]
-
-    def rank_all(self, log_probs: np.ndarray, k: int, personal_words: list[str] = ()) -> list[tuple[str, float]]:
-        """``rank(log_probs, every suggestable id (and every personal word), k)`` for a small k, by k argmax passes.
-
-        An argmax is one linear scan, and returns the first (smallest) id of equal maxima: the same k
-        words in the same order as the partition and sort of ``rank``, in a third of its time on an
-        emulated aarch64 CPU (a suggestion with the user history needs this on every keystroke).
-        """
-        check_k(k)
-        scores = log_probs.copy()  # log_probs may be shared (the sentence start's); masking works on a copy
-        scores[self._never_ids] = -np.inf
-        picked = []
-        for _ in range(min(k, len(scores) - len(self._never_ids))):
-            picked.append(int(scores.argmax()))
-            scores[picked[-1]] = -np.inf
-        n_vocab, token_of = len(self.vocab), self.vocab.token_of
-        return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p)  # exp in float32, as rank
-                for i, p in zip(picked, np.exp(log_probs[picked]).tolist())]
-
-    def prefix_ids(self, prefix: str) -> np.ndarray:
-        lo = bisect.bisect_left(self._sorted_words, prefix)
-        hi = bisect.bisect_left(self._sorted_words, prefix + "\U0010ffff")
-        return self._sorted_ids[lo:hi]
 
 
 def _words(blocklist) -> list[str]:

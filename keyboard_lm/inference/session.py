@@ -58,8 +58,6 @@ whose context extends a recent one by a word costs one step.
 from __future__ import annotations
 
 import bisect
-import heapq
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -67,8 +65,10 @@ import numpy as np
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference import personalization
 from keyboard_lm.inference.personal_words import PersonalState
+from keyboard_lm.inference.ranker import PhraseMatch, check_k
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
+from keyboard_lm.text.phrase_table import MAX_ORDER
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 if TYPE_CHECKING:
@@ -80,11 +80,9 @@ HISTORY_WEIGHT = 0.3
 #: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
 HISTORY_CONTEXT_K = 4.0
 _ANY = object()  # Session._step's context when the word before the position is not known
+_UNKNOWN = object()  # Session._match before the phrase table was looked up at this position
 
 
-def check_k(k) -> None:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
 
 
 
@@ -94,7 +92,9 @@ class Session:
     def __init__(self, predictor: "Predictor", history: UserHistory | None = None, learn: bool = True):
         self.predictor = predictor
         self.model = predictor.model
-        self._all_ids = predictor.suggestable_ids
+        self.ranker = predictor.ranker  # every source is merged there, once
+        self._all_ids = self.ranker.suggestable_ids
+        self._match: PhraseMatch | None | object = _UNKNOWN  # the phrase table's entry here, once looked up
         if not isinstance(learn, bool):  # learn="no" would be true: a password field learnt from
             raise ConfigError(f"learn must be True or False, got {learn!r:.40}")
         self.personal: PersonalState | None = None
@@ -164,9 +164,16 @@ class Session:
             return False
         return context is _ANY or self.history.context_count(context) > 0
 
+    def _phrase(self) -> PhraseMatch | None:
+        """The phrase table's entry at this position (None: no stored context, or no weight), looked up once."""
+        if self._match is _UNKNOWN:
+            self._match = self.ranker.phrase_match(self._context)
+        return self._match
+
     def _step(self, token: int | None, personal_index: int | None, state: np.ndarray, context=None) -> None:
         """One model input: a vocabulary id, or a personal word (its adapted embedding)."""
         self._last_input = (token, personal_index, state)  # to redo the step, or compute the full distribution
+        self._match = _UNKNOWN
         typing, self._completed_here = self._completed_here, False
         if self._personal_active():
             if personal_index is not None:
@@ -179,8 +186,9 @@ class Session:
             self._full = z - (m + np.log(np.exp(z - m).sum()))  # [V + n], joint softmax
             self._graph_top = None
             self._output, self._vocab_logits = output, logits
-        elif self._history_may_mix_after(context) or typing:
-            # The history's mixture reads the model's probability of its candidates; a user who typed letters
+        elif self._history_may_mix_after(context) or typing or self._phrase() is not None:
+            # The history's and the phrase table's mixtures read the model's probability of their candidates; a
+            # user who typed letters
             # at the last position will likely complete here too. One full step then serves the strip and the
             # completions, instead of the graph's top K now and the full step again at the first letter.
             self._full, self._state = self.model.step_full(token, state)
@@ -195,15 +203,20 @@ class Session:
         self._full = None  # computed from _last_input when needed
         self._output = self._vocab_logits = None
 
-    def set_position(self, token: int, position: tuple, inputs_in_chunk: int | None = None) -> None:
+    def set_position(self, token: int, position: tuple, inputs_in_chunk: int | None = None,
+                     chunk_inputs: list[int] | None = None) -> None:
         """Stand after ``token`` given a predictor position (state before, state after, graph top).
 
         The predictor's interface to a session (its stateless calls and the prefix cache's positions);
-        ``inputs_in_chunk``: how many inputs of the current training chunk that position has read.
+        ``inputs_in_chunk``: how many inputs of the current training chunk that position has read;
+        ``chunk_inputs``: those inputs' ids (the phrase table's context is their last few).
         """
         before, self._state, top_ids, top_log_probs = position
         if inputs_in_chunk is not None:
             self.inputs_in_chunk = inputs_in_chunk
+        if chunk_inputs is not None:
+            self._context = list(chunk_inputs[-MAX_ORDER:])
+        self._match = _UNKNOWN
         self._last_input = (token, None, before)
         self._set_graph_top(top_ids, top_log_probs)
         if position is self.predictor.bos_position:  # a sentence start: its distribution was computed at load
@@ -225,6 +238,7 @@ class Session:
 
     def reset(self) -> None:
         """Start a new sentence/field: the state after ``<bos>``."""
+        self._context = [SPECIAL_TOKENS.bos_id]  # the phrase table's context: the chunk's last inputs
         if self._personal_active():
             self._step(SPECIAL_TOKENS.bos_id, None, self.model.initial_state())
         else:  # the same for every sentence: the predictor computed it once
@@ -244,11 +258,14 @@ class Session:
             # A new training chunk: the model never saw a state older than seq_len inputs.
             self._state = self.model.initial_state()
             self.inputs_in_chunk = 0
+            self._context = []
+        vocab = self.ranker.vocab
         personal_index = None
-        if word not in self.predictor.vocab and self._personal_active():
+        if word not in vocab and self._personal_active():
             personal_index = self.personal.index_of(word)
-        self._step(self.predictor.vocab.id_of(word) if personal_index is None else None, personal_index, self._state,
-                   word)
+        # A word outside the vocabulary (personal or not) is <oov> here: no stored context holds it.
+        self._context = [*self._context[1 - MAX_ORDER:], vocab.id_of(word)]
+        self._step(vocab.id_of(word) if personal_index is None else None, personal_index, self._state, word)
         if self.learning and self.history is not None and self.learnable(word):
             self.history.learn_word(self.previous_word, word)
         self.previous_word = word
@@ -284,53 +301,30 @@ class Session:
 
     # -- suggestions -----------------------------------------------------------
     def _top(self, ids: np.ndarray, personal: list[int], k: int, prefix: str = "") -> list[tuple[str, float]]:
+        """The k best words among ``ids`` and the ``personal`` word indices: the model's, merged by the ranker
+        with the phrase table and the history where they have a say here."""
         n_personal = len(self.personal.words) if self.personal is not None else 0
+        words = self.personal.words if personal else ()
         if ids is self._all_ids and len(personal) == n_personal and k <= 8:  # every word: k scans beat a sort
-            top = self.predictor.rank_all(self._log_probs, k, self.personal.words if personal else ())
+            top = self.ranker.top_all(self._log_probs, k, words)
         elif not personal:
-            top = self.predictor.rank(self._log_probs, ids, k)
+            top = self.ranker.top_model(self._log_probs, ids, k)
         else:
-            joint = np.concatenate([ids, len(self.predictor.vocab) + np.asarray(personal, np.int64)])
-            top = self.predictor.rank(self._log_probs, joint, k, self.personal.words)
-        a = self._history_share()
-        return self._with_history(top, k, prefix, a) if a > 0 else top
+            joint = np.concatenate([ids, len(self.ranker.vocab) + np.asarray(personal, np.int64)])
+            top = self.ranker.top_model(self._log_probs, joint, k, words)
+        a, phrase = self._history_share(), self._phrase()
+        if a <= 0 and phrase is None:
+            return top
+        return self.ranker.merge(top, k, prefix=prefix, phrase=phrase, history=self.history, history_share=a,
+                                 previous_word=self.previous_word, model_probability=self._model_probability)
 
-    def _with_history(self, top, k: int, prefix: str, a: float) -> list[tuple[str, float]]:
-        """The k best of the mixture: the model's top k and every word the history knows can be among them.
-
-        A word outside the model's top k has a model probability of at most the k-th's, p_k, so its
-        mixture is at most (1 - a) p_k + a p_hist: candidates are taken by p_hist, largest first, and
-        the rest are skipped once that bound falls below the k-th best mixture so far. The answer is
-        the one scoring every candidate would give (a skipped word scores strictly less).
-        """
-        vocab, never = self.predictor.vocab, self.predictor.never
-        scores = {w: (1 - a) * p for w, p in top}
-        also = [*scores, *(self.history.words_with_prefix(prefix) if prefix else ())]
-        hist = self.history.candidates(self.previous_word, also=also)
-        for w in scores:
-            scores[w] += a * hist.get(w, 0.0)
-        p_k = top[-1][1] if len(top) >= k else 0.0
-        kth = heapq.nlargest(k, scores.values())[-1] if len(scores) >= k else -math.inf
-        n_vocab, blocked = len(vocab), self.predictor.blocked_spellings
-        personal = self._personal_active()
-        for word in sorted(hist, key=hist.get, reverse=True):  # stable: equal p_hist keep their order
-            p_hist = hist[word]
-            if (1 - a) * p_k + a * p_hist < kth:
-                break  # every later candidate has a smaller p_hist: none can reach the k best
-            if word in scores or not word.startswith(prefix) or word in blocked:
-                continue
-            if word in vocab:
-                i = vocab.id_of(word)
-                if never[i]:
-                    continue
-                p_model = float(np.exp(self._log_probs[i]))
-            else:
-                index = self.personal.index_of(word) if personal else None
-                p_model = 0.0 if index is None else float(np.exp(self._log_probs[n_vocab + index]))
-            scores[word] = (1 - a) * p_model + a * p_hist
-            if len(scores) >= k:
-                kth = heapq.nlargest(k, scores.values())[-1]
-        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    def _model_probability(self, word: str) -> float:
+        """p_m of a vocabulary or personal word at this position (0 for a word the model cannot produce)."""
+        vocab = self.ranker.vocab
+        if word in vocab:
+            return float(np.exp(self._log_probs[vocab.id_of(word)]))
+        index = self.personal.index_of(word) if self._personal_active() else None
+        return 0.0 if index is None else float(np.exp(self._log_probs[len(vocab) + index]))
 
     def _graph_suggestions(self, k: int) -> list[tuple[str, float]] | None:
         """The k best suggestions from the graph's top K, or None where they may differ from the full ranking.
@@ -339,12 +333,12 @@ class Session:
         the best of the rest in order, so the answer is exact whenever k of them remain. Personal
         words and the history change the ranking (None: the full path decides).
         """
-        if self._graph_top is None or self._history_active() or self._personal_active():
+        if self._graph_top is None or self._history_active() or self._personal_active() or self._phrase() is not None:
             return None
         top_ids, top_log_probs = self._graph_top
         if k > len(top_ids):
             return None
-        never, vocab, out = self.predictor.never, self.predictor.vocab, []
+        never, vocab, out = self.ranker.never, self.ranker.vocab, []
         for i, log_prob in zip(top_ids.tolist(), top_log_probs):
             if not never[i]:
                 out.append((vocab.token_of(i), float(np.exp(log_prob))))
@@ -372,7 +366,7 @@ class Session:
             hi = bisect.bisect_left(self._personal_sorted, (normalized + "\U0010ffff",))
             personal = [i for _, i in self._personal_sorted[lo:hi]]
         self._completed_here = True
-        return self._top(self.predictor.prefix_ids(normalized), personal, k, prefix=normalized)
+        return self._top(self.ranker.prefix_ids(normalized), personal, k, prefix=normalized)
 
     @property
     def outputs(self) -> tuple:
@@ -394,7 +388,7 @@ class Session:
 
     def learnable(self, word: str) -> bool:
         """Whether the user history may learn ``word``: never a special token nor a blocklisted word."""
-        return word not in SPECIAL_TOKENS.tokens and word not in self.predictor.blocked_spellings
+        return self.ranker.learnable(word)
 
     # -- personalization (``keyboard_lm.inference.personalization``) -------------
     def add_personal_words(self, words) -> dict:

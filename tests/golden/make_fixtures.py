@@ -94,7 +94,7 @@ def fixture_for(path: Path) -> dict:
         s = p.session()
         s.commit(context)
         normalized = tokenizer.normalize(prefix).strip()
-        cands = p.prefix_ids(normalized)
+        cands = p.ranker.prefix_ids(normalized)
         ids = top(s._log_probs, np.asarray(cands), K)
         entry["completions"].append({"context": context, "prefix": prefix, "top_ids": ids,
                                      "top_words": [p.vocab.token_of(i) for i in ids],
