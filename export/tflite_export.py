@@ -39,7 +39,9 @@ from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check
 from keyboard_lm.export.step_module import StepModule
 from keyboard_lm.export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, VOCAB_FILE, seal
+from keyboard_lm.inference.model_file import FILE_FORMAT, METADATA_FILE, PHRASES_FILE, VOCAB_FILE, seal
+from keyboard_lm.inference.ranker import PhraseGate
+from keyboard_lm.text.phrase_table import PhraseTable
 from keyboard_lm.models.run_dir import Run, atomic_write, build_loaded_model, load_run
 from keyboard_lm.models.config import QUANTIZATION
 from keyboard_lm.models.quantization import rounding_error_steps
@@ -112,12 +114,45 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
     }
 
 
-def associated_files(meta: dict, vocab_text: str) -> bytes:
-    """The zip archive appended to the flatbuffer (without its checksum comment; ``seal`` adds it)."""
+#: A run's phrase table and its gate (``keyboard-lm phrases``), exported with the model when present.
+RUN_PHRASES_FILE, RUN_GATE_FILE = "phrases.bin", "phrase_gate.json"
+
+
+def run_phrases(run: Run) -> tuple[bytes, dict] | None:
+    """(table bytes, the metadata's "phrases" object) of ``run``'s phrase table, or None if it has none.
+
+    The table is checked against the run's vocabulary and the gate against its format here, so a
+    damaged or foreign table is refused at export (ConfigError naming the file), not on a phone.
+    """
+    table_path, gate_path = (os.path.join(run.path, f) for f in (RUN_PHRASES_FILE, RUN_GATE_FILE))
+    if not os.path.exists(table_path):
+        return None
+    try:
+        with open(table_path, "rb") as f:
+            data = f.read()
+        with open(gate_path, encoding="utf-8") as f:
+            fitted = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{gate_path if isinstance(e, ValueError) else e.filename}: cannot read the run's "
+                          f"phrase table ({e})") from None
+    table = PhraseTable.from_bytes(data, len(run.vocab), table_path)
+    gate = PhraseGate.from_dict(fitted.get("gate") if isinstance(fitted, dict) else None, gate_path)
+    return data, {"file": PHRASES_FILE, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                  "contexts": len(table), "entries": int(len(table.ids)), "max_order": table.max_order,
+                  "gate": gate.to_dict(), "discovery": fitted.get("discovery")}
+
+
+def associated_files(meta: dict, vocab_text: str, phrases: bytes | None = None) -> bytes:
+    """The zip archive appended to the flatbuffer (without its checksum comment; ``seal`` adds it).
+
+    The phrase table is stored uncompressed: its hashes do not deflate, and a reader maps it as it is.
+    """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr(METADATA_FILE, json.dumps(meta, indent=1, sort_keys=True))
         z.writestr(VOCAB_FILE, vocab_text)
+        if phrases is not None:
+            z.writestr(PHRASES_FILE, phrases, compress_type=zipfile.ZIP_STORED)
     return buf.getvalue()
 
 
@@ -141,19 +176,25 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
 
 
 def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_BUDGET_BYTES, k: int = 3,
-               quantization: str = "auto") -> dict:
+               quantization: str = "auto", phrases: bool = True) -> dict:
     """Export ``run_dir`` to ``out_path`` (+ ``<out>.card.json``); returns the model card.
 
-    Nothing is written unless conversion succeeds and the file fits the budget.
+    ``phrases``: include the run's phrase table when it has one (``keyboard-lm phrases``); the budget
+    holds for the whole file. Nothing is written unless conversion succeeds and the file fits the budget.
     """
     run = load_run(run_dir)
     flatbuffer, module, quant = convert(run, k=k, quantization=quantization)
-    data = seal(flatbuffer + associated_files(metadata(run, module, quant["mode"]), run.vocab.to_text()))
+    meta = metadata(run, module, quant["mode"])
+    table = run_phrases(run) if phrases else None
+    if table is not None:
+        meta["phrases"] = table[1]
+    data = seal(flatbuffer + associated_files(meta, run.vocab.to_text(), table[0] if table else None))
     extra = len(data) - len(flatbuffer)  # the archive and its checksum comment
     breakdown = size_breakdown(run, len(flatbuffer), extra, bytes_per_weight=4 if quant["mode"] == "none" else 1)
     check_budget(breakdown, budget_bytes)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)
+    card["phrases"] = {k: v for k, v in table[1].items() if k != "file"} if table else None
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     # Each through an exclusively created temporary file, fsynced and renamed: never a predictable name.
     atomic_write(os.path.abspath(out_path), data, mode=0o644)

@@ -42,6 +42,8 @@ from keyboard_lm.text.vocabulary import Vocabulary
 FILE_FORMAT = "keyboard_lm.tflite/1"
 METADATA_FILE = "keyboard_lm.json"
 VOCAB_FILE = "vocab.txt"
+#: The phrase table (``keyboard_lm.text.phrase_table``), present when the metadata has a "phrases" object.
+PHRASES_FILE = "phrases.bin"
 #: The zip comment that holds the checksum: this prefix, then 64 lowercase hex digits.
 CHECKSUM_PREFIX = b"keyboard_lm-sha256:"
 CHECKSUM_LENGTH = len(CHECKSUM_PREFIX) + 64
@@ -126,8 +128,9 @@ def _int_field(path: str, meta: dict, key: str, low: int = 1, high: int = 1 << 3
     return value
 
 
-def _read_archive(path: str, data: bytes) -> tuple[dict, str, int]:
-    """(metadata, vocabulary text, where the archive starts) of the zip appended to the flatbuffer."""
+def _read_archive(path: str, data: bytes) -> tuple[dict, str, int, bytes | None]:
+    """(metadata, vocabulary text, where the archive starts, the phrase table's bytes or None) of the zip
+    appended to the flatbuffer."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             infos = z.infolist()
@@ -140,6 +143,12 @@ def _read_archive(path: str, data: bytes) -> tuple[dict, str, int]:
                 raise ModelFileError(f"{path}: the embedded {too_big[0]} declares more than {MAX_ENTRY_BYTES} bytes")
             meta = json.loads(z.read(METADATA_FILE).decode("utf-8"))
             vocab_text = z.read(VOCAB_FILE).decode("utf-8")
+            phrases = None
+            if isinstance(meta, dict) and meta.get("phrases") is not None:
+                if PHRASES_FILE not in names:
+                    raise ModelFileError(f"{path}: the metadata describes a phrase table but the file has no "
+                                         f"{PHRASES_FILE}")
+                phrases = z.read(PHRASES_FILE)
             start = min(i.header_offset for i in infos)
     except ModelFileError:
         raise
@@ -151,7 +160,24 @@ def _read_archive(path: str, data: bytes) -> tuple[dict, str, int]:
         raise ModelFileError(f"{path}: the model's metadata is not a JSON object")
     if not 8 <= start <= len(data):
         raise ModelFileError(f"{path}: the embedded archive starts at byte {start}, outside the file")
-    return meta, vocab_text, start
+    return meta, vocab_text, start, phrases
+
+
+def _read_phrases(path: str, meta: dict, data: bytes | None, vocab_size: int):
+    """(PhraseTable, PhraseGate) of the file, or (None, None) without a table; ModelFileError naming the file."""
+    from keyboard_lm.inference.ranker import PhraseGate
+    from keyboard_lm.text.phrase_table import PhraseTable
+
+    info = meta.get("phrases")
+    if info is None or data is None:
+        return None, None
+    where = f"{path}!{PHRASES_FILE}"
+    if not isinstance(info, dict) or info.get("sha256") != hashlib.sha256(data).hexdigest():
+        raise ModelFileError(f"{where}: the phrase table does not match the metadata's sha256; the file is damaged")
+    try:
+        return PhraseTable.from_bytes(data, vocab_size, where), PhraseGate.from_dict(info.get("gate"), where)
+    except ConfigError as e:
+        raise ModelFileError(str(e)) from None
 
 
 def _check_metadata(path: str, meta: dict) -> None:
@@ -224,7 +250,7 @@ class ModelFile:
     """
 
     def __init__(self, path: str, data: bytes, meta: dict, vocab: Vocabulary, runtime: str | None, *,
-                 flatbuffer_end: int | None = None):
+                 flatbuffer_end: int | None = None, phrases_data: bytes | None = None):
         _check_metadata(path, meta)
         self.path = path
         self.meta = meta
@@ -241,7 +267,9 @@ class ModelFile:
         #: Files exported before personal words existed have no step_personal signature.
         self.has_personal_signatures = "step_personal" in meta["signatures"]
         if flatbuffer_end is None:
-            flatbuffer_end = _read_archive(path, data)[2]
+            _, _, flatbuffer_end, phrases_data = _read_archive(path, data)
+        #: The phrase table and its mixture gate (``keyboard_lm.inference.ranker``), or None: the model alone.
+        self.phrases, self.phrase_gate = _read_phrases(path, meta, phrases_data, len(vocab))
         sizes = {"S": self.state_size, "K": self.top_k, "V": len(vocab), "D": self.embedding_dim}
         _check_signatures(path, data, flatbuffer_end, sizes, self.has_personal_signatures)
         self._one, self._zero = np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32)
@@ -270,7 +298,7 @@ class ModelFile:
         if len(data) < 8 or data[4:8] != b"TFL3":
             raise ModelFileError(f"{path}: not a TFLite model (no TFL3 identifier); truncated or foreign file")
         check_checksum(path, data)
-        meta, vocab_text, flatbuffer_end = _read_archive(path, data)
+        meta, vocab_text, flatbuffer_end, phrases_data = _read_archive(path, data)
         _check_metadata(path, meta)
         try:
             vocab = Vocabulary.from_text(vocab_text, source=f"{path}!vocab.txt")
@@ -281,7 +309,7 @@ class ModelFile:
         sp = SPECIAL_TOKENS
         if meta["special_tokens"].get("oov") != [sp.oov, sp.oov_id]:
             raise ModelFileError(f"{path}: special tokens differ from this version's")
-        return cls(path, data, meta, vocab, runtime, flatbuffer_end=flatbuffer_end)
+        return cls(path, data, meta, vocab, runtime, flatbuffer_end=flatbuffer_end, phrases_data=phrases_data)
 
     def _build(self) -> list:
         """A new interpreter's signature runners: [step, step_full(, step_personal)]."""
