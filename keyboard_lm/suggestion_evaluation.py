@@ -1,0 +1,182 @@
+"""The suggestion stack as a keyboard runs it: the model alone, with the phrase table, with the user's history.
+
+``evaluate_stack`` streams each evaluated user's text, in order, through a ``Session`` of the exported
+model (the code a phone runs: its ``Ranker`` merges the model, the phrase table and the history), and
+scores the strip shown before each word: recall@1 and recall@3 as ``keyboard-lm eval`` counts them
+(every word but the end of sentence is an event; a word outside the vocabulary is a miss, even when the
+history suggests it). With ``history=True`` every user starts with an empty ``UserHistory`` that learns
+each word after it is scored, so a user's earlier text feeds the suggestions for their later text (Hard
+et al. compare models with client caches on both sides). ``evaluate_ngram_stack`` gives the Kneser-Ney
+n-gram the same streaming and the same history, merged by the same ``Ranker``.
+
+``fit_gate`` chooses the phrase table's weights on validation users only: for each context length and
+user bucket, the weight that makes the most recall@3 hits there (ties: the smaller weight), from a grid.
+The context at a position is the last inputs of the model's current training chunk, as a session keeps it.
+
+Results have the shape of ``keyboard_lm.evaluation`` results ({"pooled", "clients"}), so
+``evaluation.intervals`` and ``evaluation.paired_intervals`` apply.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from keyboard_lm.data.corpus import Corpus
+from keyboard_lm.data.examples import corpus_examples
+from keyboard_lm.inference.ranker import PhraseGate, Ranker
+from keyboard_lm.inference.session import HISTORY_CONTEXT_K, HISTORY_WEIGHT
+from keyboard_lm.inference.user_history import UserHistory
+from keyboard_lm.text.phrase_table import MAX_ORDER, PhraseTable
+from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+#: Weights tried for each cell of the gate.
+GATE_GRID = tuple(round(0.05 * i, 2) for i in range(20))
+_SP = SPECIAL_TOKENS
+
+
+def _result(sums: dict) -> dict:
+    """{"pooled", "clients"} from {client: [events, hits@1, hits@3]}."""
+    def metrics(events, hit1, hit3):
+        return {"recall_at_1": hit1 / events if events else float("nan"),
+                "recall_at_3": hit3 / events if events else float("nan"), "num_events": int(events)}
+    total = np.sum(list(sums.values()), axis=0) if sums else np.zeros(3)
+    return {"pooled": metrics(*total), "clients": {c: metrics(*v) for c, v in sums.items()}}
+
+
+def _stream(session, sentences: Iterable[Sequence[str]], vocab, sums: list) -> None:
+    """Score the strip before each word of ``sentences`` (tokenized), then commit the word."""
+    for sentence in sentences:
+        session.reset()
+        for word in sentence:
+            top = [w for w, _ in session.suggestions(3)]
+            if word in vocab and word not in _SP.tokens:
+                sums[1] += bool(top) and top[0] == word
+                sums[2] += word in top
+            sums[0] += 1
+            session.commit_word(word)
+
+
+def evaluate_stack(predictor, corpus: Corpus, client_ids, *, history: bool = False,
+                   history_weight: float = HISTORY_WEIGHT) -> dict:
+    """Recall of ``predictor``'s strips on each user's text in order (module docstring)."""
+    sums = {}
+    for cid in client_ids:
+        session = predictor.session(history=UserHistory() if history else None)
+        if history:
+            session.history_weight = history_weight
+        sums[cid] = [0, 0, 0]
+        _stream(session, corpus.sentences([cid]), predictor.vocab, sums[cid])
+    return _result(sums)
+
+
+class NgramSession:
+    """A session over a Kneser-Ney model: the same reset / commit_word / suggestions, merged by a ``Ranker``.
+
+    The n-gram reads the sentence's last ``order - 1`` tokens (``<bos>`` included), as in its evaluation.
+    """
+
+    def __init__(self, ngram, ranker: Ranker, history: UserHistory | None = None,
+                 history_weight: float = HISTORY_WEIGHT):
+        self.ngram, self.ranker, self.history, self.history_weight = ngram, ranker, history, history_weight
+        self.reset()
+
+    def reset(self) -> None:
+        self.tokens, self.previous_word = [_SP.bos_id], None
+
+    def commit_word(self, word: str) -> None:
+        if self.history is not None and self.ranker.learnable(word):
+            self.history.learn_word(self.previous_word, word)
+        self.tokens.append(self.ranker.vocab.id_of(word))
+        self.previous_word = word
+
+    def suggestions(self, k: int = 3) -> list[tuple[str, float]]:
+        dist = self.ngram.distribution(self.tokens[-(self.ngram.order - 1):] if self.ngram.order > 1 else [])
+        with np.errstate(divide="ignore"):
+            log_probs = np.log(dist).astype(np.float32)
+        top = self.ranker.top_all(log_probs, k)
+        if self.history is None or not self.history.num_words:
+            return top
+        n = self.history.context_count(self.previous_word)
+        a = self.history_weight * n / (n + HISTORY_CONTEXT_K)
+        if a <= 0:
+            return top
+        vocab = self.ranker.vocab
+        return self.ranker.merge(top, k, history=self.history, history_share=a, previous_word=self.previous_word,
+                                 model_probability=lambda w: float(dist[vocab.id_of(w)]) if w in vocab else 0.0)
+
+
+def evaluate_ngram_stack(ngram, vocab, corpus: Corpus, client_ids, *, history: bool = False,
+                         history_weight: float = HISTORY_WEIGHT) -> dict:
+    """``evaluate_stack`` for a Kneser-Ney n-gram (with the same per-user history when ``history``)."""
+    ranker, sums = Ranker(vocab), {}
+    for cid in client_ids:
+        session = NgramSession(ngram, ranker, UserHistory() if history else None, history_weight)
+        sums[cid] = [0, 0, 0]
+        _stream(session, corpus.sentences([cid]), vocab, sums[cid])
+    return _result(sums)
+
+
+# -- the gate --------------------------------------------------------------------------------------------------
+def gate_events(model, table: PhraseTable, corpus: Corpus, client_ids, bounds: Sequence[int]) -> dict:
+    """For every position whose context the table holds: what the gate's choice decides there.
+
+    Returns {(n, bucket): [(model's top-3 ids and probabilities, table ids, their q and model
+    probabilities, target), ...]}, the model's top 3 taken among suggestable words not in the table.
+    """
+    ranker = Ranker(model.vocab)
+    never = ranker.never
+    cells = collections.defaultdict(list)
+    for cid in client_ids:
+        for x, y in corpus_examples(corpus.sentences([cid]), model.vocab, model.seq_len):
+            state = model.initial_state()
+            for t, (token, target) in enumerate(zip(x, y)):
+                if token == _SP.pad_id:
+                    break
+                log_probs, state = model.step_full(int(token), state)
+                if target in (_SP.eos_id, _SP.pad_id):
+                    continue
+                found = table.lookup([int(i) for i in x[max(0, t + 1 - MAX_ORDER):t + 1]])
+                if found is None:
+                    continue
+                n, users, ids, q = found
+                keep = ~never[ids]
+                ids, q = ids[keep], q[keep]
+                p = np.exp(log_probs.astype(np.float64))
+                masked = p.copy()
+                masked[never] = -1.0
+                masked[ids] = -1.0
+                top = np.argsort(-masked, kind="stable")[:3]
+                bucket = int(np.searchsorted(bounds, users, side="right"))
+                cells[(n, bucket)].append((top, p[top], ids, q.astype(np.float64), p[ids], int(target)))
+    return cells
+
+
+def _hits(events: list, lam: float) -> int:
+    hits = 0
+    for top, p_top, ids, q, p_ids, target in events:
+        words = np.concatenate([top, ids])
+        scores = np.concatenate([(1 - lam) * p_top, (1 - lam) * p_ids + lam * q])
+        best = words[np.argsort(-scores, kind="stable")[:3]]
+        hits += target in best
+    return hits
+
+
+def fit_gate(model, table: PhraseTable, corpus: Corpus, validation_ids, bounds: Sequence[int] = (4, 16, 64),
+             grid: Sequence[float] = GATE_GRID) -> tuple[PhraseGate, dict]:
+    """The gate with the most recall@3 hits on ``validation_ids``, cell by cell (module docstring).
+
+    Returns (gate, report): the report gives each cell's events and hits at lam = 0 and at its weight.
+    """
+    cells = gate_events(model, table, corpus, validation_ids, bounds)
+    weights = [[0.0] * (len(bounds) + 1) for _ in range(table.max_order)]
+    report = {"validation_users": len(list(validation_ids)), "cells": {}}
+    for (n, bucket), events in sorted(cells.items()):
+        scored = [(_hits(events, lam), -lam) for lam in grid]
+        hits, neg_lam = max(scored)
+        weights[n - 1][bucket] = -neg_lam
+        report["cells"][f"{n},{bucket}"] = {"events": len(events), "hits_without": scored[0][0], "hits": hits,
+                                           "weight": -neg_lam}
+    return PhraseGate(tuple(bounds), tuple(tuple(r) for r in weights)), report
