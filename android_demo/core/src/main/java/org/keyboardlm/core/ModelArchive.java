@@ -20,6 +20,12 @@ import java.util.Map;
  * Also how a model file's bytes are obtained: a path is mapped into memory ({@link #map}),
  * a stream read into one array ({@link #readStream}).
  *
+ * <p>A file may carry a phrase table ({@code phrases.bin}, see {@link PhraseTable}) when its
+ * metadata has a {@code "phrases"} object ({@code sha256} of the table, the {@code gate}, ...).
+ * It is refused, in one line naming the file, when the metadata describes a table the archive
+ * lacks, when the table's sha256 differs from the metadata's, when it is for another vocabulary
+ * size, or when it or its gate is damaged, as keyboard_lm/inference/model_file.py refuses it.
+ *
  * <p>The checksum comes first ({@link #verifyChecksum}): the zip's end-of-central-directory
  * comment is {@code keyboard_lm-sha256:<64 hex>}, the sha256 of every byte before the comment
  * (flatbuffer, zip entries, central directory, end record), and a file whose digest differs
@@ -32,19 +38,27 @@ public final class ModelArchive {
     static final String CHECKSUM_PREFIX = "keyboard_lm-sha256:";
     /** Larger than any keyboard model (the paper-size CIFG is 1.4 MB), as in Python. */
     static final int MAX_FILE_BYTES = 256 << 20;
+    /** The phrase table's entry in the archive (Python's PHRASES_FILE). */
+    static final String PHRASES_FILE = "phrases.bin";
 
     public final String path;
     public final String metadataJson;
     public final List<String> vocab;
     public final Vocabulary vocabulary;
     public final int seqLen;
+    /** The file's phrase table and its gate; both null for a file without one. */
+    public final PhraseTable phrases;
+    public final PhraseGate phraseGate;
 
-    private ModelArchive(String path, String metadataJson, Vocabulary vocabulary, int seqLen) {
+    private ModelArchive(String path, String metadataJson, Vocabulary vocabulary, int seqLen, PhraseTable phrases,
+                         PhraseGate phraseGate) {
         this.path = path;
         this.metadataJson = metadataJson;
         this.vocabulary = vocabulary;
         this.vocab = vocabulary.tokens();
         this.seqLen = seqLen;
+        this.phrases = phrases;
+        this.phraseGate = phraseGate;
     }
 
     /** Read and check {@code path}; every problem is a ModelFileException naming the file. */
@@ -185,7 +199,35 @@ public final class ModelArchive {
         if (seqLen != null && seqLen < 1) {
             throw new ModelFileException(path + ": seq_len " + seqLen + " in the model's metadata is not positive");
         }
-        return new ModelArchive(path, meta, vocabulary, seqLen == null ? 20 : seqLen);
+        Object info = phrasesInfo(path, meta);
+        if (info == null) return new ModelArchive(path, meta, vocabulary, seqLen == null ? 20 : seqLen, null, null);
+        byte[] table = files.get(PHRASES_FILE);
+        if (table == null) {
+            throw new ModelFileException(path + ": the metadata describes a phrase table but the file has no " + PHRASES_FILE);
+        }
+        String where = path + "!" + PHRASES_FILE;
+        if (!(info instanceof Map) || !sha256(table).equals(((Map<?, ?>) info).get("sha256"))) {
+            throw new ModelFileException(where + ": the phrase table does not match the metadata's sha256; the file is damaged");
+        }
+        PhraseTable phrases = PhraseTable.fromBytes(table, vocabulary.size(), where);
+        PhraseGate gate = PhraseGate.fromJson(((Map<?, ?>) info).get("gate"), where);
+        return new ModelArchive(path, meta, vocabulary, seqLen == null ? 20 : seqLen, phrases, gate);
+    }
+
+    /**
+     * The metadata's "phrases" value (an object for a file with a table), or null when it has none
+     * or it is JSON null. The metadata is parsed in full only when it names the key: a file
+     * without a table is read as it always was.
+     */
+    private static Object phrasesInfo(String path, String meta) throws ModelFileException {
+        if (topLevel(meta, "phrases") == null) return null;
+        Object root;
+        try {
+            root = new UserHistory.Json(meta).document();
+        } catch (IllegalArgumentException e) {
+            throw new ModelFileException(path + ": the model's metadata is " + e.getMessage());
+        }
+        return root instanceof Map ? ((Map<?, ?>) root).get("phrases") : null;
     }
 
     /**

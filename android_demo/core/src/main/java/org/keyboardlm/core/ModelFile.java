@@ -18,6 +18,10 @@ import java.nio.ByteBuffer;
  * bytes once, and the model keeps no reference to the bytes: after loading, its heap is the
  * decoded weights, and a mapped file may be replaced or deleted.
  *
+ * <p>A file may carry a phrase table ({@link #phrases}, weighted by {@link #phraseGate}), which
+ * a {@link Predictor} over it mixes into every strip; one that is damaged, foreign (another
+ * vocabulary) or missing where the metadata describes it is a ModelFileException naming the file.
+ *
  * <p>{@link #close} releases the engine's memory (a {@link JavaStepEngine}'s weights, or
  * whatever a {@link Closeable} engine holds); steps after it throw IllegalStateException.
  */
@@ -29,10 +33,23 @@ public final class ModelFile implements Closeable {
     public final int seqLen;
     /** keyboard_lm.json as stored in the file (empty for a model built in code). */
     public final String metadataJson;
+    /** The phrase table the file carries, or null: the model alone ranks. */
+    public final PhraseTable phrases;
+    /** The table's weight by context length and users; null exactly when {@link #phrases} is. */
+    public final PhraseGate phraseGate;
 
-    /** A model from parts (tests, or a LiteRT engine with a vocabulary read elsewhere); checks they agree. */
+    /** A model from parts (tests, or a LiteRT engine with a vocabulary read elsewhere), without a phrase table; checks they agree. */
     public ModelFile(String path, Vocabulary vocab, StepEngine engine, int seqLen, String metadataJson)
             throws ModelFileException {
+        this(path, vocab, engine, seqLen, metadataJson, null, null);
+    }
+
+    /**
+     * As {@link #ModelFile(String, Vocabulary, StepEngine, int, String)}, with the phrase table
+     * and gate the file carries (both null: none); the table must be for this vocabulary.
+     */
+    public ModelFile(String path, Vocabulary vocab, StepEngine engine, int seqLen, String metadataJson, PhraseTable phrases,
+                     PhraseGate phraseGate) throws ModelFileException {
         if (engine.vocabSize() != vocab.size()) {
             throw new ModelFileException(path + ": the model scores " + engine.vocabSize() + " words but its vocabulary has "
                     + vocab.size());
@@ -45,11 +62,20 @@ public final class ModelFile implements Closeable {
             throw new ModelFileException(path + ": the model's state has " + engine.stateSize()
                     + " values, its metadata says " + stateSize);
         }
+        if ((phrases == null) != (phraseGate == null)) {
+            throw new IllegalArgumentException("a phrase table needs its gate and a gate its table");
+        }
+        if (phrases != null && phrases.vocabSize != vocab.size()) {
+            throw new ModelFileException(path + ": the phrase table is for a vocabulary of " + phrases.vocabSize
+                    + " words, the model has " + vocab.size());
+        }
         this.path = path;
         this.vocab = vocab;
         this.engine = engine;
         this.seqLen = seqLen;
         this.metadataJson = metadataJson;
+        this.phrases = phrases;
+        this.phraseGate = phraseGate;
     }
 
     /** Read and check {@code path}, a .tflite written by keyboard-lm export; the file is mapped, not copied. */
@@ -92,7 +118,8 @@ public final class ModelFile implements Closeable {
         } catch (RuntimeException e) {
             throw new ModelFileException(path + ": the TFLite flatbuffer is corrupt (" + e + ")");
         }
-        return new ModelFile(path, archive.vocabulary, engine, archive.seqLen, archive.metadataJson);
+        return new ModelFile(path, archive.vocabulary, engine, archive.seqLen, archive.metadataJson, archive.phrases,
+                archive.phraseGate);
     }
 
     public int stateSize() {

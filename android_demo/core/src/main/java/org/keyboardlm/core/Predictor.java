@@ -1,27 +1,22 @@
 package org.keyboardlm.core;
 
 import java.io.Closeable;
-import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Collections;
-import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 /**
  * Next-word suggestions and word completion from one model file, following
  * keyboard_lm/inference/predictor.py rule by rule. Special tokens (including OOV) and
  * blocklisted words are never suggested. Thread-safe: sessions share it.
  *
- * <p>Ranking: log-prob descending, ties by id ascending (the golden fixture's order).
+ * <p>Ranking: every source (the model, the file's phrase table, a session's user history) is
+ * merged in one place, the predictor's {@link Ranker}; where only the model ranks, log-prob
+ * descending, ties by id ascending (the golden fixture's order). Completion candidates are the
+ * suggestable words that start with the normalized prefix (see {@link Ranker}).
  *
- * <p>Completion candidates: the suggestable words w with {@code prefix <= w < prefix + U+10FFFF}
- * in Unicode code point order ({@link TextSpec#compareCodePoints}), the range Python's
- * {@code bisect} over {@code sorted(words)} takes; in effect, the words that start with the
- * normalized prefix. Java's {@code String.compareTo} orders UTF-16 units, which differs for
- * characters outside the Basic Multilingual Plane: U+10FFFF is the surrogate pair
- * D8FF DFFF, below U+E000..U+FFFF, so a UTF-16 range would lose e.g. "x\uFF5E".
+ * <p>Phrase table: a model file may carry one ({@link ModelFile#phrases}); then at every position
+ * the longest stored context among the last {@link PhraseTable#MAX_ORDER} model inputs of the
+ * current training chunk mixes its next words in, weighted by the file's {@link PhraseGate}.
+ * A file without a table ranks as the model alone.
  *
  * <p>User history: a session may hold a {@link UserHistory} (see {@link Session}); the
  * blocklist's tokens, in the vocabulary or not, are never learnt nor suggested from it.
@@ -37,14 +32,8 @@ import java.util.Set;
 public final class Predictor implements Closeable {
     public final ModelFile model;
     public final Vocabulary vocab;
-    private final boolean[] never;
-    private final int[] suggestable;
-    /** Suggestable words in code point order, as code point arrays, and their ids. */
-    private final int[][] sortedWords;
-    private final int[] sortedIds;
-    private final List<String> ignoredBlocklist;
-    /** Every token of every blocklist entry, in the vocabulary or not (Python's _blocked_spellings). */
-    private final Set<String> blockedSpellings;
+    /** What may be suggested and how the sources merge (model, phrase table, user history). */
+    final Ranker ranker;
     /** The model after {@code <bos>} from the zero state, the same for every sentence; computed on first use, never written. */
     private volatile StepEngine.FullStep sentenceStart;
     /** Null when the cache is off (size 0) or the predictor is closed. */
@@ -71,52 +60,7 @@ public final class Predictor implements Closeable {
         }
         this.model = model;
         this.vocab = model.vocab;
-        int v = vocab.size();
-        never = new boolean[v];
-        for (int i = 0; i < Vocabulary.SPECIAL_TOKENS.size(); i++) never[i] = true;
-        List<String> ignored = new ArrayList<String>();
-        Set<String> blocked = new HashSet<String>();
-        if (blocklist != null) {
-            for (String word : blocklist) {
-                if (word == null) throw new IllegalArgumentException("blocklist entry is null");
-                boolean found = false;
-                for (String token : TextSpec.tokenize(word)) {
-                    blocked.add(token);
-                    if (vocab.contains(token)) {
-                        never[vocab.idOf(token)] = true;
-                        found = true;
-                    }
-                }
-                if (!found) ignored.add(word);
-            }
-        }
-        ignoredBlocklist = Collections.unmodifiableList(ignored);
-        blockedSpellings = blocked;
-        int n = 0;
-        for (boolean b : never) if (!b) n++;
-        suggestable = new int[n];
-        final int[][] cps = new int[v][];
-        Integer[] order = new Integer[n];
-        for (int i = 0, k = 0; i < v; i++) {
-            if (!never[i]) {
-                suggestable[k] = i;
-                order[k++] = i;
-                cps[i] = TextSpec.codePoints(vocab.tokenOf(i));
-            }
-        }
-        Arrays.sort(order, new Comparator<Integer>() {
-            @Override
-            public int compare(Integer a, Integer b) {
-                int c = Predictor.compare(cps[a], cps[b]);
-                return c != 0 ? c : Integer.compare(a, b);
-            }
-        });
-        sortedWords = new int[n][];
-        sortedIds = new int[n];
-        for (int k = 0; k < n; k++) {
-            sortedIds[k] = order[k];
-            sortedWords[k] = cps[order[k]];
-        }
+        this.ranker = new Ranker(vocab, blocklist, model.phrases, model.phraseGate);
         prefixCache = prefixCacheSize == 0 ? null : new PrefixCache(this, prefixCacheSize);
     }
 
@@ -154,12 +98,12 @@ public final class Predictor implements Closeable {
 
     /** Blocklist entries none of whose tokens is in the vocabulary (they block no model word, only history words). */
     public List<String> ignoredBlocklistWords() {
-        return ignoredBlocklist;
+        return ranker.ignoredBlocklistWords();
     }
 
     /** True when {@code token} is a token of a blocklist entry: never suggested, never learnt. */
     public boolean isBlocked(String token) {
-        return blockedSpellings.contains(token);
+        return ranker.blocked(token);
     }
 
     public Session session() {
@@ -197,7 +141,7 @@ public final class Predictor implements Closeable {
             s.commit(context, true);
             return s.suggestions(k);
         }
-        return top(cachedLogProbs(cache, context), suggestable, k);
+        return stateless(cache, context, "", k);
     }
 
     /** The k most probable vocabulary words starting with {@code prefix} after {@code context}. */
@@ -209,27 +153,25 @@ public final class Predictor implements Closeable {
             s.commit(context, true);
             return s.complete(prefix, k);
         }
-        float[] logProbs = cachedLogProbs(cache, context);
-        // As Session.complete without a history.
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
-        String normalized = Session.strip(TextSpec.normalize(prefix));
-        return normalized.isEmpty() ? top(logProbs, suggestable, k) : topWithPrefix(logProbs, normalized, k);
+        return stateless(cache, context, Session.strip(TextSpec.normalize(prefix)), k);
     }
 
-    /** The log-probs after {@code context} from the prefix cache (read, never written). */
-    private static float[] cachedLogProbs(PrefixCache cache, String context) {
+    /**
+     * As a session without a history that committed {@code context} ranks after it, from the
+     * prefix cache: the model's result after the chunk's inputs (read, never written), merged with
+     * the phrase table's entry for their last few. {@code prefix}: normalized and stripped.
+     */
+    private List<Suggestion> stateless(PrefixCache cache, String context, String prefix, int k) {
         if (context == null) throw new IllegalArgumentException("text must not be null");
-        return cache.position(context).logProbs;
+        int[] inputs = cache.chunkInputs(context);
+        float[] logProbs = cache.position(inputs).logProbs;
+        List<Suggestion> top = prefix.isEmpty() ? ranker.top(logProbs, ranker.suggestableIds(), k)
+                : ranker.topWithPrefix(logProbs, prefix, k);
+        return ranker.merge(top, k, prefix, ranker.phraseMatch(inputs, inputs.length), null, 0.0, null, logProbs);
     }
 
     // -- shared by sessions ---------------------------------------------------------------
-
-    static int compare(int[] x, int[] y) {
-        for (int k = 0; k < Math.min(x.length, y.length); k++) {
-            if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
-        }
-        return Integer.compare(x.length, y.length);
-    }
 
     /**
      * The step every sentence starts with ({@code <bos>} from the zero state), computed once:
@@ -243,86 +185,5 @@ public final class Predictor implements Closeable {
             sentenceStart = s;
         }
         return s;
-    }
-
-    /** True for the ids never suggested: special tokens and blocklisted words. */
-    boolean neverSuggested(int id) {
-        return never[id];
-    }
-
-    /** Ids allowed in suggestions, ascending. */
-    int[] suggestableIds() {
-        return suggestable;
-    }
-
-    /** Completion candidates for a normalized, stripped prefix (see the class comment). */
-    int[] prefixIds(String prefix) {
-        int[] lo = TextSpec.codePoints(prefix);
-        int[] hi = Arrays.copyOf(lo, lo.length + 1);
-        hi[lo.length] = Character.MAX_CODE_POINT;
-        int a = bisectLeft(lo);
-        int b = bisectLeft(hi);
-        return Arrays.copyOfRange(sortedIds, a, Math.max(a, b));
-    }
-
-    /**
-     * {@code top(logProbs, prefixIds(prefix), k)} without the copy of the ids (a typed letter
-     * would otherwise copy up to a vocabulary's worth of them): the same ids, in the same order.
-     */
-    List<Suggestion> topWithPrefix(float[] logProbs, String prefix, int k) {
-        int[] lo = TextSpec.codePoints(prefix);
-        int[] hi = Arrays.copyOf(lo, lo.length + 1);
-        hi[lo.length] = Character.MAX_CODE_POINT;
-        int a = bisectLeft(lo);
-        int b = bisectLeft(hi);
-        return top(logProbs, sortedIds, a, Math.max(a, b), k);
-    }
-
-    private int bisectLeft(int[] key) {
-        int a = 0;
-        int b = sortedWords.length;
-        while (a < b) {
-            int mid = (a + b) >>> 1;
-            if (compare(sortedWords[mid], key) < 0) a = mid + 1;
-            else b = mid;
-        }
-        return a;
-    }
-
-    /** The k best of {@code ids} by log-prob descending, ties by id ascending; NaN ranks last. */
-    List<Suggestion> top(float[] logProbs, int[] ids, int k) {
-        return top(logProbs, ids, 0, ids.length, k);
-    }
-
-    /** {@link #top(float[], int[], int)} of {@code ids[from..to)}. */
-    private List<Suggestion> top(float[] logProbs, int[] ids, int from, int to, int k) {
-        if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
-        int[] best = new int[Math.min(k, to - from)];
-        if (best.length == 0) return new ArrayList<Suggestion>();
-        int n = 0;
-        for (int i = from; i < to; i++) {
-            int id = ids[i];
-            if (n == best.length && !before(logProbs, id, best[n - 1])) continue;
-            int j = n < best.length ? n++ : n - 1;
-            while (j > 0 && before(logProbs, id, best[j - 1])) {
-                best[j] = best[j - 1];
-                j--;
-            }
-            best[j] = id;
-        }
-        List<Suggestion> out = new ArrayList<Suggestion>(n);
-        for (int i = 0; i < n; i++) out.add(new Suggestion(vocab.tokenOf(best[i]), best[i], logProbs[best[i]]));
-        return out;
-    }
-
-    private static boolean before(float[] logProbs, int a, int b) {
-        float x = logProbs[a];
-        float y = logProbs[b];
-        if (x != y) {
-            if (Float.isNaN(x)) return false;
-            if (Float.isNaN(y)) return true;
-            return x > y;
-        }
-        return a < b;
     }
 }

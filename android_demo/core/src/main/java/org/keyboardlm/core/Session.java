@@ -1,12 +1,8 @@
 package org.keyboardlm.core;
 
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.Comparator;
-import java.util.LinkedHashMap;
+import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 
 /**
  * One text field being typed (keyboard_lm/inference/predictor.py Session): the recurrent
@@ -27,9 +23,9 @@ import java.util.Map;
  * (shared by the user's sessions). Every committed word is learnt after the previous one
  * ({@code <s>} at a sentence start), unless the session does not learn (a password field):
  * special tokens and blocklisted words never are. Suggestions and completions then rank the
- * mixture {@code (1 - a) p_model + a p_history(. | previous word)} over the model's top k and
- * the history's candidates, as Python's {@code _with_history}: a word only the history knows,
- * outside the vocabulary too, gets its share of a. The share a is
+ * mixture {@code (1 - a) p + a p_history(. | previous word)} over the model's top k, the phrase
+ * table's words and the history's candidates (the predictor's {@link Ranker} merges them): a word
+ * only the history knows, outside the vocabulary too, gets its share of a. The share a is
  * {@link #effectiveHistoryWeight()} = {@code historyWeight() * n / (n + HISTORY_CONTEXT_K)},
  * n the history's decayed count of the words typed after the previous word
  * ({@link UserHistory#contextCount}): after a previous word the user never typed, the model's
@@ -38,6 +34,13 @@ import java.util.Map;
  * the user's, saved in the history ({@link UserHistory#weight()}, chosen by Python's
  * {@code Session.personalize} or on the device by {@link #chooseHistoryWeight}), else
  * {@link #HISTORY_WEIGHT}. A rewind restores the previous word but does not unlearn.
+ *
+ * <p>Phrase table (a model file may carry one, see {@link PhraseTable}): the session keeps the
+ * last {@link PhraseTable#MAX_ORDER} model inputs of the current training chunk as vocabulary
+ * ids ({@code <bos>} at a sentence start, a word outside the vocabulary as {@code <oov>}, none
+ * from before a state restart), as Python's {@code Session._context}; at each position the
+ * ranker looks up the longest stored context among them, and where the gate gives it a weight,
+ * p above is {@code (1 - lam) p_model + lam q}. A rewind restores them.
  *
  * <p>Memory: each step's result (log-probs and state) is owned by the session or by one
  * remembered commit. A result neither holds any more (forgotten by a rewind, a reset or the
@@ -68,6 +71,7 @@ public final class Session {
     private final int seqLen;
     private final int rewindDepth;
     private final int[] allIds;
+    private final Ranker ranker;
 
     /** The session's log-probs and state: the result of its last step. */
     private StepEngine.FullStep current;
@@ -85,6 +89,9 @@ public final class Session {
     private Double historyWeight;
     /** The history's context: the last committed word of the sentence, null at its start. */
     private String previousWord;
+    /** The phrase table's context: the last model inputs of the current chunk, oldest first. */
+    private final int[] context = new int[PhraseTable.MAX_ORDER];
+    private int contextLength;
     private final ArrayDeque<Snapshot> rewinds = new ArrayDeque<Snapshot>();
     /** Set by a replay's skip: the session before the next word never existed, so it is not remembered. */
     private boolean forgetNext;
@@ -96,6 +103,7 @@ public final class Session {
         final int steps;
         final int inputsInChunk;
         final String previousWord;
+        final int[] context;
 
         Snapshot(Session s) {
             step = s.current;
@@ -103,6 +111,7 @@ public final class Session {
             steps = s.steps;
             inputsInChunk = s.inputsInChunk;
             previousWord = s.previousWord;
+            context = Arrays.copyOf(s.context, s.contextLength);
         }
     }
 
@@ -112,7 +121,8 @@ public final class Session {
         this.engine = predictor.model.engine;
         this.seqLen = predictor.model.seqLen;
         this.rewindDepth = rewindDepth;
-        this.allIds = predictor.suggestableIds();
+        this.ranker = predictor.ranker;
+        this.allIds = ranker.suggestableIds();
         this.userHistory = userHistory;
         this.learning = learn;
         this.zeros = engine.initialState();
@@ -164,6 +174,8 @@ public final class Session {
         steps = 1;
         inputsInChunk = 1;  // <bos> is the first input of the first chunk
         previousWord = null;
+        context[0] = Vocabulary.BOS;
+        contextLength = 1;
     }
 
     private void remember() {
@@ -199,8 +211,15 @@ public final class Session {
             // A new training chunk: the model never saw a state older than seqLen inputs.
             from = zeros;
             inputsInChunk = 0;
+            contextLength = 0;  // no stored context spans a state restart
         }
-        advance(predictor.vocab.idOf(word), from);
+        int id = predictor.vocab.idOf(word);  // <oov> outside the vocabulary: no stored context holds it
+        if (contextLength == context.length) {
+            System.arraycopy(context, 1, context, 0, context.length - 1);
+            contextLength--;
+        }
+        context[contextLength++] = id;
+        advance(id, from);
         if (learn && userHistory != null && learnable(word)) userHistory.learnWord(previousWord, word);
         previousWord = word;
         wordsInSentence++;
@@ -223,7 +242,7 @@ public final class Session {
     /** Not a special token, not blocklisted, not the history's sentence start. */
     private boolean learnable(String word) {
         return !word.isEmpty() && !word.equals(UserHistory.START) && !Vocabulary.SPECIAL_TOKENS.contains(word)
-                && !predictor.isBlocked(word);
+                && !ranker.blocked(word);
     }
 
     /** Advance over committed text (whole words): words step the model, sentence ends restart it. */
@@ -286,6 +305,8 @@ public final class Session {
         steps = s.steps;
         inputsInChunk = s.inputsInChunk;
         previousWord = s.previousWord;
+        System.arraycopy(s.context, 0, context, 0, s.context.length);
+        contextLength = s.context.length;
         return true;
     }
 
@@ -296,7 +317,7 @@ public final class Session {
 
     /** Next-word candidates after the committed text (shown after a space), most likely first. */
     public List<Suggestion> suggestions(int k) {
-        return withHistory(predictor.top(current.logProbs, allIds, k), k, "");
+        return rank(ranker.top(current.logProbs, allIds, k), k, "");
     }
 
     /** The most probable vocabulary words starting with {@code prefix} (the word being typed). */
@@ -304,61 +325,23 @@ public final class Session {
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = strip(TextSpec.normalize(prefix));
         if (normalized.isEmpty()) return suggestions(k);
-        return withHistory(predictor.topWithPrefix(current.logProbs, normalized, k), k, normalized);
+        return rank(ranker.topWithPrefix(current.logProbs, normalized, k), k, normalized);
     }
 
     /**
-     * The k best of the mixture (Python's {@code _with_history}) with the share a =
-     * {@link #effectiveHistoryWeight()}: the model's top k and every word the history can rank
-     * among them (its candidates after the previous word, the model's top words, and with a
-     * prefix the history's words that start with it). Sorted by score descending, then by
-     * spelling in code point order. With a <= 0 the model's top k, unchanged.
+     * The model's k best {@code top} merged by the ranker with the phrase table's entry here and
+     * the user history's share {@link #effectiveHistoryWeight()} (Python's {@code Session._top});
+     * unchanged where neither has a say.
      */
-    private List<Suggestion> withHistory(List<Suggestion> top, int k, String prefix) {
-        if (userHistory == null || userHistory.numWords() == 0) return top;
-        double a = effectiveHistoryWeight();
-        if (a <= 0) return top;
-        Map<String, Suggestion> scores = new LinkedHashMap<String, Suggestion>();
-        for (Suggestion s : top) scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, (1 - a) * modelProbability(s.logProb)));
-        List<String> also = new ArrayList<String>(scores.keySet());
-        if (!prefix.isEmpty()) also.addAll(userHistory.wordsWithPrefix(prefix));
-        Vocabulary vocab = predictor.vocab;
-        for (Map.Entry<String, Double> e : userHistory.candidates(previousWord, also).entrySet()) {
-            String word = e.getKey();
-            if (!word.startsWith(prefix) || predictor.isBlocked(word)) continue;
-            int id = -1;
-            float logProb = Float.NEGATIVE_INFINITY;
-            double pModel = 0.0;
-            if (vocab.contains(word)) {
-                id = vocab.idOf(word);
-                if (predictor.neverSuggested(id)) continue;
-                logProb = current.logProbs[id];
-                pModel = modelProbability(logProb);
-            }
-            scores.put(word, new Suggestion(word, id, logProb, (1 - a) * pModel + a * e.getValue()));
-        }
-        List<Suggestion> ranked = new ArrayList<Suggestion>(scores.values());
-        Collections.sort(ranked, BY_SCORE);
-        return new ArrayList<Suggestion>(ranked.subList(0, Math.min(k, ranked.size())));
+    private List<Suggestion> rank(List<Suggestion> top, int k, String prefix) {
+        double a = userHistory != null && userHistory.numWords() > 0 ? effectiveHistoryWeight() : 0.0;
+        return ranker.merge(top, k, prefix, phraseMatch(), userHistory, a, previousWord, current.logProbs);
     }
 
-    /** exp of a float32 log-prob, rounded to float32 as Python's {@code float(np.exp(log_probs[i]))}. */
-    private static double modelProbability(float logProb) {
-        return (float) Math.exp(logProb);
+    /** The phrase table's entry at this position, or null (no table, no stored context, no weight). */
+    Ranker.PhraseMatch phraseMatch() {
+        return ranker.phraseMatch(context, contextLength);
     }
-
-    /** Score descending (NaN last), then the word in code point order. */
-    private static final Comparator<Suggestion> BY_SCORE = new Comparator<Suggestion>() {
-        @Override
-        public int compare(Suggestion x, Suggestion y) {
-            if (x.score != y.score) {
-                if (Double.isNaN(x.score)) return 1;
-                if (Double.isNaN(y.score)) return -1;
-                return x.score > y.score ? -1 : 1;
-            }
-            return UserHistory.compareCodePoints(x.word, y.word);
-        }
-    };
 
     /** Python's str.strip() on normalized text (NFKC has already mapped no-break spaces to U+0020). */
     static String strip(String s) {

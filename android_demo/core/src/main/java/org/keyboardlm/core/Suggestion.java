@@ -2,7 +2,7 @@ package org.keyboardlm.core;
 
 /**
  * One candidate word: its vocabulary id, the model's log-probability and the probability it
- * was ranked by (the model's alone, or its mixture with the user history).
+ * was ranked by (the model's alone, or its mixture with the phrase table and the user history).
  */
 public final class Suggestion {
     public final String word;
@@ -11,8 +11,9 @@ public final class Suggestion {
     /** The model's log-probability; negative infinity for a word outside the vocabulary. */
     public final float logProb;
     /**
-     * What Python's predictor returns beside the word: exp(logProb), or with a user history
-     * {@code (1 - a) p_model + a p_history} ({@link Session#effectiveHistoryWeight()} = a).
+     * What Python's predictor returns beside the word: exp(logProb), or where the phrase table or
+     * the user history has a say the {@link Ranker}'s merge {@code (1 - a) p + a p_history} with
+     * {@code p = (1 - lam) p_model + lam q} ({@link Session#effectiveHistoryWeight()} = a).
      */
     public final double score;
 

@@ -852,7 +852,7 @@ public final class UserHistory {
     }
 
     /** A short Python-like repr of a parsed JSON value, for messages. */
-    private static String repr(Object o) {
+    static String repr(Object o) {
         if (o == null) return "None";
         if (o instanceof String) {
             String s = (String) o;
