@@ -248,3 +248,18 @@ def test_a_file_whose_table_is_damaged_or_foreign_is_refused_in_one_line(small_r
     with pytest.raises(ModelFileError, match="has no phrases.bin"):
         ModelFile.load(_resealed(good, str(tmp_path / "missing.tflite"), missing))
     assert os.path.exists(good)
+
+
+@pytest.mark.parametrize("gate", [{"bounds": [float("inf")], "weights": [[0.1, 0.2]]},
+                                  {"bounds": ["4"], "weights": [[0.1, 0.2]]},
+                                  {"bounds": [4], "weights": [[True, 0.2]]},
+                                  {"bounds": [4], "weights": [["0.5", 0.2]]}])
+def test_a_gate_of_other_types_is_refused_in_one_line(gate):
+    with pytest.raises(Exception, match="phrase gate's bounds must be whole numbers"):
+        PhraseGate.from_dict(gate, "g.json")
+
+
+def test_a_context_share_is_of_the_users_who_typed_the_context():
+    # 10 users typed the context; 6 of them went on with 7 and 6 with 8 (some typed both): q is 0.6 each, not 0.5.
+    table = PhraseTable.build(PhraseCounts({(5,): 10}, {((5,), 7): 6, ((5,), 8): 6}), 50)
+    assert table.lookup([5])[1] == 10 and table.lookup([5])[3].tolist() == pytest.approx([0.6, 0.6], abs=0.003)

@@ -79,9 +79,13 @@ class PhraseGate:
     def from_dict(cls, d, where: str = "phrase gate") -> "PhraseGate":
         if not isinstance(d, dict) or not isinstance(d.get("bounds"), list) or not isinstance(d.get("weights"), list):
             raise ConfigError(f"{where}: expected an object with lists 'bounds' and 'weights'")
+        number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)  # noqa: E731
+        if not all(number(b) and b == int(b) for b in d["bounds"]) or not all(
+                isinstance(r, list) and all(number(w) for w in r) for r in d["weights"]):
+            raise ConfigError(f"{where}: the phrase gate's bounds must be whole numbers and its weights numbers")
         try:
             return cls(tuple(d["bounds"]), tuple(tuple(r) for r in d["weights"]))
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise ConfigError(f"{where}: {e}") from None
 
 

@@ -78,6 +78,24 @@ class PhraseCounts:
     pairs: dict
     info: dict = dataclasses.field(default_factory=dict)
 
+    def to_dict(self) -> dict:
+        """JSON-ready: {"contexts": [[ids..., users]], "pairs": [[context ids..., next id, users]], "info"}."""
+        return {"contexts": [[*c, u] for c, u in sorted(self.contexts.items())],
+                "pairs": [[*c, w, u] for (c, w), u in sorted(self.pairs.items())], "info": self.info}
+
+    @classmethod
+    def from_dict(cls, d, where: str = "phrase counts") -> "PhraseCounts":
+        """The counts ``to_dict`` wrote; PhraseTableError naming ``where`` for anything else."""
+        try:
+            contexts = {tuple(int(i) for i in row[:-1]): float(row[-1]) for row in d["contexts"]}
+            pairs = {(tuple(int(i) for i in row[:-2]), int(row[-2])): float(row[-1]) for row in d["pairs"]}
+            info = d.get("info") or {}
+        except (TypeError, KeyError, ValueError, IndexError, AttributeError) as e:
+            raise PhraseTableError(f"{where}: not phrase counts ({type(e).__name__}: {str(e)[:60]})") from None
+        if any(not 1 <= len(c) <= MAX_ORDER for c in (*contexts, *(c for c, _ in pairs))):
+            raise PhraseTableError(f"{where}: a context outside 1..{MAX_ORDER} words")
+        return cls(contexts, pairs, info)
+
 
 @dataclasses.dataclass(frozen=True)
 class TableConfig:
@@ -138,7 +156,7 @@ class PhraseTable:
         rows = []  # (users(c), hash, [(id, q)])
         for context, words in by_context.items():
             total = float(counts.contexts.get(context, 0.0))
-            total = max(total, sum(u for _, u in words))  # noisy counts may leave the context below its pairs
+            total = max(total, max(u for _, u in words))  # noisy counts may leave a context below one of its pairs
             if total <= 0:
                 continue
             words.sort(key=lambda wu: (-wu[1], wu[0]))
