@@ -26,6 +26,7 @@ class SizeBreakdown:
     vocabulary_and_metadata: int
     overhead: int
     total: int
+    phrase_table: int = 0  # counted in total, not in vocabulary_and_metadata
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -34,16 +35,19 @@ class SizeBreakdown:
         return "\n".join(f"  {name:24s} {value:>10,} B" for name, value in self.as_dict().items())
 
 
-def size_breakdown(run, flatbuffer_bytes: int, associated_bytes: int, bytes_per_weight: int = 1) -> SizeBreakdown:
-    """Split the file size into the parts a reader cares about (estimates: biases counted like weights)."""
+def size_breakdown(run, flatbuffer_bytes: int, associated_bytes: int, bytes_per_weight: int = 1,
+                   phrase_bytes: int = 0) -> SizeBreakdown:
+    """Split the file size into the parts a reader cares about (estimates: biases counted like weights).
+
+    ``associated_bytes``: the archive after the flatbuffer, ``phrase_bytes`` of it the phrase table."""
     c = run.model_config
     v, d, h = c.vocab_size, c.embedding_dim, c.units
     embedding = v * d * bytes_per_weight
     projection = h * d * bytes_per_weight
     recurrent = c.num_parameters() * bytes_per_weight - embedding - projection
     overhead = flatbuffer_bytes - embedding - recurrent - projection
-    return SizeBreakdown(embedding, recurrent, projection, associated_bytes, overhead,
-                         flatbuffer_bytes + associated_bytes)
+    return SizeBreakdown(embedding, recurrent, projection, associated_bytes - phrase_bytes, overhead,
+                         flatbuffer_bytes + associated_bytes, phrase_bytes)
 
 
 def check_budget(breakdown: SizeBreakdown, budget_bytes: int | None) -> None:

@@ -36,6 +36,7 @@ import zipfile
 import tensorflow as tf
 
 from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
+from keyboard_lm.export.pruning import pruned_run
 from keyboard_lm.export.step_module import StepModule
 from keyboard_lm.export.weight_quantization import quantize_weights
 from keyboard_lm.errors import ConfigError
@@ -118,11 +119,14 @@ def metadata(run: Run, module: StepModule, quantization: str) -> dict:
 RUN_PHRASES_FILE, RUN_GATE_FILE = "phrases.bin", "phrase_gate.json"
 
 
-def run_phrases(run: Run) -> tuple[bytes, dict] | None:
-    """(table bytes, the metadata's "phrases" object) of ``run``'s phrase table, or None if it has none.
+def run_phrases(run: Run) -> tuple[bytes, dict, int] | None:
+    """(table bytes, the metadata's "phrases" object, the vocabulary size it was built for) of ``run``'s phrase
+    table, or None if it has none.
 
-    The table is checked against the run's vocabulary and the gate against its format here, so a
-    damaged or foreign table is refused at export (ConfigError naming the file), not on a phone.
+    A table may be built for the run's vocabulary pruned to its most frequent words
+    (``export.pruning``: the room the table takes in the file). The table is checked against that
+    vocabulary and the gate against its format here, so a damaged or foreign table is refused at
+    export (ConfigError naming the file), not on a phone.
     """
     table_path, gate_path = (os.path.join(run.path, f) for f in (RUN_PHRASES_FILE, RUN_GATE_FILE))
     if not os.path.exists(table_path):
@@ -135,11 +139,17 @@ def run_phrases(run: Run) -> tuple[bytes, dict] | None:
     except (OSError, ValueError) as e:
         raise ConfigError(f"{gate_path if isinstance(e, ValueError) else e.filename}: cannot read the run's "
                           f"phrase table ({e})") from None
-    table = PhraseTable.from_bytes(data, len(run.vocab), table_path)
-    gate = PhraseGate.from_dict(fitted.get("gate") if isinstance(fitted, dict) else None, gate_path)
+    if not isinstance(fitted, dict):
+        raise ConfigError(f"{gate_path}: not a JSON object")
+    vocab_size = fitted.get("vocab_size", len(run.vocab))
+    if type(vocab_size) is not int or not 4 < vocab_size <= len(run.vocab):
+        raise ConfigError(f"{gate_path}: vocab_size {vocab_size!r} is not a vocabulary size of at most the run's "
+                          f"{len(run.vocab)}")
+    table = PhraseTable.from_bytes(data, vocab_size, table_path)
+    gate = PhraseGate.from_dict(fitted.get("gate"), gate_path)
     return data, {"file": PHRASES_FILE, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
                   "contexts": len(table), "entries": int(len(table.ids)), "max_order": table.max_order,
-                  "gate": gate.to_dict(), "discovery": fitted.get("discovery")}
+                  "gate": gate.to_dict(), "discovery": fitted.get("discovery")}, vocab_size
 
 
 def associated_files(meta: dict, vocab_text: str, phrases: bytes | None = None) -> bytes:
@@ -176,25 +186,34 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
 
 
 def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_BUDGET_BYTES, k: int = 3,
-               quantization: str = "auto", phrases: bool = True) -> dict:
+               quantization: str = "auto", phrases: bool = True, vocab_size: int | None = None) -> dict:
     """Export ``run_dir`` to ``out_path`` (+ ``<out>.card.json``); returns the model card.
 
-    ``phrases``: include the run's phrase table when it has one (``keyboard-lm phrases``); the budget
-    holds for the whole file. Nothing is written unless conversion succeeds and the file fits the budget.
+    ``phrases``: include the run's phrase table when it has one (``keyboard-lm phrases``), with the
+    vocabulary it was built for; the budget holds for the whole file. ``vocab_size``: keep only the
+    most frequent words (``export.pruning``; with a table, it must be the table's). Nothing is written
+    unless conversion succeeds and the file fits the budget.
     """
     run = load_run(run_dir)
+    table = run_phrases(run) if phrases else None
+    if table is not None and vocab_size is not None and vocab_size != table[2]:
+        raise ConfigError(f"{run_dir}: its phrase table is for the {table[2]:,} most frequent words, not "
+                          f"{vocab_size:,}; export without the table or learn it again for that vocabulary")
+    size = table[2] if table is not None else vocab_size
+    if size is not None and size < len(run.vocab):
+        run = pruned_run(run, size)  # the rarest words make room for the table
     flatbuffer, module, quant = convert(run, k=k, quantization=quantization)
     meta = metadata(run, module, quant["mode"])
-    table = run_phrases(run) if phrases else None
     if table is not None:
         meta["phrases"] = table[1]
     data = seal(flatbuffer + associated_files(meta, run.vocab.to_text(), table[0] if table else None))
     extra = len(data) - len(flatbuffer)  # the archive and its checksum comment
-    breakdown = size_breakdown(run, len(flatbuffer), extra, bytes_per_weight=4 if quant["mode"] == "none" else 1)
+    breakdown = size_breakdown(run, len(flatbuffer), extra, bytes_per_weight=4 if quant["mode"] == "none" else 1,
+                               phrase_bytes=len(table[0]) if table else 0)
     check_budget(breakdown, budget_bytes)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)
-    card["phrases"] = {k: v for k, v in table[1].items() if k != "file"} if table else None
+    card["phrases"] = {**{k: v for k, v in table[1].items() if k != "file"}, "vocab_size": table[2]} if table else None
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     # Each through an exclusively created temporary file, fsynced and renamed: never a predictable name.
     atomic_write(os.path.abspath(out_path), data, mode=0o644)
