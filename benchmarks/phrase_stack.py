@@ -34,18 +34,29 @@ def _clients(run, corpus):
 
 
 def _counts(run_dir, corpus, fit_ids, vocab, k: int):
+    """The counts federated discovery releases on the fitting clients, kept beside the run (one release per k)."""
     from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig, discover_phrases
+    from keyboard_lm.text.phrase_table import PhraseCounts
 
+    path = os.path.join(run_dir, f"bench_phrase_counts_k{k}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return PhraseCounts.from_dict(json.load(f), path)
     config = PhraseDiscoveryConfig(k_anonymity=k)
     sentences = {c: [vocab.encode(s) for s in corpus.sentences([c])] for c in fit_ids}
-    return discover_phrases(sentences, len(vocab), config, state_path=os.path.join(run_dir, f"phrases_k{k}.state"))
+    counts = discover_phrases(sentences, len(vocab), config, state_path=os.path.join(run_dir, f"phrases_k{k}.state"),
+                              progress=print)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(counts.to_dict(), f)
+    return counts
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--run", required=True)
     p.add_argument("--name", required=True)
-    p.add_argument("--budgets", default="65536", help="phrase table byte budgets, comma-separated")
+    p.add_argument("--budgets", default="16384,65536,131072",
+                   help="phrase table byte budgets, comma-separated; the rarest words make room in the 1.4 MiB file")
     p.add_argument("--k", type=int, default=2, help="k-anonymity floor of discovery (2)")
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
     args = p.parse_args()
@@ -57,10 +68,11 @@ def main():
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.inference.predictor import Predictor
     from keyboard_lm.inference.ranker import Ranker
+    from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
+    from keyboard_lm.federated.phrases_run import room_for_table
     from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate
-    from keyboard_lm.text.phrase_table import PhraseTable, TableConfig
-    from keyboard_lm.text.spec import SPECIAL_TOKENS
+    from keyboard_lm.text.phrase_table import TableConfig
 
     run = load_run(args.run)
     src = run.record.data_source
@@ -88,16 +100,21 @@ def main():
     timed("model", lambda: evaluate_stack(predictor, corpus, heldout_ids))
     tables = {}
     for budget in [int(b) for b in args.budgets.split(",")]:
-        table = PhraseTable.build(counts, len(vocab), TableConfig(max_bytes=budget),
-                                  exclude=[SPECIAL_TOKENS.pad_id, SPECIAL_TOKENS.bos_id, SPECIAL_TOKENS.oov_id])
-        gate, report = fit_gate(predictor.model, table, corpus, val_ids)
-        predictor.ranker = Ranker(vocab, phrases=table, gate=gate)
-        tag = f"table {table.size_bytes // 1024} KB"
+        v, table, model = room_for_table(args.run, counts, TableConfig(max_bytes=budget), DEFAULT_BUDGET_BYTES,
+                                         log=print)
+        gate, report = fit_gate(model, table, corpus, val_ids)
+        stack = Predictor(model)
+        stack.ranker = Ranker(model.vocab, phrases=table, gate=gate)
+        pruned = Predictor(model)
+        tag = f"table {table.size_bytes // 1024} KB, V={v}"
         tables[tag] = {"bytes": table.size_bytes, "contexts": len(table), "entries": int(len(table.ids)),
-                       "gate": gate.to_dict(), "fit": report}
-        timed(f"model + {tag}", lambda: evaluate_stack(predictor, corpus, heldout_ids))
-        timed(f"model + {tag} + history", lambda: evaluate_stack(predictor, corpus, heldout_ids, history=True))
-        predictor.ranker = Ranker(vocab)
+                       "vocab_size": v, "gate": gate.to_dict(), "fit": report}
+        # The default is chosen on validation users: the stack there, against the pruned model alone.
+        tables[tag]["validation"] = {"stack": evaluate_stack(stack, corpus, val_ids)["pooled"],
+                                     "model": evaluate_stack(pruned, corpus, val_ids)["pooled"]}
+        timed(f"model V={v}", lambda: evaluate_stack(pruned, corpus, heldout_ids))
+        timed(f"model + {tag}", lambda: evaluate_stack(stack, corpus, heldout_ids))
+        timed(f"model + {tag} + history", lambda: evaluate_stack(stack, corpus, heldout_ids, history=True))
     timed("model + history", lambda: evaluate_stack(predictor, corpus, heldout_ids, history=True))
 
     lines = [f"# The suggestion stack against the 5-gram: {args.name}", "",
@@ -115,8 +132,11 @@ def main():
             cells.append(f"{ratio:.3f}x [{iv[0]:.3f}, {iv[1]:.3f}]")
         lines.append(f"| {name} | {r['pooled']['recall_at_1']:.4f} | {r['pooled']['recall_at_3']:.4f} | "
                      f"{cells[0]} | {cells[1]} |")
-    lines += ["", "| table | bytes | contexts | entries |", "|---|---:|---:|---:|"]
-    lines += [f"| {t} | {v['bytes']:,} | {v['contexts']:,} | {v['entries']:,} |" for t, v in tables.items()]
+    lines += ["", "| table | bytes | contexts | entries | model words | validation recall@3: stack (model alone) |",
+              "|---|---:|---:|---:|---:|---|"]
+    lines += [f"| {t} | {v['bytes']:,} | {v['contexts']:,} | {v['entries']:,} | {v['vocab_size']:,} | "
+              f"{v['validation']['stack']['recall_at_3']:.4f} ({v['validation']['model']['recall_at_3']:.4f}) |"
+              for t, v in tables.items()]
     data = {"run": os.path.basename(os.path.normpath(args.run)), "k": args.k, "discovery": counts.info,
             "tables": tables, "rows": {n: r["pooled"] for n, r in rows.items()}, "seconds": timings,
             "per_user": {n: r["clients"] for n, r in rows.items()}}

@@ -11,13 +11,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 warnings.filterwarnings("ignore", message=".*pkg_resources.*")
 
 from keyboard_lm import __version__  # noqa: E402
-from keyboard_lm.cli import data, demo, evaluate, export, personal, predict, privacy, train, worker  # noqa: E402
+from keyboard_lm.cli import data, demo, evaluate, export, personal, phrases, predict, privacy, train, worker  # noqa: E402
 from keyboard_lm.cli.args import OneLineParser  # noqa: E402
 from keyboard_lm.errors import KeyboardLMError  # noqa: E402
 from keyboard_lm.text import TEXT_SPEC_VERSION  # noqa: E402
 
 #: Command groups in the order ``keyboard-lm --help`` lists them.
-GROUPS = (data, train, evaluate, export, predict, personal, privacy, worker, demo)
+GROUPS = (data, train, phrases, evaluate, export, predict, personal, privacy, worker, demo)
 #: Packages of the ``train`` extra: a command that needs one says how to install it.
 TRAINING_STACK = ("tensorflow", "tensorflow_federated", "tensorflow_text", "yaml", "chatterbot_corpus", "matplotlib")
 

@@ -1,0 +1,151 @@
+"""A run's phrase table: federated discovery on its fitting clients, the table cut to a byte budget, the gate
+fitted on its validation clients; written into the run directory for ``keyboard-lm export``.
+
+The users are the run's own: discovery reads only the training clients that fitted the model (the
+validation clients choose the gate, and held-out clients are never read), each client's sentences
+encoded with the run's vocabulary on its side of the federated computation
+(``keyboard_lm.federated.phrase_discovery``). The run directory gets ``phrases.bin`` (the table,
+``keyboard_lm.text.phrase_table``) and ``phrase_gate.json`` (the gate, the fit's report and what
+discovery released); a stopped discovery resumes from ``phrases.state``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from keyboard_lm.data.corpus import Corpus
+from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
+from keyboard_lm.errors import ConfigError
+from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
+from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig, discover_phrases
+from keyboard_lm.models.run_dir import atomic_write, load_run
+from keyboard_lm.text.phrase_table import PhraseCounts, PhraseTable, TableConfig
+from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+STATE_FILE = "phrases.state"
+COUNTS_FILE = "phrase_counts.json"
+#: What the table's entry adds to the file beyond its bytes: its local header and central directory record.
+ARCHIVE_ENTRY_BYTES = 120
+#: Never stored as a next word: the table suggests words and the end of a sentence, nothing else.
+_NOT_NEXT = (SPECIAL_TOKENS.pad_id, SPECIAL_TOKENS.bos_id, SPECIAL_TOKENS.oov_id)
+
+
+def run_clients(run, corpus: Corpus) -> tuple[list[str], list[str]]:
+    """(fitting clients, validation clients) of ``run``'s split: discovery reads the first, the gate the second."""
+    if not run.record.split:
+        raise ConfigError(f"{run.path}: run.json records no data split; the phrase table needs the run's clients")
+    train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**run.record.split))
+    fraction = run.record.hyperparameters.get("validation_fraction")
+    if not fraction:
+        raise ConfigError(f"{run.path}: the run kept no validation clients (validation_fraction 0), so the phrase "
+                          "table's gate has no users to be fitted on that did not also build the table")
+    return validation_clients(train_ids, fraction, run.record.split["seed"])
+
+
+def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=print) -> PhraseCounts | None:
+    """The counts an earlier discovery of this run released with the same settings, or None.
+
+    A release is kept (``phrase_counts.json``) so that cutting the table again (another budget) is not
+    another release: under noise, every discovery spends privacy budget.
+    """
+    path = os.path.join(run_dir, COUNTS_FILE)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            counts = PhraseCounts.from_dict(json.load(f), path)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the run's released phrase counts ({e}); remove it to discover "
+                          "again") from None
+    info = counts.info
+    same = (info.get("k_anonymity") == discovery.k_anonymity
+            and info.get("max_pairs_per_user") == discovery.max_pairs_per_user
+            and (info.get("differential_privacy") or {}).get("noise_multiplier") == discovery.noise_multiplier)
+    if same:
+        log(f"phrases: reusing the counts released earlier ({path}); no new release")
+    return counts if same else None
+
+
+def restricted(counts: PhraseCounts, vocab_size: int) -> PhraseCounts:
+    """The counts a pruned vocabulary can use: no id at or past ``vocab_size`` (a dropped word is <oov>)."""
+    return PhraseCounts({c: u for c, u in counts.contexts.items() if max(c) < vocab_size},
+                        {(c, w): u for (c, w), u in counts.pairs.items() if w < vocab_size and max(c) < vocab_size},
+                        counts.info)
+
+
+def _exported(run_dir: str, vocab_size: int, work):
+    """The run exported alone with ``vocab_size`` words, to a temporary file of ``work``: (ModelFile, bytes)."""
+    from keyboard_lm.export.tflite_export import export_run
+    from keyboard_lm.inference.model_file import ModelFile
+
+    fd, path = tempfile.mkstemp(prefix=".phrases-model-", suffix=".tflite", dir=work)
+    os.close(fd)
+    try:
+        export_run(run_dir, path, budget_bytes=None, phrases=False, vocab_size=vocab_size)
+        return ModelFile.load(path), os.path.getsize(path)
+    finally:
+        for p in (path, path + ".card.json"):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+def room_for_table(run_dir: str, counts: PhraseCounts, table_config: TableConfig, budget_bytes: int | None,
+                   log=print):
+    """(vocabulary size, table, model file) such that the model and the table fit ``budget_bytes`` together.
+
+    The model alone is exported first; what the table needs beyond the budget comes out of the rarest
+    words (``export.pruning``), each worth its embedding row and vocabulary line, re-checked by exporting.
+    """
+    run = load_run(run_dir)
+    v = len(run.vocab)
+    for _ in range(4):
+        table = PhraseTable.build(restricted(counts, v), v, table_config, exclude=_NOT_NEXT)
+        model, size = _exported(run_dir, v, run_dir)
+        over = size + table.size_bytes + ARCHIVE_ENTRY_BYTES - budget_bytes if budget_bytes else 0
+        if over <= 0:
+            return v, table, model
+        v -= -(-over // (run.model_config.embedding_dim + 2))  # ceil: about 2 deflated bytes a vocabulary line
+        log(f"phrases: {over:,} bytes over the {budget_bytes:,}-byte budget with the table: the vocabulary keeps "
+            f"its {v:,} most frequent words")
+        if v <= len(run.vocab.special.tokens) + 1:
+            break
+    raise ConfigError(f"{run_dir}: no vocabulary leaves room for a {table_config.max_bytes:,}-byte phrase table "
+                      f"within {budget_bytes:,} bytes; lower --table-bytes")
+
+
+def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig = PhraseDiscoveryConfig(),
+                  table_config: TableConfig = TableConfig(), budget_bytes: int | None = DEFAULT_BUDGET_BYTES,
+                  log=print) -> dict:
+    """Discover, cut and fit ``run_dir``'s phrase table (module docstring); returns what phrase_gate.json holds.
+
+    ``budget_bytes``: the exported file's, model and table together (None: no budget, no pruning).
+    """
+    from keyboard_lm.export.tflite_export import RUN_GATE_FILE, RUN_PHRASES_FILE
+    from keyboard_lm.suggestion_evaluation import fit_gate
+
+    run = load_run(run_dir)
+    fit_ids, val_ids = run_clients(run, corpus)
+    vocab = run.vocab
+    # Each client encodes its own text with the run's vocabulary (the model's broadcast): its side of discovery.
+    counts = released_counts(run_dir, discovery, log)
+    if counts is None:
+        sentences = {c: [vocab.encode(s) for s in corpus.sentences([c])] for c in fit_ids}
+        counts = discover_phrases(sentences, len(vocab), discovery, state_path=os.path.join(run_dir, STATE_FILE),
+                                  progress=log)
+        atomic_write(os.path.join(run_dir, COUNTS_FILE), json.dumps(counts.to_dict()).encode("utf-8"), mode=0o600)
+    vocab_size, table, model = room_for_table(run_dir, counts, table_config, budget_bytes, log)
+    log(f"phrases: table of {len(table):,} contexts, {len(table.ids):,} next words, {table.size_bytes:,} bytes "
+        f"(budget {table_config.max_bytes:,}); the model keeps {vocab_size:,} of {len(vocab):,} words")
+    # The gate is fitted on the model as it is deployed (int8, the vocabulary the file will have).
+    gate, report = fit_gate(model, table, corpus, val_ids)
+    gained = sum(c["hits"] - c["hits_without"] for c in report["cells"].values())
+    log(f"phrases: gate fitted on {len(val_ids)} validation clients: {gained:+,} recall@3 hits there")
+    fitted = {"gate": gate.to_dict(), "fit": report, "discovery": counts.info, "vocab_size": vocab_size,
+              "table": {"bytes": table.size_bytes, "contexts": len(table), "entries": int(len(table.ids)),
+                        "max_next": table_config.max_next, "min_share": table_config.min_share,
+                        "max_bytes": table_config.max_bytes}}
+    atomic_write(os.path.join(run_dir, RUN_PHRASES_FILE), table.to_bytes(), mode=0o644)
+    atomic_write(os.path.join(run_dir, RUN_GATE_FILE), json.dumps(fitted, indent=1).encode("utf-8"), mode=0o644)
+    return fitted

@@ -1,0 +1,60 @@
+"""`keyboard-lm phrases` learns a run's table federatedly; `export` ships it inside the 1.4 MiB file; a predictor uses it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from keyboard_lm.cli import main
+
+pytestmark = pytest.mark.heavy
+
+
+@pytest.fixture(scope="module")
+def mail_like_run(tmp_path_factory, default_corpus):
+    """A small run on 60 users of the embedded corpus (real text), with validation users for the gate."""
+    work = tmp_path_factory.mktemp("phrases")
+    data = work / "users.jsonl"
+    ids = default_corpus.client_ids
+    with open(data, "w", encoding="utf-8") as f:
+        for i in range(60):  # 60 users, each with 25 of the corpus' conversations: phrases recur across users
+            for c in ids[(i * 11) % len(ids):][:25]:
+                for line in default_corpus.clients[c]:
+                    f.write(json.dumps({"user": f"u{i}", "text": line}) + "\n")
+    run = str(work / "run")
+    assert main(["train", "--centralized", "--data", str(data), "--format", "jsonl", "--out", run, "--units", "32",
+                 "--embedding-dim", "16", "--vocab-size", "600", "--epochs", "2", "--batch-size", "32",
+                 "--optimizer", "adam", "--lr", "0.01", "--validation-fraction", "0.2", "--dropout", "0",
+                 "--weight-drop", "0", "--weight-average", "0", "--ngram-teacher", "0"]) == 0
+    return run, str(data)
+
+
+def test_phrases_learns_a_table_that_export_ships_and_the_predictor_uses(mail_like_run, tmp_path, capsys):
+    from keyboard_lm.inference.predictor import Predictor
+
+    run, _ = mail_like_run
+    assert main(["phrases", run, "--k-anonymity", "2"]) == 0
+    fitted = json.load(open(os.path.join(run, "phrase_gate.json")))
+    assert fitted["discovery"]["k_anonymity"] == 2 and fitted["table"]["contexts"] > 0
+    assert fitted["vocab_size"] == 600  # a small model leaves room: nothing pruned
+    out = str(tmp_path / "m.tflite")
+    assert main(["export", run, "--out", out]) == 0
+    assert "phrase_table" in capsys.readouterr().out
+    p = Predictor.load(out)
+    assert len(p.ranker.phrases) == fitted["table"]["contexts"]
+    # A second cut reuses the release (no second discovery) and prunes the rarest words to fit a small budget.
+    size = os.path.getsize(out)
+    assert main(["phrases", run, "--k-anonymity", "2", "--budget-bytes", str(size - 2000)]) == 0
+    assert "reusing the counts released earlier" in capsys.readouterr().out
+    fitted = json.load(open(os.path.join(run, "phrase_gate.json")))
+    assert fitted["vocab_size"] < 600
+    assert main(["export", run, "--out", out, "--budget-bytes", str(size - 2000)]) == 0
+    assert os.path.getsize(out) <= size - 2000 and len(Predictor.load(out).vocab) == fitted["vocab_size"]
+
+
+def test_phrases_refuses_a_run_without_validation_users_in_one_line(small_run, capsys):
+    assert main(["phrases", small_run]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kept no validation clients" in err[0]
