@@ -37,9 +37,10 @@ def reference(data, config):
                     context = tuple(tokens[i - n:i])
                     if tokens[i] != S.oov_id and S.oov_id not in context:
                         local[n - 1][(context, tokens[i])] += 1
-        # The user's most frequent pairs of each length; ties: first typed first (Counter keeps that order).
-        chosen = [pair for n, counter in enumerate(local)
-                  for pair, _ in sorted(counter.items(), key=lambda kv: -kv[1])[:config.quotas[n]]]
+        # The user's most frequent pairs of each length; ties: the smallest sum of ids (the commonest words),
+        # then the first typed (Counter keeps that order, sorted is stable).
+        chosen = [pair for n, counter in enumerate(local) for pair, _ in sorted(
+            counter.items(), key=lambda kv: (-kv[1], sum(kv[0][0]) + kv[0][1]))[:config.quotas[n]]]
         pairs.update(chosen)
         contexts.update({context for context, _ in chosen})
     k = config.k_anonymity

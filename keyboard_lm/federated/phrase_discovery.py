@@ -43,10 +43,12 @@ class PhraseDiscoveryConfig:
     Attributes:
       max_order: contexts of 1..max_order tokens (the phrase table's longest is 4).
       max_pairs_per_user: the per-user contribution bound: at most this many distinct (context, next) pairs
-        per user, its most frequent, split evenly across context lengths (the shorter ones take a remainder)
-        so that the many 1-word contexts of a user do not crowd out its 3- and 4-word phrases, where the
-        table's gain is. 64 per length: a typical mail sender has fewer distinct frequent pairs of each
-        length, so the bound binds only for prolific senders, which it keeps from dominating.
+        per user, its most frequent (ties: those of its commonest words), split evenly across context lengths
+        (the shorter ones take a remainder) so that the many 1-word contexts of a user do not crowd out its 3-
+        and 4-word phrases, where the table's gain is. 64 per length: one mail already holds more distinct
+        pairs than that, so a user contributes its repeated phrases (sign-offs, footers, greetings), the ones
+        a table reuses; a larger bound adds mostly pairs typed once, which the k floor drops, and grows the
+        sketch (its capacity is sized from the bound) and, under noise, the noise (sigma grows as its root).
       k_anonymity: a string (pair or context) is released only when at least k distinct users sent it.
         5 by default: in mail, the sentences of a conversation between two people (a message and the reply
         that quotes it) reach two users' text, and a floor of 2 would release them.
@@ -258,6 +260,7 @@ def discover_phrases(client_sentences, vocab_size: int, config: PhraseDiscoveryC
             _save_state(state_path, state, number + 1, fingerprint)
         say(f"phrases: cohort {number + 1}/{len(cohorts)}, {len(cohorts[number])} clients, "
             f"{time.monotonic() - t:.1f} s")
+    say(f"phrases: decoding the sum of {len(ids)} clients' sketches (capacity {spec.capacity})")
     strings, counts, decoded, not_decoded = release(state)
     from keyboard_lm.federated.phrase_sketch import decode_strings
 
@@ -279,8 +282,8 @@ def discover_phrases(client_sentences, vocab_size: int, config: PhraseDiscoveryC
                                                              "guarantee") if k in privacy},
             "seconds": round(time.monotonic() - started, 3)}
     if info["not_decoded"]:
-        say(f"phrases: warning: {info['not_decoded']} strings' counts were not decoded (capacity "
-            f"{spec.capacity} too small); the counts released are those decoded")
+        say(f"phrases: warning: a count of {info['not_decoded']} was left undecoded (capacity {spec.capacity} "
+            "too small for the strings sent); the strings decoded have exact counts, the others are missing")
     say(f"phrases: {len(pairs)} pairs and {len(contexts)} contexts released of {info['strings_decoded']} "
         f"strings decoded, {info['seconds']:.1f} s")
     return PhraseCounts(contexts=contexts, pairs=pairs, info=info)

