@@ -25,12 +25,9 @@ from benchmarks import _report  # noqa: E402
 
 
 def _clients(run, corpus):
-    from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
+    from keyboard_lm.data.split import SplitConfig, split_clients
 
-    train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig(**run.record.split))
-    fraction = run.record.hyperparameters.get("validation_fraction") or 0.1
-    fit_ids, val_ids = validation_clients(train_ids, fraction, run.record.split["seed"])
-    return train_ids, fit_ids, val_ids, heldout_ids
+    return split_clients(corpus.client_ids, SplitConfig(**run.record.split))
 
 
 def _counts(run_dir, corpus, fit_ids, vocab, k: int):
@@ -69,7 +66,7 @@ def main():
     from keyboard_lm.inference.predictor import Predictor
     from keyboard_lm.inference.ranker import Ranker
     from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
-    from keyboard_lm.federated.phrases_run import room_for_table
+    from keyboard_lm.federated.phrases_run import room_for_table, run_clients
     from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate
     from keyboard_lm.text.phrase_table import TableConfig
@@ -77,7 +74,8 @@ def main():
     run = load_run(args.run)
     src = run.record.data_source
     corpus = load_corpus(src.get("path"), src.get("format"))
-    train_ids, fit_ids, val_ids, heldout_ids = _clients(run, corpus)
+    train_ids, heldout_ids = _clients(run, corpus)
+    fit_ids, val_ids, _ = run_clients(run, corpus)
     model_path = os.path.join(args.run, "model.tflite")
     if not os.path.exists(model_path):
         export_run(args.run, model_path, budget_bytes=None)

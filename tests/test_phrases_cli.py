@@ -54,7 +54,10 @@ def test_phrases_learns_a_table_that_export_ships_and_the_predictor_uses(mail_li
     assert os.path.getsize(out) <= size - 2000 and len(Predictor.load(out).vocab) == fitted["vocab_size"]
 
 
-def test_phrases_refuses_a_run_without_validation_users_in_one_line(small_run, capsys):
-    assert main(["phrases", small_run]) == 2
+def test_phrases_refuses_a_run_of_another_corpus_in_one_line(mail_like_run, tmp_path, capsys):
+    run, _ = mail_like_run
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"user": "a", "text": "hello there"}\n{"user": "b", "text": "see you soon"}\n')
+    assert main(["phrases", run, "--data", str(other), "--format", "jsonl"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "kept no validation clients" in err[0]
+    assert len(err) == 1 and "is not the corpus" in err[0]

@@ -247,6 +247,14 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     finally:
         if watchdog is not None:
             watchdog.stop()
+    if audit is None:  # a canary audit measures what the model alone memorized
+        from keyboard_lm.federated.phrases_run import phrases_after_training
+
+        skip = "--no-phrases" if args.no_phrases else None
+        if getattr(args, "workers", None) and skip is None:
+            skip = "--workers: learn the table on one machine with `keyboard-lm phrases RUN_DIR`"
+            log(f"phrases: not learnt on remote workers; learn the table with `keyboard-lm phrases {args.out}`")
+        phrases_after_training(args.out, corpus, skip=skip, log=log)
     log(f"run saved to {args.out}")
     return 0
 

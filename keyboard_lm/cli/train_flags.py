@@ -160,6 +160,8 @@ FEDERATED_FLAGS = (
                "({loop.eval_every})", type=positive_int, default=None),
     field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds ({loop.checkpoint_every})",
                type=positive_int, default=None),
+    flag("--no-phrases", "learn no phrase table after federated training (default: learn one by federated "
+         "discovery on the training clients, as `keyboard-lm phrases` does; docs/training.md)", action="store_true"),
     flag("--resume", "continue RUN_DIR from its latest checkpoint (a federated run's last saved round, a "
          "centralized run's last epoch), with the run's own settings", action="store_true"),
     flag("--workers", "spread each round's clients over these TFF workers (keyboard-lm worker), merged by TFF's "

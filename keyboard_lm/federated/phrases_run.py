@@ -2,7 +2,7 @@
 fitted on its validation clients; written into the run directory for ``keyboard-lm export``.
 
 The users are the run's own: discovery reads only the training clients that fitted the model (the
-validation clients choose the gate, and held-out clients are never read), each client's sentences
+validation clients choose the gate; ``run_clients``), and held-out clients are never read; each client's sentences
 encoded with the run's vocabulary on its side of the federated computation
 (``keyboard_lm.federated.phrase_discovery``). The run directory gets ``phrases.bin`` (the table,
 ``keyboard_lm.text.phrase_table``) and ``phrase_gate.json`` (the gate, the fit's report and what
@@ -32,16 +32,23 @@ ARCHIVE_ENTRY_BYTES = 120
 _NOT_NEXT = (SPECIAL_TOKENS.pad_id, SPECIAL_TOKENS.bos_id, SPECIAL_TOKENS.oov_id)
 
 
-def run_clients(run, corpus: Corpus) -> tuple[list[str], list[str]]:
-    """(fitting clients, validation clients) of ``run``'s split: discovery reads the first, the gate the second."""
+#: The share of a run's training clients that fits the gate when the run kept no validation clients.
+GATE_FRACTION = 0.1
+
+
+def run_clients(run, corpus: Corpus) -> tuple[list[str], list[str], bool]:
+    """(discovery clients, gate clients, whether the model never trained on the gate clients) of ``run``.
+
+    The run's validation clients fit the gate when it kept some; otherwise GATE_FRACTION of its training
+    clients do (the model saw their text, so the gate leans a little towards the model), and discovery
+    reads the rest. Held-out clients are never read.
+    """
     if not run.record.split:
         raise ConfigError(f"{run.path}: run.json records no data split; the phrase table needs the run's clients")
     train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**run.record.split))
     fraction = run.record.hyperparameters.get("validation_fraction")
-    if not fraction:
-        raise ConfigError(f"{run.path}: the run kept no validation clients (validation_fraction 0), so the phrase "
-                          "table's gate has no users to be fitted on that did not also build the table")
-    return validation_clients(train_ids, fraction, run.record.split["seed"])
+    fit_ids, val_ids = validation_clients(train_ids, fraction or GATE_FRACTION, run.record.split["seed"])
+    return fit_ids, val_ids, bool(fraction)
 
 
 def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=print) -> PhraseCounts | None:
@@ -126,7 +133,10 @@ def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig
     from keyboard_lm.suggestion_evaluation import fit_gate
 
     run = load_run(run_dir)
-    fit_ids, val_ids = run_clients(run, corpus)
+    fit_ids, val_ids, unseen = run_clients(run, corpus)
+    if not unseen:
+        log(f"phrases: the run kept no validation clients; {len(val_ids)} of its training clients fit the gate and "
+            "the others build the table")
     vocab = run.vocab
     # Each client encodes its own text with the run's vocabulary (the model's broadcast): its side of discovery.
     counts = released_counts(run_dir, discovery, log)
@@ -149,3 +159,29 @@ def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig
     atomic_write(os.path.join(run_dir, RUN_PHRASES_FILE), table.to_bytes(), mode=0o644)
     atomic_write(os.path.join(run_dir, RUN_GATE_FILE), json.dumps(fitted, indent=1).encode("utf-8"), mode=0o644)
     return fitted
+
+
+def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = None, log=print) -> dict:
+    """The phrase step of ``keyboard-lm train`` (federated): learn the run's table unless ``skip`` says why not;
+    what it did goes to run.json's "phrases" (a resumed run honours an earlier ``learn: false``).
+
+    Not under differential privacy: noise and a threshold large enough for a budget shared with the model
+    release almost nothing at these populations (docs/privacy.md), so a DP run ships the model alone.
+    """
+    from keyboard_lm.models.run_dir import RUN_FILE, read_json, update_run_info
+
+    info = read_json(os.path.join(run_dir, RUN_FILE), f"{run_dir}: not a run directory")
+    if skip or (info.get("phrases") or {}).get("learn") is False:
+        record = {"learn": False, "reason": skip or info["phrases"].get("reason")}
+    elif info.get("differential_privacy"):
+        record = {"learn": False, "reason": "differential privacy: the run ships the model alone"}
+        log("phrases: not learnt under --dp (docs/privacy.md); the run ships the model alone")
+    else:
+        fitted = learn_phrases(run_dir, corpus, log=log)
+        record = {"learn": True, "contexts": fitted["table"]["contexts"], "bytes": fitted["table"]["bytes"],
+                  "vocab_size": fitted["vocab_size"], "k_anonymity": fitted["discovery"]["k_anonymity"],
+                  "max_pairs_per_user": fitted["discovery"]["max_pairs_per_user"],
+                  "validation_hits_gained": sum(c["hits"] - c["hits_without"] for c in fitted["fit"]["cells"].values())}
+    update_run_info(run_dir, {"phrases": record})
+    return record
+
