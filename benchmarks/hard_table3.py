@@ -46,7 +46,7 @@ SEEDS = (0, 1, 2)
 EPOCHS = {"shakespeare": 10, "mail": 4}
 SERVER = ["--centralized", "--optimizer", "sgd", "--batch-size", "10", "--dropout", "0.2", "--weight-drop", "0",
           "--ngram-teacher", "0", "--weight-average", "0"]
-FEDERATED = ["--weight-average", "0"]
+FEDERATED = ["--no-phrases", "--weight-average", "0"]
 METRICS = ("recall_at_1", "recall_at_3")
 ROWS = ("federated", "server")
 DRAWS = 1000
@@ -61,7 +61,7 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
     """`keyboard-lm` arguments of one run; a run stopped with a checkpoint (a federated round's, a server
     run's epoch) is resumed."""
     if _records.resumable(out):
-        return ["train", *CORPORA[corpus], "--out", out, "--resume"]
+        return ["train", *CORPORA[corpus], "--out", out, "--resume", *(FEDERATED[:1] if row != "server" else [])]
     args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
     if row == "server":
         return args + [*SERVER, "--lr", f"{lr:g}", "--epochs", str(epochs or EPOCHS[corpus])]

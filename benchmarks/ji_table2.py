@@ -63,7 +63,7 @@ SEEDS = (0, 1, 2)
 
 def train_args(algorithm: str, fraction: float, seed: int, rounds: int, eval_every: int, out: str,
                resume: bool = False) -> list[str]:
-    args = ["train", *CORPUS, "--out", out, "--rounds", str(rounds)]
+    args = ["train", *CORPUS, "--out", out, "--rounds", str(rounds), "--no-phrases"]
     if resume:
         return args + ["--resume"]
     common = [a for a in COMMON]

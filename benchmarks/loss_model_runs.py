@@ -63,7 +63,8 @@ def main() -> None:
             running = [r for r in running if r.poll() is None]
             time.sleep(5)
         cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", "--data", args.data, "--format", "shakespeare",
-               "--partition", "record", "--out", os.path.join(args.out, name), "--overwrite", *extra]
+               "--partition", "record", "--out", os.path.join(args.out, name), "--overwrite",
+               *([] if "--centralized" in extra else ["--no-phrases"]), *extra]
         print(" ".join(cmd), flush=True)
         log = open(os.path.join(args.out, f"{name}.log"), "w", encoding="utf-8")
         running.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))

@@ -69,7 +69,7 @@ def _rows(path: str) -> list[dict]:
 def train(net: _netns.Network, out: str, flag: str, args, extra: list[str]) -> dict:
     """One `train` run in the driver's namespace; the link counters when each metrics row appeared."""
     cmd = [*CLI, "train", "--out", out, "--rounds", str(args.rounds), "--clients-per-round", str(args.clients),
-           "--eval-every", str(10 * args.rounds), "--workers", flag, *extra]
+           "--eval-every", str(10 * args.rounds), "--workers", flag, "--no-phrases", *extra]
     proc = subprocess.Popen(net.command(0, cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             cwd=REPO, env=ENV)
     metrics = os.path.join(out, "metrics.csv")

@@ -145,7 +145,7 @@ def main():
             run_dir = os.path.join(args.work, f"recipe{i}")
             extra = RECIPES[name] if "--centralized" in RECIPES[name] else [
                 *RECIPES[name], "--rounds", str(args.rounds), "--eval-every", str(args.eval_every),
-                "--checkpoint-every", str(args.eval_every)]
+                "--checkpoint-every", str(args.eval_every), "--no-phrases"]
             cmd = [*cli, "train", "--data", args.data, "--format", args.format, "--out", run_dir, "--overwrite",
                    *extra]
             print("$", shlex.join(cmd[2:]), flush=True)

@@ -67,7 +67,7 @@ def run_dir(work: str, corpus: str, phase: str, model: str, client_lr: float, se
 def train_args(corpus: str, model: str, client_lr: float, server_lr: float, seed: int, rounds: int, cohort: int,
                eval_every: int, out: str, resume: bool = False) -> list[str]:
     """`keyboard-lm` arguments of one run in Ro's protocol (from random weights), or its continuation."""
-    args = ["train", *CORPORA[corpus], "--out", out, "--rounds", str(rounds)]
+    args = ["train", *CORPORA[corpus], "--out", out, "--rounds", str(rounds), "--no-phrases"]
     if resume:
         return args + ["--resume"]
     return args + ["--model", model, *PROTOCOL, "--client-lr", f"{client_lr:g}", "--server-lr", f"{server_lr:g}",

@@ -76,7 +76,7 @@ def main():
     for i, (arm, extra) in enumerate(arms.items()):
         dirs[arm] = os.path.join(args.work, f"{args.name}_{i}")
         cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", "--out", dirs[arm], "--overwrite",
-               "--rounds", str(args.rounds), *train_args, *extra]
+               "--rounds", str(args.rounds), "--no-phrases", *train_args, *extra]
         log = open(dirs[arm] + ".log", "w")  # noqa: SIM115 - closed when the process ends
         procs.append((subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT), log))
     failed = []

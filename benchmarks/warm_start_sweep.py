@@ -77,6 +77,7 @@ def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, 
     """`keyboard-lm` arguments of one run from the base, or of its continuation from its checkpoint."""
     args = ["train", *corpus_args, "--out", run_dir]
     args += ["--rounds", str(rounds)] if rounds is not None else []
+    args += [] if "--centralized" in recipe_args else ["--no-phrases"]  # the model's recipe is measured alone
     if resume:
         # A resumed run takes its recipe and its start from its own run.json; `train` refuses --init-from there.
         return args + ["--resume"]

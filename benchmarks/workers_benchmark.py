@@ -41,7 +41,7 @@ from benchmarks import _report  # noqa: E402
 def run(out: str, args, clients: int, workers: str | None, worker_data: str | None) -> dict:
     cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out, "--data", args.data, "--format",
            args.format, "--clients-per-round", str(clients), "--rounds", str(args.rounds),
-           "--eval-every", str(10 * args.rounds), "--dropout", "0"]
+           "--eval-every", str(10 * args.rounds), "--dropout", "0", "--no-phrases"]
     if workers:
         cmd += ["--workers", workers]
     if worker_data:

@@ -21,7 +21,7 @@ from tests.conftest import REPO
 
 tff = start_runtime()
 
-TINY_FED = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
+TINY_FED = ["--no-phrases", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
             "--max-batches", "2"]
 VALUE = tff.to_type([(np.float32, [4])])
 

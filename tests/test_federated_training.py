@@ -14,7 +14,7 @@ from keyboard_lm.federated.rounds import sample_clients
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.run_dir import load_run
 
-SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
+SMALL = ["--no-phrases", "--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
          "--max-batches", "3", "--seed", "3"]
 
 
@@ -180,7 +180,7 @@ def test_run_killed_mid_training_resumes_to_the_same_result(uninterrupted, tmp_p
     os.killpg(proc.pid, signal.SIGKILL)  # the trainer and its TFF worker
     proc.wait()
     assert os.path.exists(marker), "training never reached round 2"
-    assert main(["train", "--out", killed, "--resume", "--rounds", "4"]) == 0
+    assert main(["train", "--out", killed, "--resume", "--no-phrases", "--rounds", "4"]) == 0
     a, b = _rows(full), _rows(killed)
     assert [r["round"] for r in b] == ["1", "2", "3", "4"]
     assert float(a[-1]["recall_at_3"]) == pytest.approx(float(b[-1]["recall_at_3"]), rel=1e-4, abs=1e-6)

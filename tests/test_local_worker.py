@@ -20,7 +20,7 @@ pytestmark = pytest.mark.heavy
 SKIP = worker_isolation_unavailable()
 needs_namespaces = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 #: A small default federated run (no flag about workers or addresses): long enough to look at while it trains.
-RUN = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
+RUN = ["--no-phrases", "--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
        "--max-batches", "3", "--seed", "3", "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
 
 

@@ -15,7 +15,7 @@ from keyboard_lm.models.run_dir import load_run
 from keyboard_lm.privacy import accounting
 from keyboard_lm.privacy.sampling import ftrl_schedule, poisson_sample, tree_sensitivity
 
-TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--dropout", "0"]
+TINY = ["--no-phrases", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--dropout", "0"]
 
 
 def _rows(run_dir):

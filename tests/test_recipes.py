@@ -327,7 +327,7 @@ def test_default_federated_train_smoke(tmp_path):
 def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_path, capsys):
     """Validation clients pick the kept round (weights.npz) and halve the client rate when a round does not gain."""
     out = str(tmp_path / "fed")
-    assert main(["train", "--out", out, *TINY, "--rounds", "5", "--eval-every", "1", "--clients-per-round", "3",
+    assert main(["train", "--out", out, "--no-phrases", *TINY, "--rounds", "5", "--eval-every", "1", "--clients-per-round", "3",
                  "--max-batches", "2", "--dropout", "0", "--seed", "1"]) == 0
     rows = _rows(out)
     scores = [(float(r["val_recall_at_3"]), -float(r["val_loss"])) for r in rows]

@@ -31,7 +31,7 @@ def test_worker_starts_listens_and_stops():
         socket.create_connection(("127.0.0.1", port), timeout=2.0).close()
 
 
-SMALL = ["--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
+SMALL = ["--no-phrases", "--units", "24", "--embedding-dim", "16", "--vocab-size", "600", "--clients-per-round", "4",
          "--max-batches", "3", "--seed", "3", "--rounds", "2", "--dropout", "0", "--server-optimizer", "adam",
          "--server-lr", "0.01", "--eval-every", "2"]
 

@@ -10,7 +10,7 @@ from keyboard_lm.models.run_dir import load_run
 
 TINY_CENTRAL = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--epochs", "1",
                 "--optimizer", "adam", "--lr", "0.01", "--ngram-teacher", "0"]
-TINY_FED = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
+TINY_FED = ["--no-phrases", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--clients-per-round", "3",
             "--max-batches", "2"]
 
 

@@ -233,7 +233,7 @@ def test_checkpointed_restart_state_resumes_as_an_uninterrupted_run(tmp_path):
 
 # The real CLI: one tiny DP-FTRL run with a restart every 2 rounds, resumed after 3.
 
-TINY = ["--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--dropout", "0"]
+TINY = ["--no-phrases", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--dropout", "0"]
 
 
 def _rows(run_dir):
