@@ -1,7 +1,10 @@
-"""Federated phrase discovery: exact against a plain count, bounded per user, floored at k, resumable, only
-sketches reach the server, and noise with a threshold under DP. Real text (the embedded corpus), real TFF."""
+"""Federated phrase discovery: exact against a plain count, bounded per user, floored at k, decoded cohort by
+cohort, resumable, only sketches reach the server, and noise with a threshold under DP. Real text (the embedded
+corpus), real TFF."""
 
 import collections
+import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -59,6 +62,15 @@ def test_bad_config_is_refused(field, value):
 def test_bound_is_split_evenly_across_context_lengths():
     assert PhraseDiscoveryConfig().quotas == (64, 64, 64, 64)
     assert PhraseDiscoveryConfig(max_pairs_per_user=10, max_order=3).quotas == (4, 3, 3)
+
+
+def test_capacity_is_sized_for_one_cohort_not_for_every_client():
+    """The server decodes each cohort's sum, so the sketch needs room for one cohort's strings: 100 clients x
+    512 strings, not the 1,492 clients of the embedded corpus's fitting set."""
+    config = PhraseDiscoveryConfig()
+    assert config.spec(10000, 1492).capacity == 100 * 512
+    assert config.spec(10000, 30).capacity == 30 * 512  # fewer clients than a cohort
+    assert PhraseDiscoveryConfig(capacity=777).spec(10000, 1492).capacity == 777
 
 
 def test_sentence_with_a_special_token_is_refused(clients):
@@ -130,6 +142,9 @@ def test_bound_and_k_floor_hold_and_an_interrupted_run_resumes_to_the_same_count
 
     with pytest.raises(KeyboardInterrupt):
         discover_phrases(data, vocab_size, config, state_path=state, progress=crash_after_first_cohort)
+    # What the server kept: the first cohort's strings with their exact numbers of users, before any floor.
+    first = {c: data[c] for c in sorted(data)[:config.clients_per_round]}
+    assert saved_counts(state) == reference(first, dataclasses.replace(config, k_anonymity=1))
     lines = []
     counts = discover_phrases(data, vocab_size, config, state_path=state, progress=lines.append)
     assert lines[0].startswith("phrases: resuming after cohort 1 of 3")
@@ -139,17 +154,76 @@ def test_bound_and_k_floor_hold_and_an_interrupted_run_resumes_to_the_same_count
     dropped = [p for p, users in alone.items() if users == 1]
     assert dropped and not set(dropped) & set(counts.pairs)  # a pair typed by one user only is not released
     assert min(counts.pairs.values()) >= 2
-    import os
-
-    assert not os.path.exists(state)  # the sum decodes to every user's strings: not kept after the release
+    assert not os.path.exists(state)  # it holds every user's strings: not kept after the release
 
 
-def test_damaged_state_is_refused_in_one_line(clients, tmp_path):
+def saved_counts(path):
+    """(contexts, pairs) with their users as a discovery state file holds them, read with numpy alone."""
+    from keyboard_lm.federated.phrase_sketch import decode_strings
+
+    with np.load(path, allow_pickle=False) as saved:
+        data, ends, users = saved["strings"].tobytes(), np.cumsum(saved["lengths"]).tolist(), saved["users"]
+        return decode_strings(zip((data[a:b] for a, b in zip([0] + ends[:-1], ends)), users.tolist()))
+
+
+@pytest.mark.heavy
+def test_each_cohort_is_decoded_and_its_undecoded_count_summed(clients):
+    """With a capacity too small for a cohort (150 for ~600 strings), the counts are what each cohort's sum
+    decodes to, added across cohorts, and not_decoded is the sum of what each cohort's decoding left."""
+    import tensorflow as tf
+
+    from keyboard_lm.federated.phrase_discovery import _dataset
+    from keyboard_lm.federated.phrase_sketch import client_sketch, decode_sketch, decode_strings
+
     data, vocab_size = clients
+    config = PhraseDiscoveryConfig(max_order=2, max_pairs_per_user=6, k_anonymity=1, capacity=150,
+                                   clients_per_round=60)
+    counts = discover_phrases(data, vocab_size, config)
+    spec = config.spec(vocab_size, len(data))
+    sketch = tf.function(lambda dataset: client_sketch(dataset, spec))
+    decode = tf.function(lambda summed: decode_sketch(summed, spec))
+    users, left = collections.Counter(), 0
+    ids = sorted(data)
+    for cohort in (ids[:60], ids[60:]):
+        total = sum(sketch(_dataset([np.asarray(s, np.int32) for s in data[c]])).numpy() for c in cohort)
+        strings, cohort_counts, cohort_left = decode(tf.constant(total))
+        users.update(dict(zip(strings.numpy().tolist(), cohort_counts.numpy().tolist())))
+        left += int(cohort_left)
+    contexts, pairs = decode_strings(users.items())
+    assert counts.info["cohorts"] == 2 and counts.info["not_decoded"] == left > 0
+    assert counts.pairs == pairs and counts.contexts == contexts
+    exact = reference(data, config)[1]
+    assert all(n <= exact[pair] for pair, n in pairs.items())  # a count left undecoded is missing
+
+
+@pytest.mark.parametrize("case, message", [
+    ("truncated", "damaged phrase discovery state .BadZipFile"), ("sums_wrong", "counts do not add up"),
+    ("old_sketch", "state of another version"), ("foreign", "state of other clients")])
+def test_damaged_or_foreign_state_is_refused_in_one_line(clients, tmp_path, case, message):
+    """Refused before any TFF work: a cut file, counts that do not add up, the sketch sum an earlier version
+    kept, and another discovery's counts."""
+    from keyboard_lm.federated.phrase_discovery import _checked_clients, _fingerprint, _save_state
+
+    data, vocab_size = clients
+    config = PhraseDiscoveryConfig(capacity=1000)
     state = tmp_path / "phrases.state"
-    state.write_bytes(b"PK\x03\x04 not a whole archive")
-    with pytest.raises(ConfigError, match=f"{state}: damaged phrase discovery state"):
-        discover_phrases(data, vocab_size, PhraseDiscoveryConfig(capacity=1000), state_path=str(state))
+    fingerprint = _fingerprint(_checked_clients(data, vocab_size), sorted(data),
+                               config.spec(vocab_size, len(data)), config)
+    if case == "truncated":
+        state.write_bytes(b"PK\x03\x04 not a whole archive")
+    elif case == "sums_wrong":
+        with state.open("wb") as f:
+            np.savez(f, version=np.int64(2), cohorts_done=np.int64(1), not_decoded=np.int64(0),
+                     fingerprint=np.array(fingerprint), strings=np.frombuffer(b"P\x05\x06", np.uint8),
+                     lengths=np.array([4]), users=np.array([3]))
+    elif case == "old_sketch":
+        with state.open("wb") as f:
+            np.savez(f, version=np.int64(1), sketch=np.zeros([3, 8, 4], np.int64), cohorts_done=np.int64(1),
+                     fingerprint=np.array(fingerprint))
+    else:
+        _save_state(str(state), {b"P\x05\x06": 3}, 1, 0, "another discovery")
+    with pytest.raises(ConfigError, match=f"{state}: .*{message}"):
+        discover_phrases(data, vocab_size, config, state_path=str(state))
 
 
 @pytest.mark.heavy
@@ -177,11 +251,11 @@ def test_only_integer_sketch_sums_cross_from_clients_to_the_server():
     tff = import_tff()
     config = PhraseDiscoveryConfig(capacity=500)
     spec = config.spec(200, 10)
-    cohort, release = build_phrase_computations(spec, config)
+    cohort, decode = build_phrase_computations(spec, config)
     assert _client_to_server_flows(cohort) == [("federated_secure_modular_sum", ("int64", spec.shape))]
     plain, _ = build_phrase_computations(spec, PhraseDiscoveryConfig(capacity=500, secure_sum=False))
     assert _client_to_server_flows(plain) == [("federated_sum", ("int64", spec.shape))]
-    assert _client_to_server_flows(release) == []  # the release reads the server's sum only
+    assert _client_to_server_flows(decode) == []  # decoding reads the server's sum only
 
     # The check catches a computation that sends the clients' strings up.
     import tensorflow as tf

@@ -3,9 +3,10 @@
 A client turns its sentences into short strings, at most ``max_pairs_per_user`` (context, next word) pairs
 (its most frequent ones, split across context lengths) and the distinct contexts among them, one count per
 string, and inserts them into an invertible Bloom lookup table (IBLT; Goodrich and Mitzenmacher 2011) with
-TFF's ``tff.analytics.heavy_hitters.iblt.IbltEncoder``. The IBLT is linear: the sum of the clients' tables is
-the table of every string with its number of users, so the server only ever adds tables and decodes the sum
-once. This module holds the TF side (as TFF's ``simple_fedavg_tf.py``); ``phrase_discovery`` wires it into TFF.
+TFF's ``tff.analytics.heavy_hitters.iblt.IbltEncoder``. The IBLT is linear: the sum of a cohort's tables is
+the table of every string its clients sent with its number of users, so the server only adds tables and decodes
+each cohort's sum. This module holds the TF side (as TFF's ``simple_fedavg_tf.py``); ``phrase_discovery`` wires
+it into TFF.
 
 Strings: a marker (``P`` for a pair, ``C`` for a context) then one Unicode character per vocabulary id
 (code point id + 1, skipping the surrogates), so ``P`` + (<bos>, "thanks") + "for" is 4 characters; UTF-8
