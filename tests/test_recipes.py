@@ -322,6 +322,9 @@ def test_default_federated_train_smoke(tmp_path):
     assert [int(r["round"]) for r in rows] == [1, 2]
     assert int(rows[-1]["examples_seen"]) == sum(int(r["examples"]) for r in rows) > 0
     assert float(rows[-1]["recall_at_3"]) > 0
+    # The default learns the phrase table after training, and export ships it inside the budget.
+    assert run.info["phrases"]["learn"] is True and run.info["phrases"]["k_anonymity"] == 5
+    assert os.path.isfile(os.path.join(out, "phrases.bin")) and os.path.isfile(os.path.join(out, "phrase_gate.json"))
 
 
 def test_federated_run_keeps_the_best_validation_round_and_decays_the_rate(tmp_path, capsys):

@@ -22,7 +22,6 @@ predictor give; the Java core's PhraseParityGoldenTest reads the same files.
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import io
 import json
@@ -98,26 +97,13 @@ def _encoded_users(vocab) -> dict:
 
 
 def phrase_counts(sentences_by_user: dict, max_order: int = 4, k: int = K_USERS):
-    """Distinct users per (context, next) pair and per context (tests/test_phrase_table.py's reference counts)."""
-    from keyboard_lm.text.phrase_table import PhraseCounts
-    from keyboard_lm.text.spec import SPECIAL_TOKENS as SP
+    """Distinct users per (context, next) pair and per context: tests/test_phrase_table.py's reference counts."""
+    sys.path.insert(0, str(REPO))
+    from tests.test_phrase_table import reference_counts
 
-    pairs, contexts = collections.Counter(), collections.Counter()
-    for sentences in sentences_by_user.values():
-        mine, ctxs = set(), set()
-        for s in sentences:
-            s = [SP.bos_id, *s, SP.eos_id]
-            for i in range(1, len(s)):
-                for n in range(1, max_order + 1):
-                    ctx = tuple(s[max(0, i - n):i])
-                    if len(ctx) < n or SP.oov_id in ctx or s[i] == SP.oov_id:
-                        break
-                    mine.add((ctx, s[i]))
-                    ctxs.add(ctx)
-        pairs.update(mine)
-        contexts.update(ctxs)
-    return PhraseCounts({c: u for c, u in contexts.items() if u >= k}, {p: u for p, u in pairs.items() if u >= k},
-                        {"k": k, "source": "embedded default corpus, one user per conversation"})
+    counts = reference_counts(sentences_by_user, max_order, k)
+    counts.info = {"k": k, "source": "embedded default corpus, one user per conversation"}
+    return counts
 
 
 def build_table(vocab):
