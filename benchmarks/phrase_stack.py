@@ -120,16 +120,16 @@ def main():
              f"{len(heldout_ids)} held-out users, {rows['model']['pooled']['num_events']:,} events; "
              f"phrase discovery on {len(fit_ids)} fitting clients (k = {args.k}, {discovery_seconds} s), "
              f"gate on {len(val_ids)} validation clients.", "",
-             "| row | recall@1 | recall@3 | vs 5-gram (recall@3, paired 95%) | vs 5-gram + history |",
-             "|---|---:|---:|---|---|"]
+             "| row | recall@1 | recall@3 | vs 5-gram (recall@3, paired 95%) | vs 5-gram + history | vs model |",
+             "|---|---:|---:|---|---|---|"]
     for name, r in rows.items():
         cells = []
-        for ref in ("5-gram", "5-gram + history"):
+        for ref in ("5-gram", "5-gram + history", "model"):
             iv = paired_intervals(r, rows[ref], ("recall_at_3",))["recall_at_3"]
             ratio = r["pooled"]["recall_at_3"] / rows[ref]["pooled"]["recall_at_3"]
             cells.append(f"{ratio:.3f}x [{iv[0]:.3f}, {iv[1]:.3f}]")
         lines.append(f"| {name} | {r['pooled']['recall_at_1']:.4f} | {r['pooled']['recall_at_3']:.4f} | "
-                     f"{cells[0]} | {cells[1]} |")
+                     f"{cells[0]} | {cells[1]} | {cells[2]} |")
     lines += ["", "| table | bytes | contexts | entries | model words | validation recall@3: stack (model alone) |",
               "|---|---:|---:|---:|---:|---|"]
     lines += [f"| {t} | {v['bytes']:,} | {v['contexts']:,} | {v['entries']:,} | {v['vocab_size']:,} | "
