@@ -119,6 +119,32 @@ def evaluate_ngram_stack(ngram, vocab, corpus: Corpus, client_ids, *, history: b
     return _result(sums)
 
 
+def stack_rows(predictor, corpus: Corpus, heldout_ids, train_ids, order: int = 5) -> dict:
+    """The rows ``keyboard-lm eval --stack`` reports: {name: result}, each user's text streamed in order.
+
+    The model alone (the file's ranker without its table), with its phrase table (when it has one), and
+    with a per-user history; the Kneser-Ney n-gram of ``order`` on the training clients (the same
+    vocabulary), alone and with the same history.
+    """
+    from keyboard_lm.baselines.ngram import KneserNey
+
+    vocab, ranker = predictor.vocab, predictor.ranker
+    rows = {}
+    kn = KneserNey(len(vocab), order).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
+    rows[f"{order}-gram"] = evaluate_ngram_stack(kn, vocab, corpus, heldout_ids)
+    rows[f"{order}-gram + history"] = evaluate_ngram_stack(kn, vocab, corpus, heldout_ids, history=True)
+    predictor.ranker = Ranker(vocab, blocklist=())  # the same file, its table set aside
+    try:
+        rows["model"] = evaluate_stack(predictor, corpus, heldout_ids)
+    finally:
+        predictor.ranker = ranker
+    if ranker.phrases is not None:
+        rows["model + phrase table"] = evaluate_stack(predictor, corpus, heldout_ids)
+    name = "model + phrase table + history" if ranker.phrases is not None else "model + history"
+    rows[name] = evaluate_stack(predictor, corpus, heldout_ids, history=True)
+    return rows
+
+
 # -- the gate --------------------------------------------------------------------------------------------------
 def gate_events(model, table: PhraseTable, corpus: Corpus, client_ids, bounds: Sequence[int]) -> dict:
     """For every position whose context the table holds: what the gate's choice decides there.

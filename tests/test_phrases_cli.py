@@ -34,7 +34,7 @@ def mail_like_run(tmp_path_factory, default_corpus):
 def test_phrases_learns_a_table_that_export_ships_and_the_predictor_uses(mail_like_run, tmp_path, capsys):
     from keyboard_lm.inference.predictor import Predictor
 
-    run, _ = mail_like_run
+    run, data = mail_like_run
     assert main(["phrases", run, "--k-anonymity", "2"]) == 0
     fitted = json.load(open(os.path.join(run, "phrase_gate.json")))
     assert fitted["discovery"]["k_anonymity"] == 2 and fitted["table"]["contexts"] > 0
@@ -44,6 +44,15 @@ def test_phrases_learns_a_table_that_export_ships_and_the_predictor_uses(mail_li
     assert "phrase_table" in capsys.readouterr().out
     p = Predictor.load(out)
     assert len(p.ranker.phrases) == fitted["table"]["contexts"]
+    # eval --stack: the file as a keyboard runs it, against the 5-gram, on the held-out users.
+    capsys.readouterr()
+    assert main(["eval", out, "--data", data, "--format", "jsonl", "--stack", "--json", "--intervals", "200"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert list(rows) == ["5-gram", "5-gram + history", "model", "model + phrase table",
+                          "model + phrase table + history"]
+    assert rows["model + phrase table + history"]["vs"] == "5-gram + history"
+    assert len({r["num_events"] for r in rows.values()}) == 1
+    assert main(["eval", run, "--stack"]) == 2  # a run directory: export it first
     # A second cut reuses the release (no second discovery) and prunes the rarest words to fit a small budget.
     size = os.path.getsize(out)
     assert main(["phrases", run, "--k-anonymity", "2", "--budget-bytes", str(size - 2000)]) == 0
