@@ -47,15 +47,26 @@ from keyboard_lm.inference import Predictor
 from keyboard_lm.inference.bench import run
 text = open(sys.argv[2], encoding="utf-8").read()
 repeats = int(sys.argv[3])
-out = run(Predictor.load(sys.argv[1]), text, repeats=repeats)
+table_off = len(sys.argv) > 4 and sys.argv[4] == "off"
+
+
+def load(**kw):
+    p = Predictor.load(sys.argv[1], **kw)
+    if table_off:  # the same file with its phrase table set aside: the model alone
+        from keyboard_lm.inference.ranker import Ranker
+        p.ranker = Ranker(p.vocab)
+    return p
+
+
+out = run(load(), text, repeats=repeats)
 
 # Per-keystroke calls, interleaved word by word. A package without the prefix cache (a baseline) has
 # one stateless path: the uncached one.
-session_p = Predictor.load(sys.argv[1])
+session_p = load()
 try:
-    uncached, cached = Predictor.load(sys.argv[1], prefix_cache_size=0), Predictor.load(sys.argv[1])
+    uncached, cached = load(prefix_cache_size=0), load()
 except TypeError:
-    uncached, cached = Predictor.load(sys.argv[1]), None
+    uncached, cached = load(), None
 words = text.split()
 t = {k: [] for k in ("session_tapped", "session_suggestion", "stateless_uncached", "stateless_cached",
                      "completion_first", "completion_next")}
@@ -102,7 +113,10 @@ KEYSTROKE = {"session_tapped": "session commit(word) + suggestions(3), no comple
 
 
 def _measure(python: list[str], model: str, text_path: str, repeats: int, cwd: str, env=None) -> dict:
-    done = subprocess.run([*python, "-c", RUNNER, os.path.abspath(model), text_path, str(repeats)], cwd=cwd, env=env,
+    """One process's figures; ``model`` may end in ``#table-off``: the file with its phrase table set aside."""
+    path, _, variant = model.partition("#")
+    done = subprocess.run([*python, "-c", RUNNER, os.path.abspath(path), text_path, str(repeats),
+                           "off" if variant == "table-off" else "on"], cwd=cwd, env=env,
                           check=True, capture_output=True, text=True)
     return json.loads(done.stdout)
 
@@ -136,6 +150,22 @@ def _keystroke_table(columns: dict) -> list[str]:
     return lines
 
 
+def _table_ratios(results: dict) -> list[str]:
+    """p99 of each per-keystroke call with the phrase table / with it set aside, per model and platform."""
+    lines = ["With the phrase table / with it set aside, per-keystroke p99 (the same file; budget 1.10x):", "",
+             "| model | platform | " + " | ".join(KEYSTROKE) + " |", "|---|---|" + "---|" * len(KEYSTROKE)]
+    for name, on in results.items():
+        off = results.get(f"{name} (phrase table set aside)")
+        if off is None:
+            continue
+        for platform in ("native", "aarch64_qemu"):
+            if platform in on and platform in off:
+                cells = [f"{on[platform][k]['p99_ms'] / off[platform][k]['p99_ms']:.2f}x"
+                         if k in on[platform] and k in off[platform] else "" for k in KEYSTROKE]
+                lines.append(f"| {name} | {platform} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="+", metavar="MODEL.tflite")
@@ -144,6 +174,9 @@ def main():
     p.add_argument("--native-only", action="store_true", help="skip the emulated aarch64 run")
     p.add_argument("--baseline", metavar="REF", help="also measure the package at this git revision "
                                                      "(natively, and emulated unless --native-only)")
+    p.add_argument("--table-off-too", action="store_true",
+                   help="also measure each model with its phrase table set aside (the model alone), after it")
+    p.add_argument("--name", help="result file name (default: latency_benchmark[_native])")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
     if args.repeats < 1 or args.rounds < 1:
@@ -157,6 +190,8 @@ def main():
     for model in args.models:
         if not os.path.isfile(model):
             p.error(f"no model file at {model}")
+    if args.table_off_too:
+        args.models = [m for model in args.models for m in (model, model + "#table-off")]
     sys.path.insert(0, REPO)
     from keyboard_lm.data.corpora import load_default
 
@@ -173,7 +208,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         baseline_dir = _baseline_tree(args.baseline, tmp) if args.baseline else None
         for model in args.models:
-            name = os.path.basename(model)
+            name = os.path.basename(model).replace("#table-off", " (phrase table set aside)")
             result, current, baseline = {}, [], []
             for r in range(args.rounds):  # alternating (ABBA...), so a drift of the shared machine hits both alike
                 order = [(current, REPO)] + ([(baseline, baseline_dir)] if baseline_dir else [])
@@ -237,7 +272,9 @@ def main():
             lines.append("")
             results[name] = result
     os.remove(text_path)
-    name = "latency_benchmark_native" if args.native_only else "latency_benchmark"
+    if args.table_off_too:
+        lines += _table_ratios(results)
+    name = args.name or ("latency_benchmark_native" if args.native_only else "latency_benchmark")
     _report.write(name, {"models": results, "baseline": args.baseline}, "\n".join(lines), args.out)
     print("\n".join(lines))
     return 0 if all(r.get("gate_pass", True) for r in results.values()) else 1

@@ -324,6 +324,7 @@ def test_default_federated_train_smoke(tmp_path):
     assert float(rows[-1]["recall_at_3"]) > 0
     # The default learns the phrase table after training, and export ships it inside the budget.
     assert run.info["phrases"]["learn"] is True and run.info["phrases"]["k_anonymity"] == 5
+    assert run.info["phrases"]["gate_clients"] == "validation"  # the run's own validation clients
     assert os.path.isfile(os.path.join(out, "phrases.bin")) and os.path.isfile(os.path.join(out, "phrase_gate.json"))
 
 

@@ -46,7 +46,9 @@ def run_clients(run, corpus: Corpus) -> tuple[list[str], list[str], bool]:
     if not run.record.split:
         raise ConfigError(f"{run.path}: run.json records no data split; the phrase table needs the run's clients")
     train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**run.record.split))
-    fraction = run.record.hyperparameters.get("validation_fraction")
+    # A federated run records its recipe under "federated", a centralized one under "hyperparameters".
+    fraction = ((run.record.federated or {}).get("validation_fraction")
+                or (run.record.hyperparameters or {}).get("validation_fraction"))
     fit_ids, val_ids = validation_clients(train_ids, fraction or GATE_FRACTION, run.record.split["seed"])
     return fit_ids, val_ids, bool(fraction)
 
@@ -153,6 +155,7 @@ def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig
     gained = sum(c["hits"] - c["hits_without"] for c in report["cells"].values())
     log(f"phrases: gate fitted on {len(val_ids)} validation clients: {gained:+,} recall@3 hits there")
     fitted = {"gate": gate.to_dict(), "fit": report, "discovery": counts.info, "vocab_size": vocab_size,
+              "gate_clients": "validation" if unseen else "training",
               "table": {"bytes": table.size_bytes, "contexts": len(table), "entries": int(len(table.ids)),
                         "max_next": table_config.max_next, "min_share": table_config.min_share,
                         "max_bytes": table_config.max_bytes}}
@@ -181,6 +184,7 @@ def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = N
         record = {"learn": True, "contexts": fitted["table"]["contexts"], "bytes": fitted["table"]["bytes"],
                   "vocab_size": fitted["vocab_size"], "k_anonymity": fitted["discovery"]["k_anonymity"],
                   "max_pairs_per_user": fitted["discovery"]["max_pairs_per_user"],
+                  "gate_clients": fitted["gate_clients"],
                   "validation_hits_gained": sum(c["hits"] - c["hits_without"] for c in fitted["fit"]["cells"].values())}
     update_run_info(run_dir, {"phrases": record})
     return record
