@@ -26,8 +26,9 @@ from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 STATE_FILE = "phrases.state"
 COUNTS_FILE = "phrase_counts.json"
-#: What the table's entry adds to the file beyond its bytes: its local header and central directory record.
-ARCHIVE_ENTRY_BYTES = 120
+#: What the table adds to the file beyond its bytes, at most: its zip headers (about 120 bytes) and the
+#: metadata's "phrases" object (the gate and what discovery released; under 1 KiB deflated).
+ARCHIVE_ENTRY_BYTES = 2048
 #: Never stored as a next word: the table suggests words and the end of a sentence, nothing else.
 _NOT_NEXT = (SPECIAL_TOKENS.pad_id, SPECIAL_TOKENS.bos_id, SPECIAL_TOKENS.oov_id)
 
