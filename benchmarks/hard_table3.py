@@ -61,7 +61,7 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
     """`keyboard-lm` arguments of one run; a run stopped with a checkpoint (a federated round's, a server
     run's epoch) is resumed."""
     if _records.resumable(out):
-        return ["train", *CORPORA[corpus], "--out", out, "--resume", *(FEDERATED[:1] if row != "server" else [])]
+        return ["train", *CORPORA[corpus], "--out", out, *(FEDERATED[:1] if row != "server" else []), "--resume"]
     args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
     if row == "server":
         return args + [*SERVER, "--lr", f"{lr:g}", "--epochs", str(epochs or EPOCHS[corpus])]
