@@ -147,3 +147,11 @@ def test_cli_parser_and_predict_load_no_tensorflow():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (TF,))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_session_does_not_import_the_predictor():
+    """A session asks one ranker for its strips (inference/ranker.py) and knows its predictor by a protocol:
+    predictor.py imports session.py, never the other way round."""
+    modules = _module_files()
+    name = "keyboard_lm.inference.session"
+    assert "keyboard_lm.inference.predictor" not in _full_imports(modules[name], name, modules)

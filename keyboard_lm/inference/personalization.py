@@ -33,7 +33,7 @@ def _classify(session, words) -> dict:
             raise ConfigError(f"personal word {i} {word[:40]!r} is {len(tokens)} tokens {tokens[:5]} after "
                               "normalization; a personal word must be one token")
         token = tokens[0]
-        if token in session.predictor.vocab:
+        if token in session.ranker.vocab:
             out["in_vocabulary"].append(token)
         elif session.ranker.blocked(token):
             out["blocked"].append(token)
@@ -77,7 +77,7 @@ def _positions(session, sentences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     inputs); personal words in the context enter through their current adapted embeddings.
     """
     outputs, logits, targets = [], [], []
-    vocab, n_vocab = session.predictor.vocab, len(session.predictor.vocab)
+    vocab, n_vocab = session.ranker.vocab, len(session.ranker.vocab)
     scratch = session.predictor.session()  # steps as this session would, without touching its state
     scratch.personal, scratch.reads_outputs = session.personal, True
     scratch.personal_changed()
@@ -273,7 +273,7 @@ def prepare_words(session, sentences, max_words: int, validation_fraction: float
         raise ConfigError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
     if session.predictor.char_encoder is None:
         raise ConfigError("personal words need the char encoder: Predictor.load(model, char_encoder=ENCODER.tflite)")
-    counts = collections.Counter(w for s in sentences for w in s if w not in session.predictor.vocab
+    counts = collections.Counter(w for s in sentences for w in s if w not in session.ranker.vocab
                                  and not session.ranker.blocked(w))
     existing = set(session.personal.words) if session.personal is not None else set()
     limit = session.predictor.char_encoder.max_bytes

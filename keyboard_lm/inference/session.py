@@ -58,21 +58,35 @@ whose context extends a recent one by a word costs one step.
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference import personalization
 from keyboard_lm.inference.personal_words import PersonalState
-from keyboard_lm.inference.ranker import PhraseMatch, check_k
+from keyboard_lm.inference.model_file import ModelFile
+from keyboard_lm.inference.ranker import PhraseMatch, Ranker, check_k
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.phrase_table import MAX_ORDER
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
-if TYPE_CHECKING:
-    from keyboard_lm.inference.predictor import Predictor
+
+
+class SessionSource(Protocol):
+    """What a session needs of the predictor that opens it (``Predictor`` is one): the model, the ranker that
+    merges every source, the position after ``<bos>`` computed once, the char encoder of personal words, and
+    new sessions (personalization scores on a scratch one). Kept as a protocol so this module does not import
+    the predictor's."""
+
+    model: ModelFile
+    ranker: Ranker
+    bos_position: tuple
+    bos_log_probs: np.ndarray
+    char_encoder: object
+
+    def session(self, personal=None, history=None, learn: bool = True) -> "Session": ...
 
 #: The user history's share of a suggestion's probability (``Session.history_weight``).
 HISTORY_WEIGHT = 0.3
@@ -89,7 +103,7 @@ _UNKNOWN = object()  # Session._match before the phrase table was looked up at t
 class Session:
     """One text field being typed; not for use by two threads at once."""
 
-    def __init__(self, predictor: "Predictor", history: UserHistory | None = None, learn: bool = True):
+    def __init__(self, predictor: SessionSource, history: UserHistory | None = None, learn: bool = True):
         self.predictor = predictor
         self.model = predictor.model
         self.ranker = predictor.ranker  # every source is merged there, once
