@@ -13,7 +13,6 @@ alone and with the same history. Ratios carry paired 95% intervals over held-out
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,24 +27,6 @@ def _clients(run, corpus):
     from keyboard_lm.data.split import SplitConfig, split_clients
 
     return split_clients(corpus.client_ids, SplitConfig(**run.record.split))
-
-
-def _counts(run_dir, corpus, fit_ids, vocab, k: int):
-    """The counts federated discovery releases on the fitting clients, kept beside the run (one release per k)."""
-    from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig, discover_phrases
-    from keyboard_lm.text.phrase_table import PhraseCounts
-
-    path = os.path.join(run_dir, f"bench_phrase_counts_k{k}.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            return PhraseCounts.from_dict(json.load(f), path)
-    config = PhraseDiscoveryConfig(k_anonymity=k)
-    sentences = {c: [vocab.encode(s) for s in corpus.sentences([c])] for c in fit_ids}
-    counts = discover_phrases(sentences, len(vocab), config, state_path=os.path.join(run_dir, f"phrases_k{k}.state"),
-                              progress=print)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(counts.to_dict(), f)
-    return counts
 
 
 def main():
@@ -66,7 +47,8 @@ def main():
     from keyboard_lm.inference.predictor import Predictor
     from keyboard_lm.inference.ranker import Ranker
     from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
-    from keyboard_lm.federated.phrases_run import room_for_table, run_clients
+    from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig
+    from keyboard_lm.federated.phrases_run import room_for_table, run_clients, run_counts
     from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate
     from keyboard_lm.text.phrase_table import TableConfig
@@ -90,7 +72,7 @@ def main():
         print(f"{name}: recall@3 {rows[name]['pooled']['recall_at_3']:.4f} ({timings[name]} s)", flush=True)
 
     t0 = time.time()
-    counts = _counts(args.run, corpus, fit_ids, vocab, args.k)
+    counts = run_counts(args.run, corpus, fit_ids, vocab, PhraseDiscoveryConfig(k_anonymity=args.k))
     discovery_seconds = round(time.time() - t0, 1)
     kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
     timed("5-gram", lambda: evaluate_ngram_stack(kn, vocab, corpus, heldout_ids))

@@ -20,6 +20,7 @@ Results have the shape of ``keyboard_lm.evaluation`` results ({"pooled", "client
 from __future__ import annotations
 
 import collections
+import contextlib
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -27,7 +28,7 @@ import numpy as np
 from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.examples import corpus_examples
 from keyboard_lm.inference.ranker import PhraseGate, Ranker
-from keyboard_lm.inference.session import HISTORY_CONTEXT_K, HISTORY_WEIGHT
+from keyboard_lm.inference.session import HISTORY_WEIGHT, history_share
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text.phrase_table import MAX_ORDER, PhraseTable
 from keyboard_lm.text.spec import SPECIAL_TOKENS
@@ -99,8 +100,7 @@ class NgramSession:
         top = self.ranker.top_all(log_probs, k)
         if self.history is None or not self.history.num_words:
             return top
-        n = self.history.context_count(self.previous_word)
-        a = self.history_weight * n / (n + HISTORY_CONTEXT_K)
+        a = history_share(self.history, self.history_weight, self.previous_word)
         if a <= 0:
             return top
         vocab = self.ranker.vocab
@@ -119,6 +119,17 @@ def evaluate_ngram_stack(ngram, vocab, corpus: Corpus, client_ids, *, history: b
     return _result(sums)
 
 
+@contextlib.contextmanager
+def table_set_aside(predictor):
+    """``predictor`` as the model alone for the length of the block: its ranker without the phrase table."""
+    ranker = predictor.ranker
+    predictor.ranker = Ranker(predictor.vocab)
+    try:
+        yield predictor
+    finally:
+        predictor.ranker = ranker
+
+
 def stack_rows(predictor, corpus: Corpus, heldout_ids, train_ids, order: int = 5) -> dict:
     """The rows ``keyboard-lm eval --stack`` reports: {name: result}, each user's text streamed in order.
 
@@ -133,11 +144,8 @@ def stack_rows(predictor, corpus: Corpus, heldout_ids, train_ids, order: int = 5
     kn = KneserNey(len(vocab), order).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
     rows[f"{order}-gram"] = evaluate_ngram_stack(kn, vocab, corpus, heldout_ids)
     rows[f"{order}-gram + history"] = evaluate_ngram_stack(kn, vocab, corpus, heldout_ids, history=True)
-    predictor.ranker = Ranker(vocab, blocklist=())  # the same file, its table set aside
-    try:
+    with table_set_aside(predictor):
         rows["model"] = evaluate_stack(predictor, corpus, heldout_ids)
-    finally:
-        predictor.ranker = ranker
     if ranker.phrases is not None:
         rows["model + phrase table"] = evaluate_stack(predictor, corpus, heldout_ids)
     name = "model + phrase table + history" if ranker.phrases is not None else "model + history"

@@ -58,13 +58,11 @@ def cmd_demo(args) -> int:
 def _what_the_table_added(predictor, corpus, heldout) -> None:
     """Held-out recall of the exported file's strips, with its phrase table and without (the same model)."""
     from keyboard_lm.evaluation import paired_intervals
-    from keyboard_lm.inference.ranker import Ranker
-    from keyboard_lm.suggestion_evaluation import evaluate_stack
+    from keyboard_lm.suggestion_evaluation import evaluate_stack, table_set_aside
 
     stack = evaluate_stack(predictor, corpus, heldout)
-    table, predictor.ranker = predictor.ranker, Ranker(predictor.vocab)
-    alone = evaluate_stack(predictor, corpus, heldout)
-    predictor.ranker = table
+    with table_set_aside(predictor):
+        alone = evaluate_stack(predictor, corpus, heldout)
     low, high = paired_intervals(stack, alone, ("recall_at_3",))["recall_at_3"]
     s, a = stack["pooled"]["recall_at_3"], alone["pooled"]["recall_at_3"]
     print(f"held-out recall@3 of the strips ({len(heldout)} users, {stack['pooled']['num_events']:,} words): "

@@ -78,6 +78,20 @@ def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=print) -
     return counts if same else None
 
 
+def run_counts(run_dir: str, corpus: Corpus, fit_ids, vocab, discovery: PhraseDiscoveryConfig,
+               log=print) -> PhraseCounts:
+    """The counts discovery releases on ``fit_ids`` (encoded with the run's ``vocab``): an earlier release of
+    this run with the same settings (``released_counts``), else a new one, kept in the run directory."""
+    counts = released_counts(run_dir, discovery, log)
+    if counts is None:
+        # Each client encodes its own text with the run's vocabulary (the model's broadcast): its side of discovery.
+        sentences = {c: [vocab.encode(s) for s in corpus.sentences([c])] for c in fit_ids}
+        counts = discover_phrases(sentences, len(vocab), discovery, state_path=os.path.join(run_dir, STATE_FILE),
+                                  progress=log)
+        atomic_write(os.path.join(run_dir, COUNTS_FILE), json.dumps(counts.to_dict()).encode("utf-8"), mode=0o600)
+    return counts
+
+
 def restricted(counts: PhraseCounts, vocab_size: int) -> PhraseCounts:
     """The counts a pruned vocabulary can use: no id at or past ``vocab_size`` (a dropped word is <oov>)."""
     return PhraseCounts({c: u for c, u in counts.contexts.items() if max(c) < vocab_size},
@@ -141,13 +155,7 @@ def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig
         log(f"phrases: the run kept no validation clients; {len(val_ids)} of its training clients fit the gate and "
             "the others build the table")
     vocab = run.vocab
-    # Each client encodes its own text with the run's vocabulary (the model's broadcast): its side of discovery.
-    counts = released_counts(run_dir, discovery, log)
-    if counts is None:
-        sentences = {c: [vocab.encode(s) for s in corpus.sentences([c])] for c in fit_ids}
-        counts = discover_phrases(sentences, len(vocab), discovery, state_path=os.path.join(run_dir, STATE_FILE),
-                                  progress=log)
-        atomic_write(os.path.join(run_dir, COUNTS_FILE), json.dumps(counts.to_dict()).encode("utf-8"), mode=0o600)
+    counts = run_counts(run_dir, corpus, fit_ids, vocab, discovery, log)
     vocab_size, table, model = room_for_table(run_dir, counts, table_config, budget_bytes, log)
     log(f"phrases: table of {len(table):,} contexts, {len(table.ids):,} next words, {table.size_bytes:,} bytes "
         f"(budget {table_config.max_bytes:,}); the model keeps {vocab_size:,} of {len(vocab):,} words")

@@ -33,9 +33,11 @@ import zlib
 import numpy as np
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.inference.ranker import PhraseGate
 from keyboard_lm.inference.runtime import interpreter_class
 from keyboard_lm.inference.tflite_flatbuffer import FlatbufferError, read_model
 from keyboard_lm.inference.tflite_shapes import check_shapes
+from keyboard_lm.text.phrase_table import PhraseTable
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION
 from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -165,9 +167,6 @@ def _read_archive(path: str, data: bytes) -> tuple[dict, str, int, bytes | None]
 
 def _read_phrases(path: str, meta: dict, data: bytes | None, vocab_size: int):
     """(PhraseTable, PhraseGate) of the file, or (None, None) without a table; ModelFileError naming the file."""
-    from keyboard_lm.inference.ranker import PhraseGate
-    from keyboard_lm.text.phrase_table import PhraseTable
-
     info = meta.get("phrases")
     if info is None or data is None:
         return None, None

@@ -93,6 +93,13 @@ HISTORY_WEIGHT = 0.3
 #: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
 #: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
 HISTORY_CONTEXT_K = 4.0
+def history_share(history: UserHistory, weight: float, previous_word: str | None) -> float:
+    """The history's share after ``previous_word``: ``weight * n / (n + HISTORY_CONTEXT_K)``, n the (decayed)
+    number of words the user typed after it."""
+    n = history.context_count(previous_word)
+    return weight * n / (n + HISTORY_CONTEXT_K)
+
+
 _ANY = object()  # Session._step's context when the word before the position is not known
 _UNKNOWN = object()  # Session._match before the phrase table was looked up at this position
 
@@ -155,8 +162,7 @@ class Session:
         (decayed) number of words the user typed after the previous word (0 without a history)."""
         if self.history is None:
             return 0.0
-        n = self.history.context_count(self.previous_word)
-        return self.history_weight * n / (n + HISTORY_CONTEXT_K)
+        return history_share(self.history, self.history_weight, self.previous_word)
 
     # -- model steps ---------------------------------------------------------
     def _personal_active(self) -> bool:
@@ -273,13 +279,13 @@ class Session:
             self._state = self.model.initial_state()
             self.inputs_in_chunk = 0
             self._context = []
-        vocab = self.ranker.vocab
+        token = self.ranker.vocab.id_of(word)  # <oov> outside the vocabulary
         personal_index = None
-        if word not in vocab and self._personal_active():
+        if token == SPECIAL_TOKENS.oov_id and self._personal_active():
             personal_index = self.personal.index_of(word)
         # A word outside the vocabulary (personal or not) is <oov> here: no stored context holds it.
-        self._context = [*self._context[1 - MAX_ORDER:], vocab.id_of(word)]
-        self._step(vocab.id_of(word) if personal_index is None else None, personal_index, self._state, word)
+        self._context = [*self._context[1 - MAX_ORDER:], token]
+        self._step(token if personal_index is None else None, personal_index, self._state, word)
         if self.learning and self.history is not None and self.learnable(word):
             self.history.learn_word(self.previous_word, word)
         self.previous_word = word
