@@ -336,3 +336,45 @@ def test_bad_k_is_a_value_error_on_both_paths(bad):
         p.suggest("how are", bad)
     with pytest.raises(ValueError, match="k must be an int >= 1"):
         p.complete("how are", "y", bad)
+
+
+# -- a file with a phrase table --------------------------------------------------------------------------------------
+
+PHRASES_MODEL = pathlib.Path(__file__).resolve().parent / "golden" / "phrases" / "cifg_phrases.tflite"
+
+
+def test_cached_calls_equal_uncached_ones_with_a_phrase_table(real_words):
+    cached = Predictor.load(str(PHRASES_MODEL), prefix_cache_size=16)
+    uncached = Predictor.load(str(PHRASES_MODEL), prefix_cache_size=0)
+    rng = random.Random(71)
+    field, matched = [], 0
+    for i in range(600):
+        random_edit(rng, field, real_words)
+        context = " ".join(field) + rng.choice([" ", ""])
+        assert cached.suggest(context, 3) == uncached.suggest(context, 3), (i, context)
+        if i % 4 == 0:
+            prefix = rng.choice(real_words)[:rng.randint(1, 2)]
+            assert cached.complete(context, prefix, 3) == uncached.complete(context, prefix, 3), (i, context, prefix)
+        inputs = cached._prefix_cache.chunk_inputs(context)
+        matched += cached.ranker.phrase_match(inputs[-4:]) is not None
+    assert matched > 30  # the table's contexts were exercised, not only the model's
+
+
+def test_where_the_table_matches_a_grown_field_costs_one_full_step_not_two(real_words):
+    model = CountingModelFile.load(str(PHRASES_MODEL))
+    p = Predictor(model)
+
+    def cost(context):
+        before = dict(model.steps)
+        p.suggest(context, 3)
+        return {key: model.steps[key] - before[key] for key in before}
+
+    words, seen = tokenizer.tokenize(" ".join(real_words[:400])), {"match": 0, "no match": 0}
+    for n in range(2, 120):
+        context = " ".join(words[:n])
+        match = p.ranker.phrase_match(p._prefix_cache.chunk_inputs(context)[-4:]) is not None
+        cost(" ".join(words[:n - 1]))  # the field one word shorter is cached
+        assert cost(context) == ({"step": 0, "step_full": 1} if match else {"step": 1, "step_full": 0}), context
+        assert cost(context) == {"step": 0, "step_full": 0}  # the same field again: the full distribution is kept
+        seen["match" if match else "no match"] += 1
+    assert min(seen.values()) > 5, seen

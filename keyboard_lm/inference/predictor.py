@@ -17,6 +17,7 @@ from keyboard_lm.inference.prefix_cache import PREFIX_CACHE_SIZE, PrefixCache
 from keyboard_lm.inference.ranker import Ranker
 from keyboard_lm.inference.session import Session
 from keyboard_lm.inference.user_history import UserHistory
+from keyboard_lm.text.phrase_table import MAX_ORDER
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 
@@ -52,12 +53,16 @@ class Predictor:
         zero = model.initial_state()
         zero.setflags(write=False)
         top_ids, top_log_probs, state = model.step(SPECIAL_TOKENS.bos_id, zero)
-        self.bos_position = (zero, state, top_ids, top_log_probs)
         # and its full distribution, which a completion at a sentence start reads (shared, read-only)
         self.bos_log_probs, _ = model.step_full(SPECIAL_TOKENS.bos_id, zero)
         self.bos_log_probs.setflags(write=False)
+        self.bos_position = (zero, state, top_ids, top_log_probs, self.bos_log_probs)
         self.prefix_cache_size = prefix_cache_size
-        self._prefix_cache = PrefixCache(model, prefix_cache_size, self.bos_position)
+        # Where the phrase table has an entry, the ranker reads the whole distribution: the cache steps
+        # the last input in full there instead of stepping twice (top K, then full).
+        full_at = None if self.ranker.phrases is None else (
+            lambda inputs: self.ranker.phrase_match(inputs[-MAX_ORDER:]) is not None)
+        self._prefix_cache = PrefixCache(model, prefix_cache_size, self.bos_position, full_at)
 
     @classmethod
     def load(cls, path: str, blocklist: Iterable[str] = (), runtime: str | None = None,

@@ -7,7 +7,9 @@ see ``Session.commit``). An app usually passes the whole text field on every
 key event, so consecutive contexts share all but their last word. A
 ``PrefixCache`` keeps, for the ``size`` most recently used input prefixes of
 such chunks (token ids, ``<bos>`` included), the state before and after the
-prefix's last input and the graph's top K there, and steps the model only over
+prefix's last input and the graph's top K there (and, where the caller's ``full_at``
+says the ranker will read the whole distribution, e.g. a phrase-table context, that
+distribution, so the call does not step twice), and steps the model only over
 the inputs after the longest cached prefix: a text field that grew by one word
 costs one step, an edit in the middle the steps from the edit on, the same
 context again none. Entries are evicted least recently used first (about
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import threading
+from typing import Callable
 
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.text import spec, tokenizer
@@ -41,16 +44,22 @@ _SPACE_SPLITS_SCANS = (" " in spec.URL_STOP and " " not in spec.NUMBER_JOINERS +
 
 
 class PrefixCache:
-    """Positions (state before the last input, state after it, top ids, top log-probs) of recent prefixes.
+    """Positions (state before the last input, state after it, top ids, top log-probs, full log-probs or
+    None) of recent prefixes.
 
     ``bos_position`` is the position after ``<bos>`` from a zero state, which the predictor computed once.
+    ``full_at(inputs)``: whether the position after ``inputs`` needs the full distribution (then the
+    last input is stepped with ``step_full`` and its log-probs are kept with the entry: about 4V bytes).
     """
 
-    def __init__(self, model: ModelFile, size: int, bos_position: tuple):
+    def __init__(self, model: ModelFile, size: int, bos_position: tuple,
+                 full_at: Callable[[tuple], bool] | None = None):
         self.model, self.vocab, self.size = model, model.vocab, size
         self.bos_position = bos_position
+        self._full_at = full_at
         self._zero_state = bos_position[0]
-        # input prefix (tuple of ids) -> (state before its last input, state after it, top ids [K], top log-probs [K])
+        # input prefix (tuple of ids) -> (state before its last input, state after it, top ids [K],
+        # top log-probs [K], log-probs [V] or None)
         self._states: collections.OrderedDict = collections.OrderedDict()
         # Scanned texts: (normalized text up to and including its last space, words in its last sentence,
         # the last seq_len of them), most recent last; "" (no text) is always a prefix.
@@ -108,9 +117,12 @@ class PrefixCache:
         return self._extend(count, tail, tokenizer._scan(normalized[len(base):]), keep)
 
     def position(self, inputs: tuple[int, ...]) -> tuple:
-        """(state before the last input, state after it, top ids, top log-probs) after ``inputs`` from zeros.
+        """(state before the last input, state after it, top ids, top log-probs, log-probs or None) after
+        ``inputs`` from zeros.
 
-        Steps only the inputs after the longest cached prefix, and caches every prefix it steps.
+        Steps only the inputs after the longest cached prefix, and caches every prefix it steps. The last
+        input is stepped in full when ``full_at(inputs)``; a cached entry without its full log-probs is
+        returned as it is (the session then computes them once).
         """
         cache = self._states
         done, position = 0, None
@@ -129,9 +141,15 @@ class PrefixCache:
         else:
             new = []
         state = self._zero_state if position is None else position[1]
+        full_last = self._full_at is not None and done < len(inputs) and self._full_at(inputs)
         for n in range(done, len(inputs)):
-            top_ids, top_log_probs, after = self.model.step(inputs[n], state)
-            position = (state, after, top_ids, top_log_probs)
+            if full_last and n == len(inputs) - 1:
+                log_probs, after = self.model.step_full(inputs[n], state)
+                log_probs.setflags(write=False)  # shared by every call at this prefix
+                position = (state, after, None, None, log_probs)
+            else:
+                top_ids, top_log_probs, after = self.model.step(inputs[n], state)
+                position = (state, after, top_ids, top_log_probs, None)
             new.append((inputs[:n + 1], position))
             state = after
         with self._cache_lock:

@@ -219,28 +219,30 @@ class Session:
             self._set_graph_top(top_ids, top_log_probs)
 
     def _set_graph_top(self, top_ids: np.ndarray, top_log_probs: np.ndarray) -> None:
-        self._graph_top = (top_ids, top_log_probs)  # [K] each, specials excluded, by log-prob then id
+        # [K] each, specials excluded, by log-prob then id; None where the position was stepped in full
+        self._graph_top = None if top_ids is None else (top_ids, top_log_probs)
         self._full = None  # computed from _last_input when needed
         self._output = self._vocab_logits = None
 
     def set_position(self, token: int, position: tuple, inputs_in_chunk: int | None = None,
                      chunk_inputs: list[int] | None = None) -> None:
-        """Stand after ``token`` given a predictor position (state before, state after, graph top).
+        """Stand after ``token`` given a predictor position (state before, state after, graph top, full log-probs
+        or None).
 
         The predictor's interface to a session (its stateless calls and the prefix cache's positions);
         ``inputs_in_chunk``: how many inputs of the current training chunk that position has read;
         ``chunk_inputs``: those inputs' ids (the phrase table's context is their last few).
         """
-        before, self._state, top_ids, top_log_probs = position
+        before, self._state, top_ids, top_log_probs, full = position
         if inputs_in_chunk is not None:
             self.inputs_in_chunk = inputs_in_chunk
         if chunk_inputs is not None:
             self._context = list(chunk_inputs[-MAX_ORDER:])
         self._match = _UNKNOWN
         self._last_input = (token, None, before)
-        self._set_graph_top(top_ids, top_log_probs)
-        if position is self.predictor.bos_position:  # a sentence start: its distribution was computed at load
-            self._full = self.predictor.bos_log_probs
+        self._set_graph_top(top_ids, top_log_probs)  # top ids None: a position the cache stepped in full
+        if full is not None:  # e.g. a sentence start (computed at load) or a phrase-table context
+            self._full = full
 
     @property
     def _log_probs(self) -> np.ndarray:
