@@ -196,6 +196,10 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
     """
     run = load_run(run_dir)
     table = run_phrases(run) if phrases else None
+    if table is not None and run.info.get("differential_privacy"):
+        raise ConfigError(f"{run_dir}: trained under differential privacy, whose guarantee covers the model alone, "
+                          f"yet it holds a phrase table ({RUN_PHRASES_FILE}) released outside it; export with "
+                          "--no-phrases")
     if table is not None and vocab_size is not None and vocab_size != table[2]:
         raise ConfigError(f"{run_dir}: its phrase table is for the {table[2]:,} most frequent words, not "
                           f"{vocab_size:,}; export without the table or learn it again for that vocabulary")

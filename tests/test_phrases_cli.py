@@ -39,6 +39,8 @@ def test_phrases_learns_a_table_that_export_ships_and_the_predictor_uses(mail_li
     fitted = json.load(open(os.path.join(run, "phrase_gate.json")))
     assert fitted["discovery"]["k_anonymity"] == 2 and fitted["table"]["contexts"] > 0
     assert fitted["vocab_size"] == 600  # a small model leaves room: nothing pruned
+    record = json.load(open(os.path.join(run, "run.json")))["phrases"]  # what was learnt, in the run's record
+    assert record["learn"] and record["k_anonymity"] == 2 and record["contexts"] == fitted["table"]["contexts"]
     out = str(tmp_path / "m.tflite")
     assert main(["export", run, "--out", out]) == 0
     assert "phrase_table" in capsys.readouterr().out
@@ -70,3 +72,28 @@ def test_phrases_refuses_a_run_of_another_corpus_in_one_line(mail_like_run, tmp_
     assert main(["phrases", run, "--data", str(other), "--format", "jsonl"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not the corpus" in err[0]
+
+
+def test_a_run_under_differential_privacy_gets_no_table_outside_its_account(mail_like_run, tmp_path, capsys):
+    import shutil
+
+    run, _ = mail_like_run
+    assert main(["phrases", run, "--k-anonymity", "2"]) == 0
+    dp_run = str(tmp_path / "dp_run")
+    shutil.copytree(run, dp_run)
+    info = json.load(open(os.path.join(dp_run, "run.json")))
+    # The record a --dp run writes (its account covers the model's training alone).
+    info["differential_privacy"] = {"mechanism": "ftrl", "noise_multiplier": 1.0, "epsilon": 10.0, "delta": 1e-10}
+    with open(os.path.join(dp_run, "run.json"), "w", encoding="utf-8") as f:
+        json.dump(info, f)
+    capsys.readouterr()
+    assert main(["phrases", dp_run]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "differential privacy" in err[0] and dp_run in err[0]
+    out = str(tmp_path / "dp.tflite")
+    assert main(["export", dp_run, "--out", out]) == 2  # a table lying in the directory is not shipped
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--no-phrases" in err[0] and not os.path.exists(out)
+    assert main(["export", dp_run, "--out", out, "--no-phrases"]) == 0
+    card = json.load(open(out + ".card.json"))
+    assert card["phrases"] is None and card["differential_privacy"]["epsilon"] == 10.0

@@ -10,7 +10,8 @@ def cmd_export(args) -> int:
     from keyboard_lm.export.tflite_export import export_run
 
     budget = None if args.budget_bytes == 0 else args.budget_bytes
-    card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k, quantization=args.quantization)
+    card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k, quantization=args.quantization,
+                      phrases=not args.no_phrases)
     b = card["size_breakdown"]
     print(f"wrote {args.out}: {b['total']:,} bytes (budget {budget:,} bytes)" if budget else
           f"wrote {args.out}: {b['total']:,} bytes (no budget)")
@@ -39,6 +40,8 @@ def register(sub) -> None:
     ex.add_argument("--out", required=True, metavar="MODEL.tflite")
     ex.add_argument("--budget-bytes", type=non_negative_int, default=1_468_006,
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
+    ex.add_argument("--no-phrases", action="store_true",
+                    help="leave the run's phrase table (keyboard-lm phrases) out of the file")
     ex.add_argument("--top-k", type=positive_int, default=3, help="candidates returned by the step signature (3)")
     ex.add_argument("--quantization", choices=("auto", *QUANTIZATION), default="auto",
                     help="dynamic-range: int8 weights, int8-rounded matrix inputs at run time (hybrid kernels); "

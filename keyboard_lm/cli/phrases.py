@@ -8,7 +8,7 @@ from keyboard_lm.cli.args import (add_data_args, check_same_corpus, default_data
 
 def cmd_phrases(args) -> int:
     from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig
-    from keyboard_lm.federated.phrases_run import learn_phrases
+    from keyboard_lm.federated.phrases_run import phrases_on_a_run
     from keyboard_lm.models.run_dir import load_run
     from keyboard_lm.text.phrase_table import TableConfig
 
@@ -19,7 +19,7 @@ def cmd_phrases(args) -> int:
     default_data_to_run(args, run.info)
     corpus = load_corpus_from_args(args)
     check_same_corpus(args, corpus, run.info, args.run_dir)
-    fitted = learn_phrases(args.run_dir, corpus, discovery, table, budget_bytes=args.budget_bytes or None)
+    fitted = phrases_on_a_run(args.run_dir, corpus, discovery, table, args.budget_bytes or None)
     t = fitted["table"]
     print(f"wrote {args.run_dir}/phrases.bin ({t['bytes']:,} bytes, {t['contexts']:,} contexts) and "
           f"phrase_gate.json; `keyboard-lm export` includes them")

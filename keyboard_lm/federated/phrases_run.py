@@ -189,12 +189,33 @@ def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = N
         record = {"learn": False, "reason": "differential privacy: the run ships the model alone"}
         log("phrases: not learnt under --dp (docs/privacy.md); the run ships the model alone")
     else:
-        fitted = learn_phrases(run_dir, corpus, log=log)
-        record = {"learn": True, "contexts": fitted["table"]["contexts"], "bytes": fitted["table"]["bytes"],
-                  "vocab_size": fitted["vocab_size"], "k_anonymity": fitted["discovery"]["k_anonymity"],
-                  "max_pairs_per_user": fitted["discovery"]["max_pairs_per_user"],
-                  "gate_clients": fitted["gate_clients"],
-                  "validation_hits_gained": sum(c["hits"] - c["hits_without"] for c in fitted["fit"]["cells"].values())}
+        record = _record(learn_phrases(run_dir, corpus, log=log))
     update_run_info(run_dir, {"phrases": record})
     return record
+
+
+def phrases_on_a_run(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig, table_config: TableConfig,
+                     budget_bytes: int | None, log=print) -> dict:
+    """``keyboard-lm phrases RUN_DIR``: learn (again) a finished run's table; run.json's "phrases" says so.
+
+    Refused on a run trained under differential privacy: its guarantee covers the model alone, and a table
+    released under k-anonymity would add a release outside its account (docs/privacy.md).
+    """
+    from keyboard_lm.models.run_dir import RUN_FILE, read_json, update_run_info
+
+    info = read_json(os.path.join(run_dir, RUN_FILE), f"{run_dir}: not a run directory")
+    if info.get("differential_privacy"):
+        raise ConfigError(f"{run_dir}: the run was trained under differential privacy; its guarantee covers the model "
+                          "alone and a phrase table would be released outside it (docs/privacy.md)")
+    fitted = learn_phrases(run_dir, corpus, discovery, table_config, budget_bytes, log)
+    update_run_info(run_dir, {"phrases": _record(fitted)})
+    return fitted
+
+
+def _record(fitted: dict) -> dict:
+    """run.json's "phrases" of a learnt table."""
+    return {"learn": True, "contexts": fitted["table"]["contexts"], "bytes": fitted["table"]["bytes"],
+            "vocab_size": fitted["vocab_size"], "k_anonymity": fitted["discovery"]["k_anonymity"],
+            "max_pairs_per_user": fitted["discovery"]["max_pairs_per_user"], "gate_clients": fitted["gate_clients"],
+            "validation_hits_gained": sum(c["hits"] - c["hits_without"] for c in fitted["fit"]["cells"].values())}
 
