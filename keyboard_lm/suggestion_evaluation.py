@@ -28,7 +28,8 @@ import numpy as np
 from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.data.examples import corpus_examples
 from keyboard_lm.inference.ranker import PhraseGate, Ranker
-from keyboard_lm.inference.session import HISTORY_WEIGHT, history_share
+from keyboard_lm.inference.ranker import history_share
+from keyboard_lm.inference.session import HISTORY_WEIGHT
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text.phrase_table import MAX_ORDER, PhraseTable
 from keyboard_lm.text.spec import SPECIAL_TOKENS

@@ -5,7 +5,8 @@ import pytest
 from keyboard_lm.errors import ConfigError, DataError
 from keyboard_lm.inference import Predictor
 from keyboard_lm.inference.personalization import HISTORY_WEIGHTS
-from keyboard_lm.inference.session import HISTORY_CONTEXT_K, HISTORY_WEIGHT
+from keyboard_lm.inference.ranker import HISTORY_CONTEXT_K
+from keyboard_lm.inference.session import HISTORY_WEIGHT
 from keyboard_lm.inference.user_history import UserHistory
 from tests.conftest import REPO
 

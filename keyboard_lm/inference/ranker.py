@@ -29,7 +29,7 @@ import bisect
 import dataclasses
 import heapq
 import math
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -39,10 +39,25 @@ from keyboard_lm.text.phrase_table import PhraseTable
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 from keyboard_lm.text.vocabulary import Vocabulary
 
+if TYPE_CHECKING:
+    from keyboard_lm.inference.user_history import UserHistory
+
 
 def check_k(k) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
+
+
+#: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
+#: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
+HISTORY_CONTEXT_K = 4.0
+
+
+def history_share(history: "UserHistory", weight: float, previous_word: str | None) -> float:
+    """The history's share after ``previous_word``: ``weight * n / (n + HISTORY_CONTEXT_K)``, n the (decayed)
+    number of words the user typed after it."""
+    n = history.context_count(previous_word)
+    return weight * n / (n + HISTORY_CONTEXT_K)
 
 
 @dataclasses.dataclass(frozen=True)

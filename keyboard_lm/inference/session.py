@@ -66,7 +66,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference import personalization
 from keyboard_lm.inference.personal_words import PersonalState
 from keyboard_lm.inference.model_file import ModelFile
-from keyboard_lm.inference.ranker import PhraseMatch, Ranker, check_k
+from keyboard_lm.inference.ranker import PhraseMatch, Ranker, check_k, history_share
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.phrase_table import MAX_ORDER
@@ -90,21 +90,8 @@ class SessionSource(Protocol):
 
 #: The user history's share of a suggestion's probability (``Session.history_weight``).
 HISTORY_WEIGHT = 0.3
-#: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
-#: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
-HISTORY_CONTEXT_K = 4.0
-def history_share(history: UserHistory, weight: float, previous_word: str | None) -> float:
-    """The history's share after ``previous_word``: ``weight * n / (n + HISTORY_CONTEXT_K)``, n the (decayed)
-    number of words the user typed after it."""
-    n = history.context_count(previous_word)
-    return weight * n / (n + HISTORY_CONTEXT_K)
-
-
 _ANY = object()  # Session._step's context when the word before the position is not known
 _UNKNOWN = object()  # Session._match before the phrase table was looked up at this position
-
-
-
 
 
 class Session:
