@@ -18,7 +18,9 @@ completion at a position (``complete(word[:2], 3)``: it computes the full
 distribution) and the next one there (``complete(word[:3], 3)``).
 ``--baseline REF`` also runs the same measurements on the package as it is
 at git revision REF (``git archive``), in the same run, for a before/after;
-``--native-only`` skips the emulated aarch64 run.
+``--native-only`` skips the emulated aarch64 run. ``--table-off-too`` also measures each file with its
+phrase table set aside; a file's two variants (and the baseline's) then run process by process alternately,
+natively and emulated (``--emulated-rounds`` emulated processes of each), so the machine's drift hits both alike.
 
     python benchmarks/latency_benchmark.py MODEL.tflite [MODEL2.tflite ...] [--native-only] [--baseline REF]
 """
@@ -171,6 +173,7 @@ def main():
     p.add_argument("models", nargs="+", metavar="MODEL.tflite")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--rounds", type=int, default=2, help="native processes per variant, run alternately")
+    p.add_argument("--emulated-rounds", type=int, default=1, help="emulated processes per variant, run alternately")
     p.add_argument("--native-only", action="store_true", help="skip the emulated aarch64 run")
     p.add_argument("--baseline", metavar="REF", help="also measure the package at this git revision "
                                                      "(natively, and emulated unless --native-only)")
@@ -179,8 +182,9 @@ def main():
     p.add_argument("--name", help="result file name (default: latency_benchmark[_native])")
     p.add_argument("--out", default=os.path.join(HERE, "results"))
     args = p.parse_args()
-    if args.repeats < 1 or args.rounds < 1:
-        p.error(f"--repeats and --rounds must be >= 1, got {args.repeats} and {args.rounds}")
+    if min(args.repeats, args.rounds, args.emulated_rounds) < 1:
+        p.error(f"--repeats, --rounds and --emulated-rounds must be >= 1, got {args.repeats}, {args.rounds} and "
+                f"{args.emulated_rounds}")
     if args.baseline:  # a commit id, so the result says what was measured
         found = subprocess.run(["git", "rev-parse", "--short", "--verify", args.baseline + "^{commit}"], cwd=REPO,
                                capture_output=True, text=True)
@@ -190,8 +194,8 @@ def main():
     for model in args.models:
         if not os.path.isfile(model):
             p.error(f"no model file at {model}")
-    if args.table_off_too:
-        args.models = [m for model in args.models for m in (model, model + "#table-off")]
+    # Measured together, alternately: a file and, with --table-off-too, the same file with its table set aside.
+    groups = [[model, model + "#table-off"] if args.table_off_too else [model] for model in args.models]
     sys.path.insert(0, REPO)
     from keyboard_lm.data.corpora import load_default
 
@@ -207,13 +211,22 @@ def main():
     results, lines = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         baseline_dir = _baseline_tree(args.baseline, tmp) if args.baseline else None
-        for model in args.models:
+        trees = [("current", REPO)] + ([("baseline", baseline_dir)] if baseline_dir else [])
+        runs = {}
+        for group in groups:
+            jobs = [(model, tree, where) for model in group for tree, where in trees]
+            for job in jobs:
+                runs[job[:2]], runs[job[0], "emulated_" + job[1]] = [], []
+            for r in range(args.rounds):  # alternating (ABBA...), so a drift of the shared machine hits all alike
+                for model, tree, where in (jobs if r % 2 else jobs[::-1]):
+                    runs[model, tree].append(_measure([sys.executable], model, text_path, args.repeats, where))
+            for r in range(0 if args.native_only else args.emulated_rounds):
+                for model, tree, where in (jobs if r % 2 else jobs[::-1]):
+                    runs[model, "emulated_" + tree].append(_measure(aarch64_python, model, text_path, args.repeats,
+                                                                    where, env))
+        for model in [m for group in groups for m in group]:
             name = os.path.basename(model).replace("#table-off", " (phrase table set aside)")
-            result, current, baseline = {}, [], []
-            for r in range(args.rounds):  # alternating (ABBA...), so a drift of the shared machine hits both alike
-                order = [(current, REPO)] + ([(baseline, baseline_dir)] if baseline_dir else [])
-                for runs, where in (order if r % 2 else order[::-1]):
-                    runs.append(_measure([sys.executable], model, text_path, args.repeats, where))
+            result, current, baseline = {}, runs[model, "current"], runs.get((model, "baseline"))
             if baseline_dir:
                 result["baseline_native"] = _pool(baseline)
             native = result["native"] = _pool(current)
@@ -227,11 +240,9 @@ def main():
                           f"- peak RSS of a process that loads the model and serves: native "
                           f"{native['peak_rss_mb']:.0f} MB", ""]
             else:
-                emulated = result["aarch64_qemu"] = _pool([_measure(aarch64_python, model, text_path, args.repeats,
-                                                                    REPO, env)])
+                emulated = result["aarch64_qemu"] = _pool(runs[model, "emulated_current"])
                 if baseline_dir:  # the emulator's speed differs between machines and days: compare in one run
-                    result["baseline_aarch64_qemu"] = _pool([_measure(aarch64_python, model, text_path,
-                                                                      args.repeats, baseline_dir, env)])
+                    result["baseline_aarch64_qemu"] = _pool(runs[model, "emulated_baseline"])
                 result["gate_pass"] = emulated["suggestion"]["p99_ms"] <= 20.0 and \
                     emulated["completion"]["p99_ms"] <= 20.0
                 lines += ["| measure | native p50 ms | native p99 ms | aarch64 (qemu) p50 ms | "
@@ -254,8 +265,10 @@ def main():
             if "aarch64_qemu" in result:
                 columns["aarch64 (qemu)"] = result["aarch64_qemu"]
             n = native
+            emulated_note = "" if args.native_only else f"; emulated, {args.emulated_rounds}"
             lines += [f"Per keystroke, interleaved word by word over the same {len(text.split())} words "
-                      f"({args.repeats} passes in each of {args.rounds} processes per variant, run alternately):", "", *_keystroke_table(columns), "",
+                      f"({args.repeats} passes in each of {args.rounds} processes per variant{emulated_note}, "
+                      "run alternately):", "", *_keystroke_table(columns), "",
                       f"- stateless suggest, prefix cache vs none (p50, native): "
                       f"{n['stateless_uncached']['p50_ms'] / n['stateless_cached']['p50_ms']:.2f}x faster; "
                       f"cached stateless / session (p99, native): "
