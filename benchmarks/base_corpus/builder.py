@@ -19,7 +19,18 @@ linux-doc              ``markup``: the kernel's reST (package ``linux-doc-6.1``)
 perl-doc, manpages     ``markup``: POD, roff                                        one page
 git-doc, gnu-standards, debian-policy    ``markup``: HTML                           one page
 doc-debian, debian-history, dict-foldoc, dict-devil, gnome-devel-docs    ``texts``  one file / chapter / headword / page
+r-cran-janeaustenr     ``texts_rdata``: Austen's six novels (R lazy-load data)      one chapter
+fortunes, endless-sky-data    ``texts_games``: fortune files, Endless Sky data      one fortune / mission or planet
+cataclysm-dda-data, naev-data, freedroidrpg-data, freedink-data, widelands-data, wesnoth-1.16-data and
+the 16 wesnoth-1.16 campaigns    ``texts_gettext``: msgids of the .mo catalogs       a domain's hash bucket
 =====================  ===========================================================  ==============================
+
+Each source has a kind (``mix.KINDS``: technical, dictionary, bible, novel,
+game, quotes); ``mix.word_caps`` keeps each source and each kind under a share
+of the corpus (defaults ``DEFAULT_MAX_SOURCE_SHARE``, ``DEFAULT_MAX_KIND_SHARE``),
+dropping whole documents as ``cap``.  Before the caps, ``filters`` drops the
+sentences with profanity or gore and those sharing a word 8-gram (or the whole
+sentence) with an evaluation corpus, each counted by reason.
 
 No evaluation corpus of the project is a source: Tiny Shakespeare, the
 embedded conversations (chatterbot-corpus) and the SpamAssassin mail stay out
@@ -77,9 +88,12 @@ from typing import Callable
 
 from benchmarks.base_corpus.debs import (changelog_version, deb_field, deb_sources, DebSource, extract_deb,
     find_debs, packages)
+from benchmarks.base_corpus.filters import (GORE_WORDS, Blocklist, OverlapIndex, filter_records, load_overlap,
+                                            parse_overlap_spec)
+from benchmarks.base_corpus.mix import KINDS, MixConfig, mix_report, word_caps
 from benchmarks.base_corpus.prose import MIN_PLAIN_SHARE, MIN_PROSE_SHARE, MIN_WORDS, Record, Tally
 from benchmarks.base_corpus.sources import require_dir
-from keyboard_lm.errors import DataError
+from keyboard_lm.errors import ConfigError, DataError
 from keyboard_lm.models.run_dir import sha256_file
 
 
@@ -158,7 +172,9 @@ def _finish_source(name: str, info: dict, tally: Tally, records: list[Record], m
 
 def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = None,
           max_words_per_source: int | None = None, log: Callable[[str], None] = lambda message: None,
-          sources: tuple[DebSource, ...] | None = None) -> dict:
+          sources: tuple[DebSource, ...] | None = None, blocklist: Blocklist | None = None,
+          overlap: OverlapIndex | None = None, overlap_info: dict | None = None,
+          mix: MixConfig | None = None) -> dict:
     """Write ``out_dir/corpus.jsonl`` and ``out_dir/report.json``; return the report.
 
     Args:
@@ -169,6 +185,10 @@ def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = 
       max_words_per_source: cap each source at this many words (``cap_records``); None = no cap.
       log: called with a line of progress per source.
       sources: the sources to read (default: ``deb_sources()``, the corpus).
+      blocklist, overlap: the sentence filters (``filters``); None = not applied.
+      overlap_info: what ``filters.load_overlap`` read of each evaluation corpus, for the report.
+      mix: shares no source or kind may exceed (``mix.word_caps``, after the filters and before
+        ``max_words_per_source``); None = no share caps.
     """
     sources = deb_sources() if sources is None else sources
     if max_words_per_source is not None and max_words_per_source < 1:
@@ -183,11 +203,13 @@ def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = 
         if not os.path.isfile(deb):
             raise DataError(f"{deb}: not found ({package} .deb)")
 
-    results = []
+    read = []
     for source in sources:
         tally = Tally()
         root = roots[source.package]
         records = list(source.extractor(root, tally))
+        if blocklist is not None or overlap is not None:
+            records = list(filter_records(records, tally, blocklist, overlap))
         deb = debs.get(source.package)
         if deb:
             info = {"package": source.package, "version": deb_field(deb, "Version"), "version_from": "deb control",
@@ -197,7 +219,14 @@ def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = 
                     "version_from": "changelog in the extracted tree", "deb": None, "deb_sha256": None}
         if deb and source.package != source.name:
             info["metapackage"] = source.name
-        results.append(_finish_source(source.name, info, tally, records, max_words_per_source, log))
+        info["kind"] = source.kind
+        read.append((source, info, tally, records))
+        log(f"{source.name}: read {_words(records)} words")
+    caps = {s.name: max_words_per_source for s, _, _, _ in read}
+    if mix is not None:
+        shares = word_caps({s.name: _words(r) for s, _, _, r in read}, {s.name: s.kind for s, _, _, _ in read}, mix)
+        caps = {name: shares[name] if cap is None else min(cap, shares[name]) for name, cap in caps.items()}
+    results = [_finish_source(s.name, info, tally, records, caps[s.name], log) for s, info, tally, records in read]
 
     os.makedirs(out_dir, exist_ok=True)
     corpus_path = os.path.join(out_dir, "corpus.jsonl")
@@ -224,13 +253,33 @@ def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = 
             "dropped": dropped,
             "dropped_words": sum(v["words"] for v in dropped.values()),
         }
+    total_words = sum(s["words"] for s in sources.values()) or 1
+    for s in sources.values():
+        s["share"] = round(s["words"] / total_words, 4)
+    filtered: dict[str, dict] = {}
+    for s in sources.values():
+        for reason, d in s["dropped"].items():
+            if reason in ("profanity", "gore", "placeholder", "filter_remainder") or reason.startswith("overlap_"):
+                entry = filtered.setdefault(reason, {"records": 0, "words": 0})
+                entry["records"] += d["records"]
+                entry["words"] += d["words"]
     report = {
         "builder": "benchmarks.base_corpus.builder",
         "format": "jsonl: {\"user\": \"<source>/<document>\", \"text\": \"<paragraph>\"} (--format jsonl)",
         "rules": {"min_words": MIN_WORDS, "min_plain_token_share": MIN_PLAIN_SHARE,
                   "min_plain_char_share": MIN_PROSE_SHARE,
-                  "words": "whitespace-separated", "max_words_per_source": max_words_per_source},
+                  "words": "whitespace-separated", "max_words_per_source": max_words_per_source,
+                  "mix": mix.as_json() if mix is not None else None,
+                  "blocklist": None if blocklist is None else {
+                      "profanity": "better-profanity 0.7.0 profanity_wordlist.txt less filters.ORDINARY_WORDS",
+                      "profanity_entries": len(blocklist.words) + len(blocklist.prefixes) + len(blocklist.phrases)
+                      - len(GORE_WORDS), "gore_words": len(GORE_WORDS)},
+                  "overlap": None if overlap is None else {
+                      "ngram": OverlapIndex.N, "whole_sentence_min_words": OverlapIndex.MIN_SENTENCE,
+                      "corpora": overlap_info or {}}},
         "sources": sources,
+        "mix": mix_report({n: s["words"] for n, s in sources.items()}, {n: s["kind"] for n, s in sources.items()}),
+        "filtered": dict(sorted(filtered.items())),
         "totals": {"sources": len(sources),
                    "documents": sum(s["documents"] for s in sources.values()),
                    "records": sum(s["records"] for s in sources.values()),
@@ -248,16 +297,23 @@ def build(out_dir: str, *, roots: dict[str, str], debs: dict[str, str] | None = 
 
 def format_summary(report: dict) -> str:
     """A per-source table of a build report."""
-    rows = [("source", "version", "files", "docs", "records", "words", "available", "dropped words")]
+    rows = [("source", "version", "kind", "docs", "records", "words", "share", "available", "dropped words")]
     for name, s in report["sources"].items():
-        rows.append((name, str(s.get("version") or "-"), str(s["files_read"]), str(s["documents"]),
-                     str(s["records"]), str(s["words"]), str(s["words_available"]), str(s["dropped_words"])))
+        rows.append((name, str(s.get("version") or "-"), s.get("kind", "-"), str(s["documents"]),
+                     str(s["records"]), str(s["words"]), f"{s.get('share', 0):.3f}", str(s["words_available"]),
+                     str(s["dropped_words"])))
     t = report["totals"]
-    rows.append(("total", "", "", str(t["documents"]), str(t["records"]), str(t["words"]), str(t["words_available"]),
-                 str(t["dropped_words"])))
+    rows.append(("total", "", "", str(t["documents"]), str(t["records"]), str(t["words"]), "1.000",
+                 str(t["words_available"]), str(t["dropped_words"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines.insert(1, "-" * len(lines[0]))
+    if "mix" in report:
+        kinds = ", ".join(f"{k} {v['words']} ({v['share']:.1%})" for k, v in report["mix"]["kinds"].items())
+        lines.append(f"mix: {kinds}; informal {report['mix']['informal_share']:.1%}")
+    if report.get("filtered"):
+        lines.append("filtered: " + ", ".join(f"{r} {v['words']} words ({v['records']} sentences)"
+                                             for r, v in report["filtered"].items()))
     lines.append(f"corpus sha256 {report['corpus_sha256']}")
     return "\n".join(lines)
 
@@ -272,11 +328,35 @@ def _positive_int(value: str) -> int:
     return n
 
 
+#: The caps of the reference build (measured: docs/data.md): no source over 12%; dictionaries at most 8%,
+#: the Bible 6%, technical documentation 35% of the words, so the informal kinds make about half.
+DEFAULT_MAX_SOURCE_SHARE = 0.12
+DEFAULT_MAX_KIND_SHARE = (("dictionary", 0.08), ("bible", 0.06), ("technical", 0.35))
+
+
+def _share(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0 < share <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {share}")
+    return share
+
+
+def _kind_share(value: str) -> tuple[str, float]:
+    kind, eq, share = value.partition("=")
+    if not eq or kind not in KINDS:
+        raise argparse.ArgumentTypeError(f"expected KIND=SHARE with KIND one of {', '.join(KINDS)}, got {value!r}")
+    return kind, _share(share)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.base_corpus.builder",
-        description="Build the English public-text corpus (corpus.jsonl + report.json) from seven Debian "
-                    "documentation and text packages (public text only: no evaluation corpus of the project).")
+        description="Build the English public-text corpus (corpus.jsonl + report.json) from Debian "
+                    "packages of documentation, dictionaries, novels, fortunes and game dialogue (public text "
+                    "only: no evaluation corpus of the project, and none of their sentences).")
     parser.add_argument("--debs", help="directory with one <package>_*.deb per package (" + ", ".join(packages())
                         + "); extracted into a temporary directory with dpkg-deb unless --extracted is given")
     parser.add_argument("--extracted", help="directory with one extracted tree per package, named like the "
@@ -286,6 +366,16 @@ def main(argv=None) -> int:
     parser.add_argument("--max-words-per-source", type=_positive_int, default=None,
                         help="cap every source at N whitespace words (whole documents in a fixed pseudo-random "
                              "order); default: no cap")
+    parser.add_argument("--max-source-share", type=_share, default=DEFAULT_MAX_SOURCE_SHARE,
+                        help="no source above this share of the corpus's words (default %(default)s; 1 = no cap)")
+    parser.add_argument("--max-kind-share", action="append", type=_kind_share, metavar="KIND=SHARE",
+                        help=f"no kind of text ({', '.join(KINDS)}) above this share; repeatable "
+                             f"(default: {' '.join(f'{k}={v}' for k, v in DEFAULT_MAX_KIND_SHARE)})")
+    parser.add_argument("--overlap", action="append", metavar="NAME=FORMAT:PATH",
+                        help="an evaluation corpus no sentence may share text with (read with --format FORMAT); "
+                             "repeatable; the embedded corpus ('default') is always checked")
+    parser.add_argument("--no-filters", action="store_true",
+                        help="no profanity, gore or overlap filter and no share caps (the corpus as first built)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
     if not args.debs and not args.extracted:
@@ -307,9 +397,18 @@ def main(argv=None) -> int:
                 for p, deb in debs.items():
                     log(f"extracting {os.path.basename(deb)}")
                     roots[p] = extract_deb(deb, os.path.join(tmp, p))
+            if args.no_filters:
+                filters = {}
+            else:
+                specs = [("default", "default", None)] + [parse_overlap_spec(o) for o in args.overlap or []]
+                log("reading the evaluation corpora for the overlap check: " + ", ".join(n for n, _, _ in specs))
+                overlap, overlap_info = load_overlap(specs)
+                filters = {"blocklist": Blocklist.load(), "overlap": overlap, "overlap_info": overlap_info,
+                           "mix": MixConfig(args.max_source_share,
+                                            tuple(args.max_kind_share or DEFAULT_MAX_KIND_SHARE))}
             report = build(args.out, roots=roots, debs=debs,
-                           max_words_per_source=args.max_words_per_source, log=log)
-    except DataError as e:
+                           max_words_per_source=args.max_words_per_source, log=log, **filters)
+    except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(format_summary(report))

@@ -27,12 +27,14 @@ class DebSource:
     """A source of the corpus: its name (the document prefix), its extractor and the .deb it reads.
 
     ``deb`` differs from ``name`` only for a metapackage: ``linux-doc`` depends on
-    ``linux-doc-6.1``, which holds the text.
+    ``linux-doc-6.1``, which holds the text.  ``kind`` is the kind of text (``mix.KINDS``) that the
+    mix's caps count it under.
     """
 
     name: str
     extractor: Callable[[str, Tally], Iterator[Record]]
     deb: str = ""
+    kind: str = "technical"
 
     @property
     def package(self) -> str:
@@ -41,24 +43,31 @@ class DebSource:
 
 def deb_sources() -> tuple[DebSource, ...]:
     """Every source of the corpus, in the order it is written (the readers of other formats live in
-    ``markup`` and ``texts``).
+    ``markup``, ``texts`` and, for the informal text (novels, fortunes, game dialogue), ``texts_rdata``,
+    ``texts_games`` and ``texts_gettext``).
 
     Only public text: the project's evaluation corpora (Tiny Shakespeare, the
     embedded conversations, the SpamAssassin mail) are not sources, so no
     held-out text of theirs can be in a model pretrained on this corpus.
     """
-    from benchmarks.base_corpus import markup, texts
+    from benchmarks.base_corpus import markup, texts, texts_games, texts_gettext, texts_rdata
 
     extra = {name: fn for name, fn in markup.SOURCES + texts.SOURCES}
+    dictionary = "dictionary"
+    informal = (
+        DebSource("r-cran-janeaustenr", texts_rdata.extract_janeausten, kind="novel"),
+        DebSource("fortunes", texts_games.extract_fortunes, kind="quotes"),
+        DebSource("endless-sky-data", texts_games.extract_endless_sky, kind="game"),
+    ) + tuple(DebSource(name, fn, kind="game") for name, fn in texts_gettext.SOURCES)
     return (
         DebSource("python3.11-doc", extract_python_doc),
         DebSource("debian-handbook", extract_debian_handbook),
         DebSource("debian-reference-en", extract_debian_reference),
         DebSource("gnome-user-docs", extract_gnome_user_docs),
-        DebSource("wordnet-base", extract_wordnet),
-        DebSource("dict-gcide", extract_gcide),
-        DebSource("dict-jargon", extract_jargon),
-        DebSource("bible-kjv-text", extra["bible-kjv-text"]),
+        DebSource("wordnet-base", extract_wordnet, kind=dictionary),
+        DebSource("dict-gcide", extract_gcide, kind=dictionary),
+        DebSource("dict-jargon", extract_jargon, kind=dictionary),
+        DebSource("bible-kjv-text", extra["bible-kjv-text"], kind="bible"),
         DebSource("linux-doc", extra["linux-doc"], deb="linux-doc-6.1"),
         DebSource("perl-doc", extra["perl-doc"]),
         DebSource("git-doc", extra["git-doc"]),
@@ -67,10 +76,10 @@ def deb_sources() -> tuple[DebSource, ...]:
         DebSource("doc-debian", extra["doc-debian"]),
         DebSource("debian-history", extra["debian-history"]),
         DebSource("manpages", extra["manpages"]),
-        DebSource("dict-foldoc", extra["dict-foldoc"]),
-        DebSource("dict-devil", extra["dict-devil"]),
+        DebSource("dict-foldoc", extra["dict-foldoc"], kind=dictionary),
+        DebSource("dict-devil", extra["dict-devil"], kind=dictionary),
         DebSource("gnome-devel-docs", extra["gnome-devel-docs"]),
-    )
+    ) + informal
 
 
 def packages() -> tuple[str, ...]:
