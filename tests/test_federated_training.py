@@ -39,6 +39,13 @@ def test_two_round_smoke_run_writes_a_complete_run_directory(tmp_path):
     run = load_run(out)
     assert run.info["trainer"] == "federated" and run.info["rounds_done"] == 2
     assert np.isfinite(run.info["final_metrics"]["perplexity"])
+    # Where the time went: every phase measured, the shares of a total that covers the run's wall time.
+    t = run.info["time_breakdown"]
+    assert set(t["seconds"]) == {"setup", "client_data", "tff_round", "server_average", "evaluation", "checkpoint",
+                                 "other"}
+    assert all(t["seconds"][k] > 0 for k in ("setup", "client_data", "tff_round", "evaluation", "checkpoint"))
+    assert sum(t["share"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert t["total_seconds"] >= float(rows[-1]["elapsed_seconds"])  # setup comes on top of the rounds' time
 
 
 def test_eval_accepts_a_federated_run(uninterrupted, capsys):
@@ -76,6 +83,11 @@ def test_resumed_run_ends_like_an_uninterrupted_run(uninterrupted, tmp_path):
         assert float(a[-1][key]) == pytest.approx(float(b[-1][key]), rel=1e-4, abs=1e-6), key
     assert [(r["learning_rate"], r["best_round"]) for r in a] == [(r["learning_rate"], r["best_round"]) for r in b]
     assert load_run(full).info["best"]["round"] == load_run(part).info["best"]["round"]
+    # The time breakdown carries over: the resumed run's totals include both sessions' setup.
+    first = json.load(open(os.path.join(part, "checkpoints", "record_2.json")))["fields"]["time_breakdown"]
+    both = load_run(part).info["time_breakdown"]
+    assert all(both["seconds"][k] >= first["seconds"][k] for k in first["seconds"])
+    assert both["seconds"]["tff_round"] > first["seconds"]["tff_round"]
     wa, wb = load_run(full).weights, load_run(part).weights
     for name in wa:
         np.testing.assert_allclose(wa[name], wb[name], rtol=1e-4, atol=1e-6)

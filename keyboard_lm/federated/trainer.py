@@ -38,6 +38,7 @@ from keyboard_lm.federated.config import FederatedConfig, LoopConfig, default_fe
 from keyboard_lm.federated.rounds import ClientSampler, Evaluator, RoundData
 from keyboard_lm.federated.run_start import RunOptions, check_canary_words, resume_settings
 from keyboard_lm.federated.server_average import ServerAverage
+from keyboard_lm.federated.time_breakdown import TimeBreakdown
 from keyboard_lm.federated.round_checkpoints import RoundCheckpoints
 from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, drop_metrics_after, totals_so_far
 from keyboard_lm.models.run_guard import hold_run_dir, prepare_run_dir
@@ -82,6 +83,7 @@ class FederatedRun:
         run = cls()
         run.corpus, run.run_dir, run.loop, run.options, run.log = corpus, run_dir, loop, options, options.log
         run.guard = None
+        t0 = time.perf_counter()
         try:
             run._settings(model_config, config, data_config, split)
             run._clients()
@@ -91,6 +93,9 @@ class FederatedRun:
         except BaseException:
             run.release()
             raise
+        # Where the run's time goes (run.json's time_breakdown), continuing a resumed run's totals.
+        run.timing = TimeBreakdown(run.resumed.get("time_breakdown") if options.resume else None, since=t0)
+        run.timing.add("setup", time.perf_counter() - t0)
         return run
 
     def release(self) -> None:
@@ -320,10 +325,12 @@ class FederatedRun:
     def train_round(self, round_num: int) -> dict:
         """One round of training; returns its metrics row (evaluation columns empty)."""
         self.t0 = time.time()
-        sampled = self.sampler(round_num)
-        arguments, failed = self.data.arguments(sampled, round_num)
+        with self.timing.phase("client_data"):
+            sampled = self.sampler(round_num)
+            arguments, failed = self.data.arguments(sampled, round_num)
         if arguments:
-            output = self.data.run(self.process, self.state, arguments, round_num)
+            with self.timing.phase("tff_round"):
+                output = self.data.run(self.process, self.state, arguments, round_num)
             train = output.metrics["client_work"]["train"]
             train_loss, examples = float(train["loss"]), int(train["num_examples"])
             zeroed = int(output.metrics["aggregator"]["non_finite_zeroed"])
@@ -332,7 +339,8 @@ class FederatedRun:
             self.evaluator.check_training(train_loss, round_num, self.last_good)
             self.state = output.state
             if self.average is not None:
-                self.average.update(self.process.get_model_weights(self.state).trainable)
+                with self.timing.phase("server_average"):
+                    self.average.update(self.process.get_model_weights(self.state).trainable)
         elif sampled and failed == len(sampled):
             raise ConfigError(f"round {round_num}: every sampled client failed")
         else:
@@ -363,6 +371,10 @@ class FederatedRun:
         """Score the round's model when it is due; returns (held-out recall@3 or None, kept as the best)."""
         if not (round_num % self.loop.eval_every == 0 or round_num == self.config.rounds):
             return None, False
+        with self.timing.phase("evaluation"):
+            return self._evaluate(round_num, row)
+
+    def _evaluate(self, round_num: int, row: dict) -> tuple[float | None, bool]:
         self._assign()
         self.result = self.evaluator.heldout(self.keras_model, round_num, self.last_good)
         row.update({k: self.result["pooled"][k] for k in EVAL_KEYS})
@@ -396,16 +408,19 @@ class FederatedRun:
             kept = best["heldout"] if best is not None else (self.result["pooled"] if self.result is not None else None)
             fields = {"rounds_done": round_num, "best": best, "final_metrics": kept, "finished": False,
                       "differential_privacy": self.dp_run.info(round_num) if self.dp_run is not None else None,
+                      "time_breakdown": self.timing.record(),
                       **({"participation": self.tracked} if self.options.track_clients else {})}
             weights = not (self.val_ids and not improved)  # with validation, weights.npz stays the best round's
-            self.checkpoints.save(round_num, self.state, self.average, {"fields": fields, "weights": weights})
-            self.last_good = round_num
-            self._write_run_files(fields, weights)
+            with self.timing.phase("checkpoint"):
+                self.checkpoints.save(round_num, self.state, self.average, {"fields": fields, "weights": weights})
+                self.last_good = round_num
+                self._write_run_files(fields, weights)
         if self.options.on_round is not None:
             self.options.on_round(round_num, row["seconds"])
         line = _progress(round_num, self.config.rounds, self.train_loss, recall3, time.time() - self.started,
                          round_num - self.start_round)
-        self.log(line + (f"  eps {row['epsilon']:.3g}" if self.dp_run is not None else ""))
+        self.log(line + (f"  eps {row['epsilon']:.3g}" if self.dp_run is not None else "")
+                 + f"  [{self.timing.progress()}]")
 
     def _write_run_files(self, fields: dict, weights: bool) -> None:
         """run.json's record of a checkpointed round; with ``weights``, that round's model as weights.npz."""
@@ -420,10 +435,14 @@ class FederatedRun:
 
         A run resumed only to finish (stopped after its last round's checkpoint) is evaluated here."""
         if self.result is None:
-            self._assign()
-            self.result = self.evaluator.heldout(self.keras_model, self.config.rounds, self.last_good)
+            with self.timing.phase("evaluation"):
+                self._assign()
+                self.result = self.evaluator.heldout(self.keras_model, self.config.rounds, self.last_good)
         self.writer.close(plot="round")
-        self.writer.update({"finished": True})
+        breakdown = self.timing.record()
+        self.writer.update({"finished": True, "time_breakdown": breakdown})
+        self.log("time: " + ", ".join(f"{k} {v:,.0f} s ({breakdown['share'][k]:.0%})"
+                                      for k, v in breakdown["seconds"].items() if v >= 0.5))
         result, best = self.result, self.keep.best
         self.log(f"held-out after round {self.config.rounds}: {summarize(result)}")
         if best is not None:
