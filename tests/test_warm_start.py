@@ -59,6 +59,23 @@ def test_base_vocabulary_keeps_every_weight_and_the_base_vocabulary():
         np.testing.assert_array_equal(w[k], base.weights[k])
 
 
+def test_a_base_wider_than_the_run_gives_its_head_or_every_row_a_target_needs():
+    # A base pretrained with a vocabulary wider than the shipped model's (most frequent first).
+    wide = ["the", "a", "cat", "dog", "zebra", "newt", "quokka", "yak"]
+    base = _base(wide)
+    keep = WarmStart(base, "base-dir", "0" * 64, "base")
+    head = keep.vocabulary(_vocab(["other", "words"]), size=7)  # the run's --vocab-size: 4 specials + 3 words
+    assert head.tokens == base.vocab.tokens[:7]
+    w = keep.initial_weights(head)
+    np.testing.assert_array_equal(w[EMBEDDING], base.weights[EMBEDDING][:7])  # the head's rows, as trained
+    assert keep.vocabulary(_vocab(["x"]), size=100) is base.vocab  # no wider than the base
+    # target: words far down the base's list ("quokka", "yak") start trained rather than as rare ones
+    target = _vocab(["the", "quokka", "yak", "unseen"])
+    w = WarmStart(base, "base-dir", "0" * 64, "target").initial_weights(target, seed=0)
+    for word in ("quokka", "yak"):
+        np.testing.assert_array_equal(w[EMBEDDING][target.id_of(word)], base.weights[EMBEDDING][base.vocab.id_of(word)])
+
+
 def test_unknown_vocabulary_mode_and_another_model_are_refused():
     base = _base(["the"])
     with pytest.raises(ConfigError, match="--init-vocab"):

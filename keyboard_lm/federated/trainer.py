@@ -125,7 +125,7 @@ class FederatedRun:
                 o.init.check_model(base.model_type, base.embedding_dim, base.units)
             self.vocab = Vocabulary.from_sentences(self.corpus.sentences(self.train_ids), o.vocab_size)
             if o.init is not None:
-                self.vocab = o.init.vocabulary(self.vocab)
+                self.vocab = o.init.vocabulary(self.vocab, o.vocab_size)
             if o.audit:
                 check_canary_words(o.audit, self.vocab)  # before the run directory is touched
             self.guard = prepare_run_dir(self.run_dir, self.command, overwrite=o.overwrite,

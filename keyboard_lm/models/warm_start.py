@@ -21,6 +21,11 @@ The vocabulary decides how the weights carry over (``--init-vocab``):
   (Gboard's way: one vocabulary for every stage); the users' words outside
   it are OOV.
 
+A base may be pretrained with a vocabulary wider than the shipped model's
+(tens of thousands of rows, with the sampled softmax): under ``target`` more
+of a user corpus's words then start trained, and under ``base`` the run
+keeps the base's ``--vocab-size`` most frequent words and their rows.
+
 The run records what it started from in run.json's ``init_from`` (the base's
 name and path, the sha256 of its weights file, the vocabulary mode, how
 many words carried over, and ``base_overlap``: the share of the run's
@@ -93,9 +98,17 @@ class WarmStart:
                 f"this run asks for a {model_type} with D={embedding_dim}, H={units} (leave out --model, "
                 "--embedding-dim and --units to take the base's)")
 
-    def vocabulary(self, target: Vocabulary) -> Vocabulary:
-        """The run's vocabulary: ``target`` (built on the run's training clients) or the base's."""
-        return self.base.vocab if self.vocab == "base" else target
+    def vocabulary(self, target: Vocabulary, size: int | None = None) -> Vocabulary:
+        """The run's vocabulary: ``target`` (built on the run's training clients), or the base's ``size`` most
+        frequent words (all of them when ``size`` is None or larger): a base pretrained with a vocabulary
+        wider than the shipped model's keeps its rows for every word a target vocabulary may need, and a run
+        that keeps the base's vocabulary keeps its head, in the base's order (most frequent first)."""
+        if self.vocab != "base":
+            return target
+        base = self.base.vocab
+        if size is None or size >= len(base):
+            return base
+        return Vocabulary(list(base.tokens[:size]), base.special)
 
     def model_config(self, vocab: Vocabulary, quantization: str = "none") -> ModelConfig:
         """The base's model with the run's vocabulary size and quantization."""
@@ -104,7 +117,7 @@ class WarmStart:
     def initial_weights(self, vocab: Vocabulary, seed: int = 0) -> dict[str, np.ndarray]:
         """The run's starting weights by variable name, for ``vocab``."""
         weights = {k: np.asarray(v, np.float32) for k, v in self.base.weights.items()}
-        if self.vocab == "base" or vocab.tokens == self.base.vocab.tokens:
+        if vocab.tokens == self.base.vocab.tokens:
             return weights
         table = weights[EMBEDDING]
         base_ids = {t: i for i, t in enumerate(self.base.vocab.tokens)}

@@ -171,7 +171,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     try:
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
         if init is not None:
-            vocab = init.vocabulary(vocab)
+            vocab = init.vocabulary(vocab, vocab_size)
         model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
         model = _compiled_model(model_config, config)
         if init is not None:
