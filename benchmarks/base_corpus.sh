@@ -13,7 +13,7 @@
 #
 # Usage: benchmarks/base_corpus.sh [OUT_DIR] [-- EXTRA_BUILDER_ARGS...]   (OUT_DIR: build/base_corpus)
 #   e.g. benchmarks/base_corpus.sh build/base_corpus_v2
-#        benchmarks/base_corpus.sh build/base_corpus -- --no-filters --max-words-per-source 1000000  (the first corpus)
+#        benchmarks/base_corpus.sh build/base_corpus -- --first-corpus --max-words-per-source 1000000  (the shipped base's)
 # Environment: PYTHON (default .venv/bin/python of the repository), BASE_CORPUS_PIN=1 to download the
 # exact versions of the reference build below instead of apt's candidates (an archive may have dropped
 # an old version).

@@ -75,9 +75,7 @@ inputs: files are read in sorted order and nothing depends on the clock.
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
-import hashlib
 import json
 import os
 import sys
@@ -90,7 +88,8 @@ from benchmarks.base_corpus.debs import (changelog_version, deb_field, deb_sourc
     find_debs, packages)
 from benchmarks.base_corpus.filters import (GORE_WORDS, Blocklist, OverlapIndex, filter_records, load_overlap,
                                             parse_overlap_spec)
-from benchmarks.base_corpus.mix import KINDS, MixConfig, mix_report, word_caps
+from benchmarks.base_corpus.mix import (DEFAULT_MAX_KIND_SHARE, DEFAULT_MAX_SOURCE_SHARE, INFORMAL, KINDS,
+                                        MixConfig, cap_records, mix_report, word_caps)
 from benchmarks.base_corpus.prose import MIN_PLAIN_SHARE, MIN_PROSE_SHARE, MIN_WORDS, Record, Tally
 from benchmarks.base_corpus.sources import require_dir
 from keyboard_lm.errors import ConfigError, DataError
@@ -100,49 +99,6 @@ from keyboard_lm.models.run_dir import sha256_file
 
 # --------------------------------------------------------------------------------------------------------------
 # Capping and building
-
-
-def _doc_order_key(doc: str) -> str:
-    return hashlib.sha256(doc.encode("utf-8")).hexdigest()
-
-
-def cap_records(records: list[Record], max_words: int | None, tally: Tally) -> list[Record]:
-    """At most ``max_words`` whitespace words of ``records``, by whole documents in a fixed pseudo-random order.
-
-    Documents are taken in the order of the sha256 of their ids (a seeded
-    choice that does not depend on the reading order) while they fit; the
-    first one that does not fit contributes its leading records that do, and
-    then the selection stops.  Kept records stay in their original order.
-    The rest is counted as dropped for ``cap``.
-    """
-    if max_words is None:
-        return records
-    by_doc: dict[str, list[int]] = collections.defaultdict(list)
-    for i, (doc, _) in enumerate(records):
-        by_doc[doc].append(i)
-    keep: set[int] = set()
-    total = 0
-    for doc in sorted(by_doc, key=_doc_order_key):
-        indices = by_doc[doc]
-        words = sum(len(records[i][1].split()) for i in indices)
-        if total + words <= max_words:
-            keep.update(indices)
-            total += words
-            continue
-        for i in indices:
-            w = len(records[i][1].split())
-            if total + w > max_words:
-                break
-            keep.add(i)
-            total += w
-        break
-    out = []
-    for i, record in enumerate(records):
-        if i in keep:
-            out.append(record)
-        else:
-            tally.drop("cap", record[1])
-    return out
 
 
 @dataclasses.dataclass
@@ -328,12 +284,6 @@ def _positive_int(value: str) -> int:
     return n
 
 
-#: The caps of the reference build (measured: docs/data.md): no source over 12%; dictionaries at most 8%,
-#: the Bible 6%, technical documentation 35% of the words, so the informal kinds make about half.
-DEFAULT_MAX_SOURCE_SHARE = 0.12
-DEFAULT_MAX_KIND_SHARE = (("dictionary", 0.08), ("bible", 0.06), ("technical", 0.35))
-
-
 def _share(value: str) -> float:
     try:
         share = float(value)
@@ -375,20 +325,27 @@ def main(argv=None) -> int:
                         help="an evaluation corpus no sentence may share text with (read with --format FORMAT); "
                              "repeatable; the embedded corpus ('default') is always checked")
     parser.add_argument("--no-filters", action="store_true",
-                        help="no profanity, gore or overlap filter and no share caps (the corpus as first built)")
+                        help="no profanity, gore or overlap filter and no share caps")
+    parser.add_argument("--first-corpus", action="store_true",
+                        help="the corpus as first built (the shipped base's): the nineteen packages of "
+                             "documentation, dictionaries and the Bible, no filters, no share caps")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
     args = parser.parse_args(argv)
     if not args.debs and not args.extracted:
         parser.error("give --debs DIR or --extracted DIR")
     log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     start = time.monotonic()
+    chosen = deb_sources()
+    if args.first_corpus:
+        args.no_filters = True
+        chosen = tuple(s for s in chosen if s.kind not in INFORMAL)
     try:
-        debs = find_debs(args.debs) if args.debs else None
+        debs = find_debs(args.debs, [s.package for s in chosen]) if args.debs else None
         with tempfile.TemporaryDirectory(prefix="public_text.") as tmp:
             if args.extracted:
                 require_dir(args.extracted, "--extracted")
                 roots = {}
-                for p in packages():
+                for p in (s.package for s in chosen):
                     roots[p] = os.path.join(args.extracted, p)
                     if not os.path.isdir(roots[p]):
                         raise DataError(f"{roots[p]}: not found (extracted tree of package {p})")
@@ -407,7 +364,7 @@ def main(argv=None) -> int:
                            "mix": MixConfig(args.max_source_share,
                                             tuple(args.max_kind_share or DEFAULT_MAX_KIND_SHARE))}
             report = build(args.out, roots=roots, debs=debs,
-                           max_words_per_source=args.max_words_per_source, log=log, **filters)
+                           max_words_per_source=args.max_words_per_source, log=log, sources=chosen, **filters)
     except (DataError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
