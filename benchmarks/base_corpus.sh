@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build the English public-text corpus of the base model from scratch on a Debian machine:
-#   1. `apt-get download` the 44 Debian packages it is made of (apt's own sources; no archive is
+#   1. `apt-get download` the 45 Debian packages it is made of (apt's own sources; no archive is
 #      named here) into OUT_DIR/debs, skipping those already there: nineteen of documentation,
-#      dictionaries and the Bible, and 25 of informal text (Austen's novels, fortunes, game dialogue);
+#      dictionaries and the Bible, and 26 of informal text (Austen's novels, fortunes, game dialogue);
 #   2. `python -m benchmarks.base_corpus.builder`, which extracts them with dpkg-deb into a temporary
 #      directory, drops profanity, gore and every sentence sharing text with an evaluation corpus, caps
 #      each source's and each kind's share, and writes OUT_DIR/corpus.jsonl and OUT_DIR/report.json
@@ -13,7 +13,8 @@
 #
 # Usage: benchmarks/base_corpus.sh [OUT_DIR] [-- EXTRA_BUILDER_ARGS...]   (OUT_DIR: build/base_corpus)
 #   e.g. benchmarks/base_corpus.sh build/base_corpus_v2
-#        benchmarks/base_corpus.sh build/base_corpus -- --first-corpus --max-words-per-source 1000000  (the shipped base's)
+#        benchmarks/base_corpus.sh build/base_corpus -- --first-corpus --max-words-per-source 1000000
+#        (the shipped base's corpus)
 # Environment: PYTHON (default .venv/bin/python of the repository), BASE_CORPUS_PIN=1 to download the
 # exact versions of the reference build below instead of apt's candidates (an archive may have dropped
 # an old version).
@@ -35,9 +36,10 @@ fi
 packages=(python3.11-doc debian-handbook debian-reference-en gnome-user-docs wordnet-base dict-gcide dict-jargon
           bible-kjv-text linux-doc-6.1 perl-doc git-doc gnu-standards debian-policy doc-debian debian-history
           manpages dict-foldoc dict-devil gnome-devel-docs
-          r-cran-janeaustenr fortunes endless-sky-data cataclysm-dda-data naev-data freedroidrpg-data freedink-data
-          widelands-data wesnoth-1.16-data wesnoth-1.16-did wesnoth-1.16-dm wesnoth-1.16-dw wesnoth-1.16-ei
-          wesnoth-1.16-httt wesnoth-1.16-l wesnoth-1.16-low wesnoth-1.16-nr wesnoth-1.16-sof wesnoth-1.16-sota
+          r-cran-janeaustenr fortunes endless-sky-data crawl-common cataclysm-dda-data naev-data freedroidrpg-data
+          freedink-data widelands-data wesnoth-1.16-data wesnoth-1.16-did wesnoth-1.16-dm wesnoth-1.16-dw
+          wesnoth-1.16-ei wesnoth-1.16-httt wesnoth-1.16-l wesnoth-1.16-low wesnoth-1.16-nr wesnoth-1.16-sof
+          wesnoth-1.16-sota
           wesnoth-1.16-sotbe wesnoth-1.16-thot wesnoth-1.16-trow wesnoth-1.16-tsg wesnoth-1.16-ttb wesnoth-1.16-utbs)
 # The versions of the reference build (Debian 12 "bookworm"), used with BASE_CORPUS_PIN=1.
 pinned=("python3.11-doc=3.11.2-6+deb12u9" "debian-handbook=11.20220922" "debian-reference-en=2.100"
@@ -46,8 +48,9 @@ pinned=("python3.11-doc=3.11.2-6+deb12u9" "debian-handbook=11.20220922" "debian-
         "gnu-standards=2022.03.23-0.1" "debian-policy=4.6.2.0" "doc-debian=11.3+nmu1" "debian-history=2.28"
         "manpages=6.03-2" "dict-foldoc=20230119-1" "dict-devil=1.0-13.1" "gnome-devel-docs=40.3-1"
         "r-cran-janeaustenr=1.0.0-1" "fortunes=1:1.99.1-7.3" "endless-sky-data=0.9.8-1.2"
-        "cataclysm-dda-data=0.F-3-9" "naev-data=0.8.2-1" "freedroidrpg-data=1.0-1" "freedink-data=1.08.20190120-2"
-        "widelands-data=2:1.1-3" "wesnoth-1.16-data=1:1.16.9-1" "wesnoth-1.16-did=1:1.16.9-1"
+        "crawl-common=2:0.28.0-1.1" "cataclysm-dda-data=0.F-3-9" "naev-data=0.8.2-1" "freedroidrpg-data=1.0-1"
+        "freedink-data=1.08.20190120-2" "widelands-data=2:1.1-3" "wesnoth-1.16-data=1:1.16.9-1"
+        "wesnoth-1.16-did=1:1.16.9-1"
         "wesnoth-1.16-dm=1:1.16.9-1" "wesnoth-1.16-dw=1:1.16.9-1" "wesnoth-1.16-ei=1:1.16.9-1"
         "wesnoth-1.16-httt=1:1.16.9-1" "wesnoth-1.16-l=1:1.16.9-1" "wesnoth-1.16-low=1:1.16.9-1"
         "wesnoth-1.16-nr=1:1.16.9-1" "wesnoth-1.16-sof=1:1.16.9-1" "wesnoth-1.16-sota=1:1.16.9-1"

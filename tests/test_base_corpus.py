@@ -340,15 +340,16 @@ def test_cap_keeps_whole_documents_in_a_fixed_order_and_counts_the_rest():
     assert pt.cap_records(records, None, prose.Tally()) == records
 
 
-def test_the_corpus_reads_the_44_public_packages_and_no_evaluation_corpus():
+def test_the_corpus_reads_the_45_public_packages_and_no_evaluation_corpus():
     names = [s.name for s in debs.deb_sources()]
     assert names[:19] == ["python3.11-doc", "debian-handbook", "debian-reference-en", "gnome-user-docs",
                           "wordnet-base", "dict-gcide", "dict-jargon", "bible-kjv-text", "linux-doc", "perl-doc",
                           "git-doc", "gnu-standards", "debian-policy", "doc-debian", "debian-history", "manpages",
                           "dict-foldoc", "dict-devil", "gnome-devel-docs"]
-    assert names[19:27] == ["r-cran-janeaustenr", "fortunes", "endless-sky-data", "cataclysm-dda-data", "naev-data",
-                            "freedroidrpg-data", "freedink-data", "widelands-data"]
-    assert len(names) == 44 and sum(n.startswith("wesnoth-1.16-") for n in names) == 17
+    assert names[19:28] == ["r-cran-janeaustenr", "fortunes", "endless-sky-data", "crawl-common",
+                            "cataclysm-dda-data", "naev-data", "freedroidrpg-data", "freedink-data", "widelands-data"]
+    assert len(names) == 45 and sum(n.startswith("wesnoth-1.16-") for n in names) == 17
+    assert [s.name for s in debs.first_corpus_sources()] == names[:19]  # --first-corpus: the shipped base's
     kinds = {s.name: s.kind for s in debs.deb_sources()}
     assert {n for n, k in kinds.items() if k == "dictionary"} == {"wordnet-base", "dict-gcide", "dict-jargon",
                                                                   "dict-foldoc", "dict-devil"}

@@ -340,3 +340,62 @@ def test_build_filters_caps_and_reports_the_mix(tmp_path):
     lines = (tmp_path / "out/corpus.jsonl").read_text().splitlines()
     assert sum(len(json.loads(x)["text"].split()) for x in lines) == report["totals"]["words"]
     assert not any("shit" in x or "winter of our" in x for x in lines)
+
+
+CRAWL_SPEECH = """##############################
+# monster speech
+%%%%
+_shouts_
+
+shouts
+
+yells
+%%%%
+Orc Donald
+
+@The_monster@ says @to_foe@, "I hate complainers so much."
+
+w:5
+@The_monster@ whispers @to_foe@, "The wrath of @my_God@ will be yours."
+
+I keep getting this feeling like someone's watching me. Creepy.
+%%%%
+"""
+CRAWL_QUOTES = """%%%%
+ghost moth
+
+"Always in focus, you can't feel my stare.
+I zoom into you, you don't know I'm there."
+    -Judas Priest, "Electric Eye". 1982.
+%%%%
+"""
+
+
+def test_crawl_keeps_speech_and_descriptions_without_templates(tmp_path):
+    dat = tmp_path / "crawl/usr/share/crawl/dat"
+    (dat / "database/pl").mkdir(parents=True)
+    (dat / "database/pl/monspeak.txt").write_text(CRAWL_SPEECH, encoding="utf-8")
+    (dat / "database/monspeak.txt").write_text(CRAWL_SPEECH, encoding="utf-8")
+    (dat / "descript").mkdir()
+    (dat / "descript/quotes.txt").write_text(CRAWL_QUOTES, encoding="utf-8")
+    tally = Tally()
+    records = list(texts_games.extract_crawl(str(tmp_path / "crawl"), tally))
+    assert records == [
+        ("crawl-common/monspeak/Orc Donald", "I hate complainers so much."),
+        ("crawl-common/monspeak/Orc Donald", "I keep getting this feeling like someone's watching me. Creepy."),
+        ("crawl-common/quotes/ghost moth",
+         '"Always in focus, you can\'t feel my stare. I zoom into you, you don\'t know I\'m there."')]
+    assert tally.dropped["placeholder"][0] == 1 and tally.dropped["attribution"][0] == 1
+    assert tally.files_skipped["other_language"] == 1 and tally.files_read == 2
+
+
+def test_the_download_script_lists_every_package_once_with_its_pinned_version():
+    import re
+
+    from benchmarks.base_corpus import debs
+
+    with open(os.path.join(REPO, "benchmarks/base_corpus.sh"), encoding="utf-8") as f:
+        script = f.read()
+    listed = re.search(r"\npackages=\((.*?)\)", script, re.S).group(1).split()
+    pinned = re.findall(r'"([^"=]+)=[^"]+"', re.search(r"\npinned=\((.*?)\)\n", script, re.S).group(1))
+    assert listed == pinned == list(debs.packages())

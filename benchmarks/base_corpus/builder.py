@@ -85,10 +85,10 @@ from typing import Callable
 
 
 from benchmarks.base_corpus.debs import (changelog_version, deb_field, deb_sources, DebSource, extract_deb,
-    find_debs, packages)
+    find_debs, first_corpus_sources, packages)
 from benchmarks.base_corpus.filters import (GORE_WORDS, Blocklist, OverlapIndex, filter_records, load_overlap,
                                             parse_overlap_spec)
-from benchmarks.base_corpus.mix import (DEFAULT_MAX_KIND_SHARE, DEFAULT_MAX_SOURCE_SHARE, INFORMAL, KINDS,
+from benchmarks.base_corpus.mix import (DEFAULT_MAX_KIND_SHARE, DEFAULT_MAX_SOURCE_SHARE, KINDS,
                                         MixConfig, cap_records, mix_report, word_caps)
 from benchmarks.base_corpus.prose import MIN_PLAIN_SHARE, MIN_PROSE_SHARE, MIN_WORDS, Record, Tally
 from benchmarks.base_corpus.sources import require_dir
@@ -335,10 +335,8 @@ def main(argv=None) -> int:
         parser.error("give --debs DIR or --extracted DIR")
     log = (lambda m: None) if args.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
     start = time.monotonic()
-    chosen = deb_sources()
-    if args.first_corpus:
-        args.no_filters = True
-        chosen = tuple(s for s in chosen if s.kind not in INFORMAL)
+    chosen = first_corpus_sources() if args.first_corpus else deb_sources()
+    args.no_filters = args.no_filters or args.first_corpus
     try:
         debs = find_debs(args.debs, [s.package for s in chosen]) if args.debs else None
         with tempfile.TemporaryDirectory(prefix="public_text.") as tmp:

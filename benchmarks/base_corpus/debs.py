@@ -58,6 +58,7 @@ def deb_sources() -> tuple[DebSource, ...]:
         DebSource("r-cran-janeaustenr", texts_rdata.extract_janeausten, kind="novel"),
         DebSource("fortunes", texts_games.extract_fortunes, kind="quotes"),
         DebSource("endless-sky-data", texts_games.extract_endless_sky, kind="game"),
+        DebSource("crawl-common", texts_games.extract_crawl, kind="game"),
     ) + tuple(DebSource(name, fn, kind="game") for name, fn in texts_gettext.SOURCES)
     return (
         DebSource("python3.11-doc", extract_python_doc),
@@ -80,6 +81,14 @@ def deb_sources() -> tuple[DebSource, ...]:
         DebSource("dict-devil", extra["dict-devil"], kind=dictionary),
         DebSource("gnome-devel-docs", extra["gnome-devel-docs"]),
     ) + informal
+
+
+def first_corpus_sources() -> tuple[DebSource, ...]:
+    """The nineteen sources of the corpus as first built (the shipped base's): documentation, dictionaries and
+    the Bible, without the informal kinds."""
+    from benchmarks.base_corpus.mix import INFORMAL
+
+    return tuple(s for s in deb_sources() if s.kind not in INFORMAL)
 
 
 def packages() -> tuple[str, ...]:

@@ -6,6 +6,8 @@ source (user prefix)   what is read                                             
 endless-sky-data       ``data/*.txt``: conversations, choices, dialogs, spaceport   one top-level entry (a mission,
                        and planet descriptions                                      an event, a planet...)
 fortunes               ``usr/share/games/fortunes/*.u8`` (UTF-8 fortune files)      one fortune
+crawl-common           Dungeon Crawl's text database: monster speech, descriptions  one entry (a monster, a god,
+                       of monsters, gods, items, the quotes shown with them         an item...)
 =====================  ===========================================================  ==============================
 
 Endless Sky's data files (the game's ``DataFile`` format, ``source/DataFile.cpp``)
@@ -21,6 +23,16 @@ attribution line (``-- Mark Twain``) is dropped as ``attribution``, the lines
 of a fortune are joined.  Not read: the ``ethnic`` file (jokes about peoples:
 nothing a keyboard should learn to complete), counted as ``offensive_topic``,
 and the ``.dat`` indices.
+
+Dungeon Crawl's database (``dat/database`` and ``dat/descript``, English;
+the translations beside them are counted as ``other_language``) is entries
+between ``%%%%`` lines: a key line, then text with hard-wrapped lines and
+blank lines between paragraphs; ``#`` lines are comments.  An entry whose key
+starts with ``_`` is a table the game substitutes into others (``_shouts_``),
+and ``w:N`` lines are weights: both ``game_data``; the author line under a
+quotation (``-Judas Priest, "Electric Eye"``) is ``attribution``.  Of a speech template
+(``@The_monster@ says @to_foe@, "It's nothing personal."``) the quoted words
+are kept; a sentence with a substitution left in it is ``placeholder``.
 """
 
 from __future__ import annotations
@@ -160,7 +172,81 @@ def extract_fortunes(root: str, tally: Tally | None = None) -> Iterator[Record]:
                 yield f"fortunes/{topic}/{number}", kept
 
 
+_CRAWL_PLACEHOLDER = re.compile(r"@\w+@|\$[A-Za-z_]\w*|<\w+>")
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def crawl_entries(text: str, tally: Tally, quotes: bool = False) -> Iterator[tuple[str, list[str]]]:
+    """(key, paragraphs) of a Crawl database file: entries between ``%%%%`` lines, comments removed; in the
+    quotations file, the ``-Author, "Title"`` line under a quotation is dropped as ``attribution``."""
+    for block in text.split("%%%%"):
+        lines = [line for line in block.split("\n") if not line.startswith("#")]
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if not lines:
+            continue
+        paragraphs, cur = [], []
+        for line in lines[1:] + [""]:
+            if quotes and cur and line.strip().startswith(("-", "—", "―")):
+                tally.drop("attribution", line)
+            elif line.strip():
+                cur.append(line.strip())
+            elif cur:
+                paragraphs.append(" ".join(cur))
+                cur = []
+        yield lines[0].strip(), paragraphs
+
+
+def crawl_text(paragraph: str, tally: Tally) -> str:
+    """A paragraph of a Crawl entry without its template parts (module docstring)."""
+    if _CRAWL_PLACEHOLDER.search(paragraph) and _QUOTED.search(paragraph):
+        quoted = _QUOTED.findall(paragraph)
+        tally.drop("game_data", _QUOTED.sub(" ", paragraph))
+        paragraph = " ".join(quoted)
+    kept = []
+    for sentence in split_sentences(clean_whitespace(paragraph)):
+        if _CRAWL_PLACEHOLDER.search(sentence):
+            tally.drop("placeholder", sentence)
+        else:
+            kept.append(sentence)
+    return " ".join(kept)
+
+
+def extract_crawl(root: str, tally: Tally | None = None) -> Iterator[Record]:
+    """Dungeon Crawl Stone Soup's English text database (module docstring)."""
+    tally = tally if tally is not None else Tally()
+    base = require_dir(os.path.join(root, "usr/share/crawl/dat"), "crawl-common data")
+    keeper = Keeper(tally)
+    for part in ("database", "descript"):
+        folder = require_dir(os.path.join(base, part), f"crawl-common {part}")
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if os.path.isdir(path):
+                tally.skip_file("other_language", sum(len(f) for _, _, f in os.walk(path)))
+                continue
+            if not name.endswith(".txt"):
+                tally.skip_file("not_text")
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, UnicodeDecodeError) as e:
+                raise DataError(f"{path}: cannot read: {e}") from None
+            tally.files_read += 1
+            for key, paragraphs in crawl_entries(text, tally, quotes=name == "quotes.txt"):
+                if key.startswith("_"):
+                    tally.drop("game_data", " ".join(paragraphs))
+                    continue
+                for paragraph in paragraphs:
+                    if re.fullmatch(r"w:\d+", paragraph):
+                        continue
+                    kept = keeper.keep(crawl_text(paragraph, tally))
+                    if kept:
+                        yield f"crawl-common/{name[:-4]}/{key}", kept
+
+
 SOURCES = (
     ("endless-sky-data", extract_endless_sky),
     ("fortunes", extract_fortunes),
+    ("crawl-common", extract_crawl),
 )
