@@ -328,10 +328,14 @@ def test_build_filters_caps_and_reports_the_mix(tmp_path):
     index.add("plays", ["Now is the winter of our discontent made glorious summer by this sun of York."])
     sources = (DebSource("fortunes", texts_games.extract_fortunes, kind="quotes"),
                DebSource("endless-sky-data", texts_games.extract_endless_sky, kind="game"))
-    report = builder.build(str(tmp_path / "out"), roots={"fortunes": str(tmp_path / "fortunes"),
-                                                          "endless-sky-data": str(tmp_path / "es")},
-                           sources=sources, blocklist=filters.Blocklist.load(), overlap=index,
-                           overlap_info={"plays": {"records": 1}}, mix=mix.MixConfig(0.7))
+    def build(out):
+        return builder.build(str(tmp_path / out), roots={"fortunes": str(tmp_path / "fortunes"),
+                                                         "endless-sky-data": str(tmp_path / "es")},
+                             sources=sources, blocklist=filters.Blocklist.load(), overlap=index,
+                             overlap_info={"plays": {"records": 1}}, mix=mix.MixConfig(0.7))
+
+    report = build("out")
+    assert build("again")["corpus_sha256"] == report["corpus_sha256"]  # reproducible
     assert report["filtered"]["profanity"]["records"] == 1 and report["filtered"]["overlap_plays"]["records"] == 1
     assert report["sources"]["fortunes"]["share"] <= 0.7 + 0.01
     assert report["sources"]["fortunes"]["dropped"]["cap"]["words"] > 0
