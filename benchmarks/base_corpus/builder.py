@@ -20,7 +20,7 @@ perl-doc, manpages     ``markup``: POD, roff                                    
 git-doc, gnu-standards, debian-policy    ``markup``: HTML                           one page
 doc-debian, debian-history, dict-foldoc, dict-devil, gnome-devel-docs    ``texts``  one file / chapter / headword / page
 r-cran-janeaustenr     ``texts_rdata``: Austen's six novels (R lazy-load data)      one chapter
-fortunes, endless-sky-data    ``texts_games``: fortune files, Endless Sky data      one fortune / mission or planet
+fortunes, endless-sky-data, crawl-common    ``texts_games``: fortunes, game data     one fortune / mission / entry
 cataclysm-dda-data, naev-data, freedroidrpg-data, freedink-data, widelands-data, wesnoth-1.16-data and
 the 16 wesnoth-1.16 campaigns    ``texts_gettext``: msgids of the .mo catalogs       a domain's hash bucket
 =====================  ===========================================================  ==============================
