@@ -1,4 +1,4 @@
-"""The phrase table's cost per keystroke: the same file with its table and with it set aside, in one process, call by call.
+"""The phrase table's cost per keystroke: a file with its table and with it set aside, in one process, call by call.
 
 A model file may carry a phrase table that every strip merges in (the ranker looks the position's context up and
 merges its next words with the model's; in Python a position the table matches is stepped in full, since the merge
@@ -22,6 +22,12 @@ thread). Over the first 300 words of the embedded corpus (as latency_benchmark.p
     python benchmarks/phrase_table_latency.py MODEL.tflite [--native-only] [--processes 4] [--name NAME]
 
 Writes ``--name`` (default phrase_table_latency) .json and .md (machine, date, command) into --out.
+
+``--parts`` instead times the Python strip's parts apart, on the same inputs at every position of a tapping
+session (natively, and emulated unless --native-only): the graph's top-K step and the full step, the table's
+lookup, the top 3 over the whole vocabulary and from the graph's top K, and the merge; split by whether the table
+matched there. It reads two private fields of the session (its last step's input and the table's context), so it
+follows ``Session``'s code, not its API. Writes phrase_table_parts (or --name).
 """
 
 from __future__ import annotations
@@ -88,6 +94,37 @@ for r in range(warmup + passes):
 out["changed"], out["mismatches"], out["vm"] = changed, mismatches, "CPython " + sys.version.split()[0]
 print(json.dumps(out))
 """
+PARTS_RUNNER = """
+import itertools, json, sys, time
+import numpy as np
+from keyboard_lm.inference import Predictor
+model, words_file, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+words = open(words_file, encoding="utf-8").read().split()
+p = Predictor.load(model)
+vocab, never, pc = p.ranker.vocab, p.ranker.never, time.perf_counter
+out = {k: [] for k in ("step", "step_full", "lookup", "top_all", "graph_top", "merge", "matched")}
+for r in range(1 + passes):  # the first pass warms up
+    s = p.session()
+    for word in words:
+        s.commit(word + " ")
+        token, _, state = s._last_input  # the position's input and the state before it
+        t0 = pc(); ids, log_probs, _ = p.model.step(token, state)
+        t1 = pc(); full, _ = p.model.step_full(token, state)
+        t2 = pc(); match = p.ranker.phrase_match(list(s._context))
+        t3 = pc(); top = p.ranker.top_all(full, 3)
+        t4 = pc(); graph = list(itertools.islice(((vocab.token_of(i), float(np.exp(lp)))  # as Session does
+                                                   for i, lp in zip(ids.tolist(), log_probs) if not never[i]), 3))
+        t5 = pc()
+        if match is not None:
+            p.ranker.merge(top, 3, phrase=match, model_probability=lambda w: float(np.exp(full[vocab.id_of(w)])))
+        t6 = pc()
+        if r:
+            for k, a, b in (("step", t0, t1), ("step_full", t1, t2), ("lookup", t2, t3), ("top_all", t3, t4),
+                            ("graph_top", t4, t5), ("merge", t5, t6)):
+                out[k].append((b - a) * 1000.0)
+            out["matched"].append(match is not None)
+print(json.dumps(out))
+"""
 PY_CALLS = ("session", "typing", "completion_first", "completion_next", "cached")
 JAVA_CALLS = ("session", "stateless", "cached", "key")
 #: Every timed call and what its row means.
@@ -149,7 +186,8 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=1, help="untimed passes first (JIT, caches); the JVMs take one more")
     p.add_argument("--passes", type=int, default=2, help="timed passes per native process")
     p.add_argument("--emulated-passes", type=int, default=1, help="timed passes per emulated process")
-    p.add_argument("--name", default="phrase_table_latency", help="result file name")
+    p.add_argument("--parts", action="store_true", help="time the Python strip's parts apart instead")
+    p.add_argument("--name", help="result file name (default phrase_table_latency, or phrase_table_parts)")
     p.add_argument("--out", default=str(HERE / "results"))
     args = p.parse_args()
     if min(args.passes, args.emulated_passes, args.processes) < 1 or args.warmup < 0:
@@ -168,6 +206,8 @@ def main() -> int:
         platforms["java_aarch64"] = (["qemu-aarch64-static", str(env_dir / JAVA_ARM64)],
                                      dict(os.environ, QEMU_LD_PREFIX=str(env_dir / "java-root")), args.emulated_passes)
     words = _words()
+    if args.parts:
+        return _parts(args, words, {k: v for k, v in platforms.items() if k.startswith("python")})
     is_space = np.array([c == " " for c in "".join(w + " " for w in words)])
     results, seconds = {}, {}
     with tempfile.TemporaryDirectory(prefix="phrase_table_latency_") as tmp:
@@ -220,11 +260,56 @@ def _write(args, words: list[str], is_space: np.ndarray, results: dict, seconds:
               "the CPU time is given too; only the ratios in one run mean much); qemu's speed, not a phone's, and "
               "HotSpot, not ART."]
     md = "\n".join(lines)
-    _report.write(args.name, {"model": os.path.basename(args.model), "model_bytes": os.path.getsize(args.model),
-                              "words": len(words), "keys_per_pass": int(is_space.size), "warmup": args.warmup,
-                              "passes": args.passes, "emulated_passes": args.emulated_passes,
-                              "processes": args.processes, "jvm_flags": JVM_FLAGS, "wall_seconds": seconds,
-                              "ratios_with_over_without": ratios, "results": results}, md, args.out)
+    _report.write(args.name or "phrase_table_latency", {
+        "model": os.path.basename(args.model), "model_bytes": os.path.getsize(args.model), "words": len(words),
+        "keys_per_pass": int(is_space.size), "warmup": args.warmup, "passes": args.passes,
+        "emulated_passes": args.emulated_passes, "processes": args.processes, "jvm_flags": JVM_FLAGS,
+        "wall_seconds": seconds, "ratios_with_over_without": ratios, "results": results}, md, args.out)
+    print(md)
+    return 0
+
+
+
+def _parts(args, words: list[str], platforms: dict) -> int:
+    """The --parts measurement (see the module docstring): one process per platform."""
+    results, lines = {}, []
+    with tempfile.TemporaryDirectory(prefix="phrase_table_parts_") as tmp:
+        words_file = os.path.join(tmp, "words.txt")
+        Path(words_file).write_text("\n".join(words) + "\n", encoding="utf-8")
+        for name, (argv, env, passes) in platforms.items():
+            t0 = time.perf_counter()
+            done = subprocess.run([*argv, "-c", PARTS_RUNNER, os.path.abspath(args.model), words_file, str(passes)],
+                                  cwd=REPO, env=env, check=True, capture_output=True, text=True, timeout=3600)
+            raw = json.loads(done.stdout)
+            matched = np.array(raw.pop("matched"))
+            results[name] = {"positions": int(matched.size), "matched": int(matched.sum()),
+                             "wall_seconds": round(time.perf_counter() - t0, 1)}
+            for part, ms in raw.items():
+                ms = np.array(ms)
+                results[name][part] = {g: _stats(x) for g, x in (("all", ms), ("matched", ms[matched]),
+                                                                   ("unmatched", ms[~matched]))}
+    lines = [f"`{os.path.basename(args.model)}`: a tapping session's strip taken apart, on the same inputs at each "
+             f"position ({len(words)} words of the embedded corpus, one warm-up pass, then {args.passes} passes "
+             f"natively and {args.emulated_passes} emulated); p50 ms (p99), at the positions the table matched "
+             "and at the others.", "",
+             "| part | " + " | ".join(f"{PLATFORMS[pl]}, {g}" for pl in results for g in ("matched", "unmatched"))
+             + " |", "|---|" + "---|---|" * len(results)]
+    labels = {"step": "the graph's top-K step (`step`)", "step_full": "the full step (`step_full`)",
+              "lookup": "the table's lookup (`phrase_match`)", "top_all": "top 3 over the vocabulary (`top_all`)",
+              "graph_top": "top 3 from the graph's top K", "merge": "the merge (`Ranker.merge`)"}
+    for part, label in labels.items():
+        lines.append(f"| {label} | " + " | ".join(
+            f"{r[part][g]['p50_ms']:.3f} ({r[part][g]['p99_ms']:.3f})" for r in results.values()
+            for g in ("matched", "unmatched")) + " |")
+    lines += ["", "- positions the table matched: " + "; ".join(
+        f"{PLATFORMS[pl]} {r['matched']} of {r['positions']}" for pl, r in results.items()),
+        "- with the table a matched position takes the full step, the lookup, the top 3 over the vocabulary and "
+        "the merge; another the top-K step, the lookup and the graph's top 3. Without it: the top-K step and the "
+        "graph's top 3. Wall-clock, a shared machine: the p50s are what to read."]
+    md = "\n".join(lines)
+    _report.write(args.name or "phrase_table_parts", {"model": os.path.basename(args.model), "words": len(words),
+                                                      "passes": args.passes, "emulated_passes": args.emulated_passes,
+                                                      "results": results}, md, args.out)
     print(md)
     return 0
 
