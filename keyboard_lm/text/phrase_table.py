@@ -38,6 +38,7 @@ context outside the table hashes onto a stored one with probability about C / 2^
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 from typing import Iterable, Sequence
 
@@ -58,11 +59,15 @@ class PhraseTableError(ConfigError):
 
 def context_hash(context: Sequence[int]) -> int:
     """32-bit FNV-1a over n then each id, each as 4 little-endian bytes (the Java core computes the same)."""
+    return _hash(tuple(context))
+
+
+@functools.lru_cache(maxsize=8192)
+def _hash(context: tuple) -> int:
+    # Cached: a typing session looks up the same few contexts at every key (its strip, then completions).
     h = _FNV_OFFSET
-    for value in (len(context), *context):
-        for shift in (0, 8, 16, 24):
-            h ^= (int(value) >> shift) & 0xFF
-            h = (h * _FNV_PRIME) & 0xFFFFFFFF
+    for byte in struct.pack(f"<{len(context) + 1}I", len(context), *(int(v) & 0xFFFFFFFF for v in context)):
+        h = ((h ^ byte) * _FNV_PRIME) & 0xFFFFFFFF
     return h
 
 
