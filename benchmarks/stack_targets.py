@@ -9,7 +9,7 @@ row, then the mean, standard deviation and range over seeds, beside the target.
 
     python benchmarks/stack_targets.py                          # every corpus, seeds 0,1,2
     python benchmarks/stack_targets.py --corpora mail --seeds 0,1
-    python benchmarks/stack_targets.py --collect                # read finished runs only, write the page
+    python benchmarks/stack_targets.py --collect                # train nothing: export and evaluate finished runs
 
 A finished run, export or evaluation is read, not redone: the benchmark is continued by running it again.
 """
@@ -66,7 +66,7 @@ def _finished(run_dir: str) -> bool:
 
 
 def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
-    """One seed of one corpus: train/resume, export, evaluate; None when ``collect`` and it is not there yet."""
+    """One seed of one corpus: train/resume, export, evaluate; None when ``collect`` and it is not trained yet."""
     run_dir = os.path.join(runs, f"{corpus}_s{seed}")
     stack, evaluation = os.path.join(run_dir, "stack.tflite"), os.path.join(run_dir, "stack_eval.json")
     timings = {}
@@ -80,8 +80,6 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
         _cli("train", *args, out=run_dir + ".log")
         timings["train_seconds_this_call"] = round(time.time() - t0, 1)
     if not os.path.exists(evaluation):
-        if collect and not os.path.exists(stack):
-            return None
         if not os.path.exists(stack):
             _cli("export", run_dir, "--out", stack)
         t0 = time.time()
@@ -139,7 +137,7 @@ def main():
     p.add_argument("--corpora", default=",".join(CORPORA), help=f"comma-separated, of {', '.join(CORPORA)}")
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--runs", default=os.path.join("runs", "stack"), help="where the run directories go")
-    p.add_argument("--collect", action="store_true", help="only read finished runs and write the page")
+    p.add_argument("--collect", action="store_true", help="train nothing: export, evaluate and report finished runs")
     p.add_argument("--name", default="stack_targets")
     p.add_argument("--out", default=os.path.join("benchmarks", "results"))
     args = p.parse_args()
