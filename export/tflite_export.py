@@ -166,6 +166,14 @@ def associated_files(meta: dict, vocab_text: str, phrases: bytes | None = None) 
     return buf.getvalue()
 
 
+def _card_data(data: dict | None) -> dict | None:
+    """run.json's "data" for the card: the corpus file by name only (the card travels with the model file;
+    a path of the training machine means nothing elsewhere and tells its layout)."""
+    if not data or not (data.get("source") or {}).get("path"):
+        return data
+    return {**data, "source": {**data["source"], "path": os.path.basename(data["source"]["path"])}}
+
+
 def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, quantization: dict) -> dict:
     info = run.info
     fed = info.get("federated")
@@ -173,7 +181,7 @@ def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, q
         "model_file": os.path.basename(out_path), "sha256": sha256, "size_bytes": breakdown.total,
         "size_breakdown": breakdown.as_dict(), "model": run.model_config.to_dict(),
         "parameters": run.model_config.num_parameters(), "quantization": quantization,
-        "text_spec": TEXT_SPEC_VERSION, "data": info.get("data"),
+        "text_spec": TEXT_SPEC_VERSION, "data": _card_data(info.get("data")),
         "training": {"trainer": info.get("trainer"), "algorithm": fed["algorithm"] if fed else "centralized",
                      # What the run started from (warm start); None: random weights.
                      "init_from": info.get("init_from"), "federated": fed, "rounds": info.get("rounds_done"), "epochs": info.get("epochs_done"),

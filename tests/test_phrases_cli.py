@@ -97,3 +97,5 @@ def test_a_run_under_differential_privacy_gets_no_table_outside_its_account(mail
     assert main(["export", dp_run, "--out", out, "--no-phrases"]) == 0
     card = json.load(open(out + ".card.json"))
     assert card["phrases"] is None and card["differential_privacy"]["epsilon"] == 10.0
+    # The card travels with the file: the corpus by name, not the training machine's path to it.
+    assert card["data"]["source"]["path"] == "users.jsonl"
