@@ -15,9 +15,9 @@
 #      as dx needs) -> dx --dex -> aapt add classes.dex -> zipalign -> apksigner sign with a
 #   debug key (generated once with keytool) -> apksigner verify, aapt dump badging.
 #
-# MODEL defaults to app/src/main/assets/model.tflite, the paper-size model exported from
-# keyboard_lm/models/base and committed with its sha256 (app/src/main/assets/README.md says how it
-# was made), which is checked before use; any .tflite from `keyboard-lm export` works.
+# MODEL defaults to app/src/main/assets/model.tflite, the paper-size model with its phrase table
+# exported from a federated run from the base, committed with its sha256 (app/src/main/assets/README.md
+# says how it was made), which is checked before use; any .tflite from `keyboard-lm export` works.
 # Root is needed only while tools are missing.
 # Environment: KBLM_APK_BUILD (output directory, default android_demo/build), KBLM_ANDROID_TOOLS
 # (unpacked bullseye packages, default $KBLM_APK_BUILD/tools), KBLM_NO_FETCH=1 (fail rather than

@@ -5,8 +5,9 @@ model file of the repository.
 
 The sample's first strip is checked against the Python predictor's golden fixture
 (tests/golden/predictor_fixture.json) and the history file it saves is read back with the Python
-UserHistory. The demo APK's committed model (android_demo/app/src/main/assets/model.tflite, exported from
-keyboard_lm/models/base) is checked against its recorded sha256, and the jar alone loads it and fills a strip.
+UserHistory. The demo APK's committed model (android_demo/app/src/main/assets/model.tflite: a federated run
+from the base with its phrase table) is checked against its recorded sha256, and the jar alone loads it and
+fills a strip.
 Skipped, with the reason, where the JDK (javac, java, jar) is absent.
 """
 
@@ -177,10 +178,14 @@ def test_the_apk_model_matches_its_recorded_sha256():
         "assets/model.tflite changed without its sha256 (see android_demo/app/src/main/assets/README.md)"
     with zipfile.ZipFile(APK_MODEL) as z:
         meta = json.loads(z.read("keyboard_lm.json"))
-    base_vocab = (REPO / "keyboard_lm" / "models" / "base" / "vocab.txt").read_bytes()
-    assert meta["vocab_size"] == 10000 and meta["model"]["model_type"] == "cifg" and meta["model"]["units"] == 670
+        table = z.read("phrases.bin")
+    assert meta["model"]["model_type"] == "cifg" and meta["model"]["units"] == 670
     assert meta["quantization"] == "dynamic-range" and APK_MODEL.stat().st_size <= 1468006, "over the 1.4 MiB budget"
-    assert meta["vocab_sha256"] == hashlib.sha256(base_vocab).hexdigest(), "not exported from keyboard_lm/models/base"
+    # The whole stack: the model and its federated phrase table, the table recorded with its digest
+    assert meta["phrases"]["sha256"] == hashlib.sha256(table).hexdigest() and meta["phrases"]["contexts"] > 0
+    assert meta["phrases"]["discovery"]["k_anonymity"] >= 5
+    card = json.loads((APK_ASSETS / "model.tflite.card.json").read_text(encoding="utf-8"))
+    assert card["sha256"] == recorded[0] and card["training"]["init_from"]["name"] == "base"
 
 
 def test_the_apk_model_loads_in_the_jar_and_fills_a_strip_with_real_words(built, tmp_path):
