@@ -28,6 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import _report  # noqa: E402
+from keyboard_lm.models.run_dir import atomic_write  # noqa: E402
 
 MAIL = ["--data", "../shared/data/spamassassin-ham/ham.mbox", "--format", "mbox"]
 #: corpus -> (train arguments, stack-vs-5-gram target, stack+history-vs-5-gram+history target or None)
@@ -85,9 +86,7 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
         t0 = time.time()
         found = json.loads(_cli("eval", stack, "--stack", "--json", *CORPORA[corpus][0]))
         found["eval_seconds"] = round(time.time() - t0, 1)
-        with open(evaluation + ".tmp", "w", encoding="utf-8") as f:  # the run directory is the benchmark's own
-            json.dump(found, f, indent=1)
-        os.replace(evaluation + ".tmp", evaluation)
+        atomic_write(evaluation, json.dumps(found, indent=1).encode("utf-8"), mode=0o644)
     with open(evaluation, encoding="utf-8") as f:
         found = json.load(f)
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:

@@ -73,7 +73,6 @@ from keyboard_lm.text.phrase_table import MAX_ORDER
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
 
-
 class SessionSource(Protocol):
     """What a session needs of the predictor that opens it (``Predictor`` is one): the model, the ranker that
     merges every source, the position after ``<bos>`` computed once, the char encoder of personal words, and
