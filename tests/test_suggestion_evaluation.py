@@ -8,7 +8,7 @@ from keyboard_lm.baselines.ngram import KneserNey
 from keyboard_lm.evaluation import evaluate_predict_fn, paired_intervals
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.inference.predictor import Predictor
-from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate
+from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate, significant
 from keyboard_lm.text.phrase_table import PhraseTable, TableConfig
 from keyboard_lm.text.spec import SPECIAL_TOKENS as SP
 from tests.test_phrase_table import reference_counts
@@ -50,3 +50,17 @@ def test_the_gate_fitted_on_validation_users_never_loses_hits_there(small_tflite
     for cell in report["cells"].values():
         assert cell["hits"] >= cell["hits_without"]
         assert (cell["weight"] == 0.0) == (cell["hits"] == cell["hits_without"])
+        if cell["weight"]:
+            assert significant(cell["gained"], cell["lost"]) and cell["weight"] == cell["best_weight"]
+    # Without the sign test every cell whose best weight gains a hit keeps it; the test only ever zeroes cells.
+    loose, loose_report = fit_gate(model, table, default_corpus, users[1], z=0.0)
+    for key, cell in loose_report["cells"].items():
+        assert (cell["weight"] > 0) == (cell["gained"] > cell["lost"])
+        assert report["cells"][key]["weight"] in (0.0, cell["weight"])
+
+
+def test_the_sign_test_wants_a_gain_beyond_chance():
+    assert not significant(1, 0) and not significant(3, 0)   # 3 < 1.96 * sqrt(3)
+    assert significant(4, 0) and significant(11, 0)
+    assert not significant(5, 3) and not significant(2, 2) and not significant(0, 4)
+    assert significant(30, 10)                               # 20 >= 1.96 * sqrt(40) = 12.4
