@@ -23,15 +23,34 @@ def _rows(run_dir):
         return list(csv.DictReader(f))
 
 
+def test_checkpoints_are_due_by_rounds_by_time_and_at_what_must_be_resumable():
+    from keyboard_lm.federated.config import LoopConfig
+    from keyboard_lm.federated.trainer import checkpoint_due
+
+    loop = LoopConfig()  # at least every 25 rounds, and once a minute
+    due = lambda r, evaluated=False, improved=False, since=1.0: checkpoint_due(  # noqa: E731
+        loop, r, 350, evaluated=evaluated, improved=improved, since_saved=since)
+    assert not due(7) and due(25) and due(350)
+    assert due(7, evaluated=True) and due(7, improved=True) and due(7, since=60.0) and not due(7, since=59.9)
+    by_rounds = LoopConfig(checkpoint_every=1, checkpoint_seconds=0)
+    assert all(checkpoint_due(by_rounds, r, 9, evaluated=False, improved=False, since_saved=0) for r in range(1, 10))
+    assert not checkpoint_due(LoopConfig(checkpoint_seconds=0), 7, 9, evaluated=False, improved=False,
+                              since_saved=1e6)
+    with pytest.raises(ConfigError, match="checkpoint_seconds"):
+        LoopConfig(checkpoint_seconds=-1)
+
+
 def test_two_round_smoke_run_writes_a_complete_run_directory(tmp_path):
     out = str(tmp_path / "fed")
-    assert main(["train", "--out", out, "--rounds", "2", *SMALL]) == 0
+    assert main(["train", "--out", out, "--rounds", "2", "--checkpoint-seconds", "0", *SMALL]) == 0
     for name in ("run.json", "vocab.txt", "weights.npz", "metrics.csv", "metrics.png"):
         assert os.path.isfile(os.path.join(out, name)), name
     # Program states, and beside each the moving average of the global model (train's default) and the
-    # record run.json gets for that round.
-    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == [
-        "average_1.npz", "average_2.npz", "program_state_1", "program_state_2", "record_1.json", "record_2.json"]
+    # record run.json gets for that round: round 2 only (the last, evaluated; round 1 is neither due by its
+    # number nor, with --checkpoint-seconds 0, by time).
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["average_2.npz", "program_state_2",
+                                                                     "record_2.json"]
+    assert json.load(open(os.path.join(out, "run.json")))["loop"]["checkpoint_seconds"] == 0
     assert os.listdir(os.path.join(out, "tensorboard"))
     rows = _rows(out)
     assert [r["round"] for r in rows] == ["1", "2"]

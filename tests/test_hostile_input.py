@@ -162,7 +162,7 @@ FLOAT_FLAGS = {
     "--round-timeout": ["--workers", "127.0.0.1:1"], "--worker-grace": ["--workers", "127.0.0.1:1"],
     "--dp-noise-multiplier": DP, "--dp-epsilon": ["--dp", "fedavg", "--dp-clip", "1"], "--dp-clip": DP,
     "--dp-clip-quantile": ["--dp", "fedavg", "--dp-noise-multiplier", "1"], "--dp-delta": DP,
-    "--heldout-fraction": [],
+    "--heldout-fraction": [], "--checkpoint-seconds": [],
 }
 
 

@@ -158,8 +158,12 @@ FEDERATED_FLAGS = (
     field_flag("--compression", FederatedConfig, "stochastic 8-bit quantized uploads", action="store_true"),
     field_flag("--eval-every", LoopConfig, "evaluate held-out clients every N rounds and at the end "
                "({loop.eval_every})", type=positive_int, default=None),
-    field_flag("--checkpoint-every", LoopConfig, "save program state every N rounds ({loop.checkpoint_every})",
+    field_flag("--checkpoint-every", LoopConfig, "save program state at least every N rounds, and after every "
+               "evaluation, every round kept as the best and the last ({loop.checkpoint_every})",
                type=positive_int, default=None),
+    field_flag("--checkpoint-seconds", LoopConfig, "also save it whenever S seconds have passed since the last save; "
+               "0: by rounds only ({loop.checkpoint_seconds:g})", type=non_negative_magnitude, default=None,
+               metavar="S"),
     flag("--no-phrases", "learn no phrase table after federated training (default: learn one by federated "
          "discovery on the training clients, as `keyboard-lm phrases` does; docs/training.md)", action="store_true"),
     flag("--resume", "continue RUN_DIR from its latest checkpoint (a federated run's last saved round, a "

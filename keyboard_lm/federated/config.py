@@ -248,14 +248,20 @@ class LoopConfig:
 
     Attributes:
       eval_every: evaluate held-out clients every N rounds (and at the end).
-      checkpoint_every: save TFF program state every N rounds (and at the end).
+      checkpoint_every: save TFF program state at least every N rounds; also after every evaluation, every
+        round kept as the best, and the last round.
+      checkpoint_seconds: and whenever this many seconds have passed since the last save (0: by rounds
+        only). A save costs about a small-corpus round (an fsynced program state, run.json), so saving
+        every round cost 18% of a run's wall time (benchmarks/records/federated_time.md); a crash now
+        loses at most about a minute, which --resume trains again.
       divergence_factor: a training loss above factor * ln(V) (the loss of a
         uniform guess) counts as divergence.
       keep_checkpoints: program states kept on disk.
     """
 
     eval_every: int = 25
-    checkpoint_every: int = 1
+    checkpoint_every: int = 25
+    checkpoint_seconds: float = 60.0
     divergence_factor: float = 3.0
     keep_checkpoints: int = 3
 
@@ -263,4 +269,6 @@ class LoopConfig:
         for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not (isinstance(self.checkpoint_seconds, (int, float)) and 0 <= self.checkpoint_seconds < 1e9):
+            raise ConfigError(f"checkpoint_seconds must be in [0, 1e9), got {self.checkpoint_seconds!r}")
         check_magnitude("divergence_factor", self.divergence_factor)

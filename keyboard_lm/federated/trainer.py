@@ -69,6 +69,15 @@ def _dp_clip(aggregator_metrics, fallback):
     return float(query["clip"]) if "clip" in query else fallback
 
 
+def checkpoint_due(loop: LoopConfig, round_num: int, rounds: int, *, evaluated: bool, improved: bool,
+                   since_saved: float) -> bool:
+    """Save this round? Every ``checkpoint_every`` rounds or ``checkpoint_seconds`` seconds, and after an
+    evaluation (its learning-rate decay lives in the state), a round kept as the best (the weights run.json
+    keeps are of a round it can resume from) and the last round."""
+    return (round_num % loop.checkpoint_every == 0 or round_num == rounds or evaluated or improved
+            or 0 < loop.checkpoint_seconds <= since_saved)
+
+
 class FederatedRun:
     """One federated run between rounds: its settings, TFF process and state, and what it writes.
 
@@ -261,7 +270,7 @@ class FederatedRun:
 
         self.client_lr = client_learning_rate(self.process, self.state) if self.val_ids else None
         self.result = self.best_result = None  # the last evaluation; the kept round's, when evaluated here
-        self.started = time.time()
+        self.started = self.last_saved = time.time()
 
     def _info(self) -> dict:
         """run.json's record of the run (save_run rewrites it whole; a resumed run keeps where it started)."""
@@ -403,7 +412,8 @@ class FederatedRun:
         row["elapsed_seconds"] = round(self.elapsed_before + time.time() - self.started, 2)
         self.writer.row("round", row)
         # A round kept as the best is checkpointed too: the weights run.json keeps are of a round it can resume from.
-        if round_num % self.loop.checkpoint_every == 0 or round_num == self.config.rounds or improved:
+        if checkpoint_due(self.loop, round_num, self.config.rounds, evaluated=recall3 is not None, improved=improved,
+                          since_saved=time.time() - self.last_saved):
             best = self.keep.best
             kept = best["heldout"] if best is not None else (self.result["pooled"] if self.result is not None else None)
             fields = {"rounds_done": round_num, "best": best, "final_metrics": kept, "finished": False,
@@ -415,6 +425,7 @@ class FederatedRun:
                 self.checkpoints.save(round_num, self.state, self.average, {"fields": fields, "weights": weights})
                 self.last_good = round_num
                 self._write_run_files(fields, weights)
+            self.last_saved = time.time()
         if self.options.on_round is not None:
             self.options.on_round(round_num, row["seconds"])
         line = _progress(round_num, self.config.rounds, self.train_loss, recall3, time.time() - self.started,
