@@ -45,3 +45,23 @@ def test_same_seed_gives_same_client_batches(default_corpus):
         fd = build_federated_data(default_corpus, vocab, config, SplitConfig(0.1, seed=3))
         runs.append([b[0].tolist() for b in fd.train.create_tf_dataset_for_client("tech_support/0").as_numpy_iterator()])
     assert runs[0] == runs[1] and runs[0]
+
+
+def test_the_drivers_eager_batches_are_the_graphs_batches():
+    # The driver builds a round's batches eagerly; a TFF worker builds them in a graph (worker_data): the
+    # same arrays and seed must give the same batches, epoch boundaries, cap and all.
+    import numpy as np
+    import tensorflow as tf
+
+    from keyboard_lm.federated.client_data import client_batches
+
+    for n, epochs, max_batches, batch, shuffle in [(7, 1, 120, 3, 200), (7, 3, 5, 3, 200), (50, 2, 4, 10, 200),
+                                                     (5, 4, 120, 2, 200), (9, 2, 3, 4, 0), (1, 3, 2, 2, 200)]:
+        x = np.arange(n * 2, dtype=np.int32).reshape(n, 2)
+        y = x + 1000
+        config = ClientDataConfig(max_seq_len=2, batch_size=batch, epochs=epochs, max_batches=max_batches,
+                                  shuffle_buffer=shuffle)
+        eager = [(a.tolist(), b.tolist()) for a, b in client_batches(x, y, config, 17).as_numpy_iterator()]
+        graph = tf.data.Dataset.range(1).flat_map(lambda _: client_batches(x, y, config, 17))  # traced: graph mode
+        assert eager == [(a.tolist(), b.tolist()) for a, b in graph.as_numpy_iterator()], (n, epochs, max_batches)
+        assert len(eager) == min(max_batches, -(-n * epochs // batch))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 
+import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpus import Corpus
@@ -59,6 +60,8 @@ def client_batches(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset:
     seed, which differs between the driver and a worker).  A
     ``shuffle_buffer`` of 0 or 1 keeps the order.  Core TF ops only.
     """
+    if tf.executing_eagerly():
+        return _client_batches_now(x, y, config, seed)
     x = tf.convert_to_tensor(x, tf.int32)
     y = tf.convert_to_tensor(y, tf.int32)
     seed = tf.cast(seed, tf.int64)
@@ -71,6 +74,25 @@ def client_batches(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset:
         return tf.data.Dataset.from_tensor_slices((x, y))
 
     return (tf.data.Dataset.range(config.epochs).flat_map(epoch)
+            .batch(config.batch_size).take(config.max_batches))
+
+
+def _client_batches_now(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset:
+    """``client_batches`` computed in the driver's eager mode: the same permutations (the same stateless
+    draws), only for the epochs the batch cap reaches, gathered now; the dataset then only slices and
+    batches. A graph ``flat_map`` traced its epoch function for every client of every round."""
+    x, y = np.asarray(x, np.int32), np.asarray(y, np.int32)
+    n = len(x)
+    wanted = config.batch_size * config.max_batches if config.max_batches >= 0 else None
+    epochs = config.epochs if wanted is None or n == 0 else min(config.epochs, -(-wanted // n))
+    if config.shuffle_buffer > 1:
+        seed = tf.cast(seed, tf.int64)
+        orders = [tf.argsort(tf.random.stateless_uniform([n], tf.stack([seed, tf.constant(e, tf.int64)]))).numpy()
+                  for e in range(epochs)]
+        order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
+    else:
+        order = np.tile(np.arange(n), epochs)
+    return (tf.data.Dataset.from_tensor_slices((x[order], y[order]))
             .batch(config.batch_size).take(config.max_batches))
 
 
