@@ -120,9 +120,13 @@ class ProjectedCell(_Cell):
 
     def step(self, x, h, c):
         """One step: x [B,D], h [B,P], c [B,H] -> (h' [B,P], c' [B,H])."""
+        z = tf.matmul(self._x(tf.concat([x, h], axis=-1)), self._w(self.kernel)) + self.bias  # [B, G*H]
+        return self._update(z, c, self._w(self.proj_kernel))
+
+    def _update(self, z, c, proj_kernel):
+        """Gates z [B, G*H] and cell state c [B,H] -> (h' [B,P], c' [B,H])."""
         sig = si_sigmoid if self.scale_invariant else tf.sigmoid
         tanh = si_tanh if self.scale_invariant else tf.tanh
-        z = tf.matmul(self._x(tf.concat([x, h], axis=-1)), self._w(self.kernel)) + self.bias  # [B, G*H]
         if self.coupled:
             zf, zg, zo = tf.split(z, 3, axis=-1)
             f = sig(zf)
@@ -132,8 +136,41 @@ class ProjectedCell(_Cell):
             f, i = sig(zf), sig(zi)
         c_new = f * c + i * tanh(zg)
         m = sig(zo) * tanh(c_new)  # [B, H]
-        h_new = tf.matmul(self._x(m), self._w(self.proj_kernel))  # [B, P]
-        return h_new, c_new
+        return tf.matmul(self._x(m), proj_kernel), c_new  # [B, P], [B, H]
+
+    @property
+    def can_fuse(self) -> bool:
+        """Whether ``sequence`` computes what ``step`` does: not when matrix inputs are rounded per
+        row (dynamic-range), since the rows of [x, h] would be rounded apart."""
+        return self.quantization != "dynamic-range"
+
+    def sequence(self, inputs):
+        """Every step over ``inputs`` [B, T, D] (T static) from the zero state -> outputs [B, T, P].
+
+        The same function as looping ``step`` (up to float32 summation order): [x, h] W + b is split
+        into x W_x + b, one matrix product over all B*T inputs before the recurrence, and h W_h inside
+        it (the cuDNN LSTM's formulation, Appleyard et al. 2016, "Optimizing performance of recurrent
+        neural networks on GPUs"). The T steps are unrolled in the graph, so the backward pass needs
+        no while-loop accumulators. For training only; the exported step stays ``step``.
+        """
+        if not self.can_fuse:
+            raise ValueError("sequence() does not apply to dynamic-range quantization-aware cells")
+        steps = inputs.shape[1]
+        if steps is None:
+            raise ValueError("sequence() needs a static number of time steps")
+        d = inputs.shape[-1]
+        kernel, proj_kernel = self._w(self.kernel), self._w(self.proj_kernel)
+        batch = tf.shape(inputs)[0]
+        zx = tf.matmul(tf.reshape(inputs, [-1, d]), kernel[:d]) + self.bias  # [B*T, G*H]
+        zx = tf.unstack(tf.reshape(zx, [batch, steps, self.gates * self.units]), axis=1)  # T x [B, G*H]
+        recurrent = kernel[d:]  # [P, G*H]
+        h = tf.zeros([batch, self.projection], inputs.dtype)
+        c = tf.zeros([batch, self.units], inputs.dtype)
+        outputs = []
+        for t in range(steps):
+            h, c = self._update(zx[t] + tf.matmul(h, recurrent), c, proj_kernel)
+            outputs.append(h)
+        return tf.stack(outputs, axis=1)  # [B, T, P]
 
     def call(self, inputs, states):
         h, c = self.step(inputs, states[0], states[1])

@@ -42,11 +42,20 @@ class TiedOutput(tf.keras.layers.Layer):
 
 class SequenceRNN(tf.keras.layers.RNN):
     """Keras' RNN loop over our cell; a quantization-aware cell rounds its kernels once per call,
-    and in training a cell with weight drop draws its mask once per call."""
+    and in training a cell with weight drop draws its mask once per call.
+
+    With ``fused`` (a compute choice: same weights, same function), training calls on a fixed
+    number of steps run the cell's ``sequence`` (input projection outside the recurrence, steps
+    unrolled) instead of the loop, where the cell has one; inference always loops ``step``."""
+
+    fused = False
 
     def call(self, inputs, training=None, **kwargs):
         self.cell.prepare_weights(training=bool(training))
         try:
+            if (self.fused and training and self.return_sequences and getattr(self.cell, "can_fuse", False)
+                    and inputs.shape[1] is not None and not kwargs.get("initial_state")):
+                return self.cell.sequence(inputs)
             return super().call(inputs, training=training, **kwargs)
         finally:
             self.cell.release_weights()
@@ -68,7 +77,7 @@ def build_cell(config: ModelConfig, weight_drop: float = 0.0) -> tf.keras.layers
 
 
 def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float = 0.0,
-                weight_drop: float = 0.0, unroll: bool = False) -> tf.keras.Model:
+                weight_drop: float = 0.0, unroll: bool = False, fused: bool = False) -> tf.keras.Model:
     """Keras model: token ids [batch, time] -> logits [batch, time, V] (uncompiled).
 
     Hard et al. 2018 (sec. 3): one CIFG layer, tied 96-dim embeddings.
@@ -77,6 +86,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float 
     model trained with dropout loads into, and exports from, one without.
     ``weight_drop`` (training only) is DropConnect on the cell's recurrent
     weights, one mask per batch (Merity et al. 2018); it adds no weights either.
+    ``fused`` trains through the cell's ``sequence`` (``SequenceRNN``); the weights are the same.
     """
     if not 0.0 <= dropout < 1.0:
         from keyboard_lm.errors import ConfigError
@@ -93,6 +103,7 @@ def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float 
 
         raise ConfigError("unroll needs a fixed seq_len")
     rnn = SequenceRNN(build_cell(config, weight_drop), return_sequences=True, unroll=unroll, name="rnn")
+    rnn.fused = fused
     h = rnn(x)  # [batch, time, D]
     if dropout:
         h = tf.keras.layers.Dropout(dropout, name="output_dropout")(h)

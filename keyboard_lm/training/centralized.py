@@ -28,6 +28,7 @@ from keyboard_lm.training.config import CentralizedConfig, default_config
 from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
 from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
+from keyboard_lm.training.sampled_softmax import use_sampled_softmax
 
 
 def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
@@ -37,46 +38,6 @@ def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
                                          clipnorm=config.clipnorm)
     cls = tf.keras.optimizers.SGD if config.optimizer == "sgd" else tf.keras.optimizers.Adam
     return cls(learning_rate=config.learning_rate, clipnorm=config.clipnorm)
-
-
-def use_sampled_softmax(model: tf.keras.Model, num_sampled: int) -> None:
-    """Make ``model``'s training step a sampled softmax over the tied output (Jean et al. 2015).
-
-    The loss of a step is the cross-entropy of the target against itself and
-    ``num_sampled`` words drawn from the log-uniform (Zipfian) distribution over
-    the vocabulary's ids, which are sorted by frequency after the special
-    tokens (``tf.nn.sampled_softmax_loss``; accidental hits removed), averaged
-    over the non-pad targets as ``loss_fn`` is.  Each step computes ``num_sampled
-    + 1`` output logits per position instead of V.  Prediction and evaluation
-    (``model(x)``) keep the full softmax.  Call before ``WeightAverage`` wraps the
-    step.
-    """
-    from keyboard_lm.text.spec import SPECIAL_TOKENS
-
-    embedding = model.get_layer("embedding")
-    vocab_size = embedding.input_dim
-    if not 0 < num_sampled < vocab_size:
-        raise ValueError(f"sampled softmax needs 0 < num_sampled < V={vocab_size}, got {num_sampled}")
-    hidden = tf.keras.Model(model.inputs, model.get_layer("tied_output").input)  # tokens -> [B, T, D]
-    biases = tf.zeros([vocab_size])
-    pad = SPECIAL_TOKENS.pad_id
-
-    def train_step(data):
-        x, y = data
-        with tf.GradientTape() as tape:
-            h = hidden(x, training=True)  # [B, T, D]
-            h = tf.reshape(h, [-1, tf.shape(h)[-1]])  # [B*T, D]
-            labels = tf.reshape(tf.cast(y, tf.int64), [-1, 1])  # [B*T, 1]
-            losses = tf.nn.sampled_softmax_loss(embedding.table(), biases, labels, h, num_sampled, vocab_size,
-                                                remove_accidental_hits=True)  # [B*T]
-            mask = tf.cast(tf.reshape(y, [-1]) != pad, losses.dtype)
-            loss = tf.reduce_sum(losses * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-        variables = model.trainable_variables
-        model.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return {"loss": loss}
-
-    model.train_step = train_step
-    model.train_function = None
 
 
 class WeightAverage:
