@@ -79,7 +79,8 @@ def test_a_cut_link_ends_the_run_and_resume_finishes_it(hosts, tmp_path):
     net, flag = hosts
     out = str(tmp_path / "run")
     watch = ["--workers", flag, "--worker-grace", str(int(GRACE))]
-    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
+    # A checkpoint every round: the faults are timed by the rounds saved, and a resume goes on from the last.
+    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40", "--checkpoint-every", "1"]
     cut = f"{net.address(2)}:{PORT}"
     train = subprocess.Popen(net.command(0, [*CLI, "train", "--out", out, *args, *watch]), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=ENV)

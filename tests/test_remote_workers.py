@@ -189,7 +189,8 @@ def test_a_dead_then_a_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path
     flag = ",".join(f"127.0.0.1:{p}" for p in ports)
     cli = [sys.executable, "-m", "keyboard_lm.cli", "train", "--out", out]
     watch = ["--workers", flag, "--worker-grace", "5"]
-    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40"]
+    # A checkpoint every round: the faults are timed by the rounds saved, and a resume goes on from the last.
+    args = [*SMALL[:-10], "--rounds", "40", "--dropout", "0", "--eval-every", "40", "--checkpoint-every", "1"]
 
     def ended_by_watchdog(argv, fault, after_round):
         """Start ``train argv``; when a round after ``after_round`` is checkpointed, ``fault`` a worker."""
