@@ -42,7 +42,8 @@ def score(base_spec: str, corpus, train_ids, heldout_ids, vocab_size: int) -> di
     model = build_model(warm.model_config(target))
     assign_weights(model, warm.initial_weights(target))
     started = evaluate_model(model, corpus, heldout_ids, target)
-    covered = sum(t in set(warm.base.vocab.tokens) for t in target.tokens) / len(target)
+    known = set(warm.base.vocab.tokens)
+    covered = sum(t in known for t in target.tokens) / len(target)
     return {"own": own, "target": started, "base_words": len(warm.base.vocab), "target_words_covered": covered}
 
 
@@ -77,7 +78,8 @@ def main() -> int:
             data["bases"][b][how] = {**res["pooled"], "recall_at_3_interval": [lo, hi], "ratio": ratio,
                                      "paired_interval": [plo, phi]}
             rows.append(f"| {b} | {label} | {r['base_words']:,} | {res['pooled']['recall_at_1']:.4f} | "
-                        f"{res['pooled']['recall_at_3']:.4f} [{lo:.4f}, {hi:.4f}] | {ratio:.3f}x [{plo:.3f}, {phi:.3f}] |")
+                        f"{res['pooled']['recall_at_3']:.4f} [{lo:.4f}, {hi:.4f}] | "
+                        f"{ratio:.3f}x [{plo:.3f}, {phi:.3f}] |")
     markdown = "\n".join([
         f"Zero-shot on the {args.corpus} corpus's {len(heldout_ids)} held-out users (default split), recall "
         "counted as `keyboard-lm eval` counts it (a word outside the vocabulary is a miss).", "", *rows, "",

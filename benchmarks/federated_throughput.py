@@ -47,7 +47,7 @@ def words_per_example(run_dir: str, corpus_args: list[str]) -> float:
     run = load_run(run_dir)
     train_ids, _ = split_clients(corpus.client_ids, SplitConfig(**run.info["data"]["split"]))
     examples = words = 0
-    for _, y in corpus_examples(corpus.sentences(train_ids), run.vocab, 20):
+    for _, y in corpus_examples(corpus.sentences(train_ids), run.vocab, run.info["client_data"]["max_seq_len"]):
         examples += 1
         words += sum(1 for t in y if t != SPECIAL_TOKENS.pad_id)
     return words / examples
@@ -107,7 +107,7 @@ def main() -> int:
                 "centralized": ["--centralized", "--init-from", "base", *data, "--epochs", str(args.epochs)]}
         for name, run_args in runs.items():
             out = os.path.join(tmp, name)
-            result[name] = {"args": [a for a in run_args if not a.startswith("../")], **timed_run(run_args, out)}
+            result[name] = {"args": [os.path.basename(a) for a in run_args], **timed_run(run_args, out)}
         result["words_per_example"] = words_per_example(os.path.join(tmp, "federated"), data)
     for name in ("federated", "centralized"):
         r = result[name]

@@ -225,6 +225,8 @@ def fit_gate(model, table: PhraseTable, corpus: Corpus, validation_ids, bounds: 
         without = _hits(events, 0.0)
         best, best_lam = without, 0.0
         for lam in grid:
+            if lam == 0.0:
+                continue  # ``without`` already
             hit = _hits(events, lam)
             if hit.sum() > best.sum():
                 best, best_lam = hit, lam

@@ -83,13 +83,11 @@ def _client_batches_now(x, y, config: ClientDataConfig, seed) -> tf.data.Dataset
     batches. A graph ``flat_map`` traced its epoch function for every client of every round."""
     x, y = np.asarray(x, np.int32), np.asarray(y, np.int32)
     n = len(x)
-    wanted = config.batch_size * config.max_batches if config.max_batches >= 0 else None
-    epochs = config.epochs if wanted is None or n == 0 else min(config.epochs, -(-wanted // n))
+    epochs = min(config.epochs, -(-config.batch_size * config.max_batches // max(n, 1)))  # what the cap reaches
     if config.shuffle_buffer > 1:
         seed = tf.cast(seed, tf.int64)
-        orders = [tf.argsort(tf.random.stateless_uniform([n], tf.stack([seed, tf.constant(e, tf.int64)]))).numpy()
-                  for e in range(epochs)]
-        order = np.concatenate(orders) if orders else np.zeros(0, np.int64)
+        order = np.concatenate([tf.argsort(tf.random.stateless_uniform([n], tf.stack([seed, tf.constant(e, tf.int64)])))
+                                .numpy() for e in range(epochs)])
     else:
         order = np.tile(np.arange(n), epochs)
     return (tf.data.Dataset.from_tensor_slices((x[order], y[order]))
