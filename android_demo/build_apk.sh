@@ -156,7 +156,7 @@ aapt package -f -m -J "$OUT/gen" -M "$OUT/AndroidManifest.xml" -S "$HERE/app/src
     -A "$OUT/assets" -0 tflite -I "$ANDROID_JAR" -F "$OUT/app.unsigned.apk" \
     --min-sdk-version "$MIN_SDK" --target-sdk-version "$TARGET_SDK" --version-code "$VERSION_CODE" --version-name "$VERSION_NAME"
 
-mapfile -t sources < <(find "$HERE/core/src/main/java" "$HERE/app/src/main/java" "$OUT/gen" -name '*.java' | sort)
+mapfile -t sources < <(find "$HERE/core/src/main/java" "$HERE/core/src/android/java" "$HERE/app/src/main/java" "$OUT/gen" -name '*.java' | sort)
 javac -source 8 -target 8 -bootclasspath "$ANDROID_JAR" -Xlint:-options -encoding UTF-8 -nowarn \
     -d "$OUT/classes" "${sources[@]}"
 say "javac: ${#sources[@]} sources (core + app + R.java) against android.jar API 23"

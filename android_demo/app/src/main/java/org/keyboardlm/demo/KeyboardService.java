@@ -46,6 +46,7 @@ import org.keyboardlm.core.RecentSentences;
 import org.keyboardlm.core.Session;
 import org.keyboardlm.core.StripRanker;
 import org.keyboardlm.core.UserHistory;
+import org.keyboardlm.core.android.InputConnectionEditor;
 
 /**
  * The keyboard's Android glue. What a key, a tap or a cursor move does to the text, and what
