@@ -42,6 +42,12 @@ def log_softmax(scores: np.ndarray) -> np.ndarray:
 
 def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
     """Per-position sums for scores [N, V] and targets [N] (pad targets ignored)."""
+    return _event_stats(*_summary(scores, targets), targets)
+
+
+def _summary(scores: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What the metrics need of scores [N, V]: each target's cross-entropy [N] (float64) and the three
+    best words [N, 3], best first."""
     scores = np.asarray(scores)
     rows = np.arange(len(targets))
     m = scores.max(axis=-1, keepdims=True).astype(np.float64)
@@ -53,13 +59,19 @@ def position_stats(scores: np.ndarray, targets: np.ndarray) -> dict[str, np.ndar
     words = scores[:, first:]
     top3 = (np.argpartition(words, words.shape[1] - 3, axis=-1)[:, -3:] if words.shape[1] > 3
             else np.argsort(-words, axis=-1)[:, :3]) + first
-    top3_scores = np.take_along_axis(scores, top3, axis=-1)
-    top1 = np.take_along_axis(top3, np.argmax(top3_scores, axis=-1)[:, None], axis=-1)[:, 0]
-    hit1 = top1 == targets
+    order = np.argsort(-np.take_along_axis(scores, top3, axis=-1), axis=-1, kind="stable")
+    return ce, np.take_along_axis(top3, order, axis=-1)
+
+
+def _event_stats(ce: np.ndarray, top3: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-position sums from each target's cross-entropy [N] and the three best words [N, 3], best first."""
+    hit1 = top3[:, 0] == targets
     hit3 = (top3 == targets[:, None]).any(axis=-1)
+    first = len(_SP.tokens)
     token = targets != _SP.pad_id
     event = token & (targets != _SP.eos_id)
     iv = targets >= first
+    ce = np.asarray(ce, np.float64)
     return {"hit1": hit1 & event, "hit3": hit3 & event, "events": event,
             "iv_hit1": hit1 & iv, "iv_hit3": hit3 & iv, "iv_events": iv,
             "ce": np.where(token, ce, 0.0), "tokens": token, "oov": event & (targets == _SP.oov_id),
@@ -99,6 +111,15 @@ def evaluate_predict_fn(predict, corpus: Corpus, client_ids, vocab: Vocabulary,
     metric's numerator and denominator over all clients' events (Hard et al.
     report pooled recall).
     """
+    def summary(x, y):
+        scores = np.asarray(predict(x))  # [B, T, V]
+        return _summary(scores.reshape(y.size, -1), y.reshape(-1))
+
+    return _evaluate(summary, corpus, client_ids, vocab, seq_len, batch_size)
+
+
+def _evaluate(summary, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len: int, batch_size: int) -> dict:
+    """``evaluate_predict_fn`` for a ``summary(x [B, T], y [B, T])`` giving (cross-entropy, the best three words)."""
     client_ids = list(client_ids)
     xs, ys, owner = [], [], []
     for i, cid in enumerate(client_ids):
@@ -110,9 +131,10 @@ def evaluate_predict_fn(predict, corpus: Corpus, client_ids, vocab: Vocabulary,
     owner_pos = np.repeat(np.array(owner, np.int64), seq_len)
     sums = np.zeros((len(client_ids), len(_SUMS)))
     for start in range(0, len(x_all), batch_size):
-        scores = np.asarray(predict(x_all[start:start + batch_size]))  # [B, T, V]
-        targets = y_all[start:start + batch_size].reshape(-1)
-        stats = position_stats(scores.reshape(len(targets), -1), targets)
+        y = y_all[start:start + batch_size]
+        ce, top3 = summary(x_all[start:start + batch_size], y)
+        targets = y.reshape(-1)
+        stats = _event_stats(np.reshape(ce, -1), np.reshape(top3, (len(targets), -1)), targets)
         who = owner_pos[start * seq_len:start * seq_len + len(targets)]
         for j, name in enumerate(_SUMS):
             sums[:, j] += np.bincount(who, weights=stats[name].astype(np.float64), minlength=len(client_ids))
@@ -121,16 +143,31 @@ def evaluate_predict_fn(predict, corpus: Corpus, client_ids, vocab: Vocabulary,
 
 
 def evaluate_model(model, corpus: Corpus, client_ids, vocab: Vocabulary, seq_len: int = 20) -> dict:
-    """``evaluate_predict_fn`` for a Keras model (imports TensorFlow lazily)."""
+    """``evaluate_predict_fn`` for a Keras model (imports TensorFlow lazily).
+
+    The cross-entropy and the top three words are computed in the model's graph, so only [B, T] and
+    [B, T, 3] arrays leave it, not the [B, T, V] scores (summarizing those in numpy cost twice the
+    forward pass). Cross-entropy is then float32 where ``evaluate_predict_fn`` sums float64: the
+    two differ in the sixth digit of a perplexity.
+    """
     import tensorflow as tf
 
     # One traced function per model and sequence length (trainers evaluate the same model every round).
     cache = model.__dict__.setdefault("_kblm_eval_fns", {})
     if seq_len not in cache:
-        cache[seq_len] = tf.function(lambda x: model(x, training=False),
-                                     input_signature=[tf.TensorSpec([None, seq_len], tf.int32)])
+        first, k = len(_SP.tokens), min(3, len(vocab) - len(_SP.tokens))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, seq_len], tf.int32)] * 2)
+        def summary(x, y):
+            logits = tf.cast(model(x, training=False), tf.float32)
+            ce = tf.reduce_logsumexp(logits, axis=-1) - tf.gather(logits, y, batch_dims=2)
+            top3 = tf.math.top_k(logits[..., first:], k=k).indices + first  # sorted, best first
+            return ce, top3
+
+        cache[seq_len] = summary
     fn = cache[seq_len]
-    return evaluate_predict_fn(lambda x: fn(x).numpy(), corpus, client_ids, vocab, seq_len)
+    return _evaluate(lambda x, y: tuple(t.numpy() for t in fn(x, y)), corpus, client_ids, vocab, seq_len,
+                     EVAL_BATCH)
 
 
 _HEADLINE = ("recall_at_1", "recall_at_3", "perplexity", "perplexity_no_eos", "perplexity_no_eos_oov")

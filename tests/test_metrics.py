@@ -107,3 +107,27 @@ def test_paired_intervals_are_of_the_ratio_over_the_same_users(default_corpus):
                        np.percentile((weights @ hits[0]) / (weights @ events), [2.5, 97.5]))
     with pytest.raises(ConfigError, match="same evaluated users"):
         paired_intervals(a, {**b, "clients": dict(list(b["clients"].items())[:5])})
+
+
+def test_the_in_graph_evaluation_of_a_keras_model_equals_the_numpy_one(default_corpus):
+    """evaluate_model summarizes each batch inside the model's graph (cross-entropy and top three words);
+    it must give evaluate_predict_fn's figures for every user: hits exactly, losses to float32 rounding."""
+    from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn
+    from keyboard_lm.text.vocabulary import Vocabulary
+
+    vocab = Vocabulary.from_sentences(default_corpus.sentences(default_corpus.client_ids), 300)
+    tf.keras.utils.set_random_seed(3)
+    layers = tf.keras.layers
+    model = tf.keras.Sequential([layers.Embedding(len(vocab), 16), layers.LSTM(16, return_sequences=True),
+                                 layers.Dense(len(vocab))])
+    users = default_corpus.client_ids[:12]
+    graph = evaluate_model(model, default_corpus, users, vocab)
+    numpy = evaluate_predict_fn(lambda x: model(x, training=False).numpy(), default_corpus, users, vocab)
+    assert graph["pooled"]["num_events"] > 100
+    for user in [None, *users]:
+        g, n = (graph["pooled"], numpy["pooled"]) if user is None else (graph["clients"][user], numpy["clients"][user])
+        for name in ("recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "oov_rate", "num_events"):
+            assert g[name] == n[name], (user, name)
+        for name in ("loss", "loss_no_eos", "loss_no_eos_oov"):
+            assert g[name] == pytest.approx(n[name], rel=1e-6, nan_ok=True), (user, name)
+    assert graph["pooled"]["recall_at_3"] > 0  # an untrained model still hits the frequent words sometimes
