@@ -3,11 +3,11 @@
 The core is compiled at Java 8 source level (as the APK's dexer needs) with the
 JDK on the machine and run with JUnit 4 from Debian's junit4 / libhamcrest-java
 packages (dev.sh installs them when missing and running as root). Skipped, with
-the reason, where javac or the JUnit jars are absent. The golden text-spec
-vectors shared with Python are handed to the Java tests as a line file; the
-predictor fixture (tests/golden/predictor_fixture.json), the user-history vectors
-and the history-weight vectors by their paths, which the Java golden tests read
-themselves; and, where a Python TFLite runtime
+the reason, where javac or the JUnit jars are absent. The golden files
+shared with Python (the text-spec vectors, the predictor fixture, the user-history
+and history-weight vectors, all in tests/golden/) are handed to the Java tests by
+their paths, which the Java golden tests read themselves, as they do under Maven
+(android_demo/core/pom.xml, run by tests/test_android_maven.py); and, where a Python TFLite runtime
 is installed, full-distribution traces of every golden model written here with
 the Python ModelFile, so the Java engine is checked on every log-prob and state
 value, not only the fixture's top 3.
@@ -24,11 +24,11 @@ builds the environment (that downloads).
 """
 
 import io
-import json
 import os
 import re
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
@@ -39,57 +39,15 @@ from tests.conftest import REPO
 
 CORE = REPO / "android_demo" / "core"
 JARS = [Path("/usr/share/java/junit4.jar")]
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 HAMCREST = [Path("/usr/share/java/hamcrest-core.jar"), Path("/usr/share/java/hamcrest.jar")]
 
 
-def _hex(s: str) -> str:
-    return s.encode("utf-8").hex()
-
-
-def _vector_lines() -> str:
-    cases = json.loads((REPO / "tests" / "golden" / "text_spec_vectors.json").read_text(encoding="utf-8"))["cases"]
-    lines = []
-    for c in cases:
-        sentences = "\u0002".join("\u0001".join(s) for s in c["sentences"])
-        lines.append(" ".join(_hex(x) for x in (c["name"], c["input"], c["normalized"],
-                                               "\u0001".join(c["tokens"]), sentences)))
-    return "\n".join(lines) + "\n"
-
-
-def _vocab_checks() -> str:
-    """model path, id, hex(word) for every word the Python predictor put in the fixture."""
-    golden = REPO / "tests" / "golden"
-    fixture = json.loads((golden / "predictor_fixture.json").read_text(encoding="utf-8"))
-    lines = set()
-    for name, entry in fixture["models"].items():
-        for item in entry["contexts"] + entry["completions"]:
-            for i, w in zip(item["top_ids"], item["top_words"]):
-                lines.add(f"{golden / 'models' / name} {i} {_hex(w)}")
-    return "\n".join(sorted(lines)) + "\n"
-
-
-def _bad_models(tmp: Path) -> str:
-    """Files the Java reader must refuse, each with a part of the expected message."""
-    good = (REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite").read_bytes()
-    with zipfile.ZipFile(io.BytesIO(good)) as z:
-        flatbuffer_end = min(i.header_offset for i in z.infolist())
-        meta = json.loads(z.read("keyboard_lm.json"))
-        vocab = z.read("vocab.txt")
-    cases = {"truncated.tflite": (good[: len(good) // 2], "truncated"),
-             "foreign.tflite": (b"PK\x03\x04 not a model at all", "no TFL3 identifier"),
-             "tiny.tflite": (b"TFL", "truncated or foreign"),
-             "no_zip.tflite": (good[:flatbuffer_end], "truncated")}
-    lines = []
-    for name, (data, expected) in cases.items():
-        (tmp / name).write_bytes(data)
-        lines.append(f"{_hex(expected)} {tmp / name}")
-    other = tmp / "other_spec.tflite"
-    other.write_bytes(good[:flatbuffer_end])
-    with zipfile.ZipFile(other, "a") as z:
-        z.writestr("keyboard_lm.json", json.dumps({**meta, "text_spec": "kblm-text-0"}))
-        z.writestr("vocab.txt", vocab)
-    lines.append(f"{_hex('text spec kblm-text-0')} {other}")
-    return "\n".join(lines) + "\n"
+def _pom_version() -> str:
+    """The version android_demo/core/pom.xml publishes (VersionTest checks Version.NAME against it)."""
+    version = ET.parse(CORE / "pom.xml").getroot().findtext("m:version", namespaces=POM_NS)
+    assert version, "android_demo/core/pom.xml has no <version>"
+    return version
 
 
 TRACE_STEPS = 300
@@ -152,16 +110,10 @@ def _junit_run(tmp_path: Path) -> tuple[list[str], list[str]]:
     tests = sorted(p.relative_to(CORE / "src" / "test" / "java").with_suffix("").as_posix().replace("/", ".")
                    for p in (CORE / "src" / "test" / "java").rglob("*Test.java"))
     assert tests, "no JUnit test classes found"
-    vectors = tmp_path / "vectors.txt"
-    vectors.write_text(_vector_lines(), encoding="utf-8")
-    vocab_checks = tmp_path / "vocab_checks.txt"
-    vocab_checks.write_text(_vocab_checks(), encoding="utf-8")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    bad_models = tmp_path / "bad_models.txt"
-    bad_models.write_text(_bad_models(bad), encoding="utf-8")
-    props = [f"-Dkblm.vectors={vectors}", f"-Dkblm.vocabchecks={vocab_checks}", f"-Dkblm.badmodels={bad_models}",
-             f"-Dkblm.fixture={REPO / 'tests' / 'golden' / 'predictor_fixture.json'}",
+    golden = REPO / "tests" / "golden"
+    props = [f"-Dkblm.textspec={golden / 'text_spec_vectors.json'}",
+             f"-Dkblm.fixture={golden / 'predictor_fixture.json'}",
+             f"-Dkblm.version={_pom_version()}",
              f"-Dkblm.userhistory={REPO / 'tests' / 'golden' / 'user_history_vectors.json'}",
              f"-Dkblm.historyweight={REPO / 'tests' / 'golden' / 'history_weight_vectors.json'}",
              f"-Dkblm.readme={REPO / 'android_demo' / 'README.md'}"]
@@ -257,17 +209,16 @@ def _properties_read_by_the_java_tests() -> dict[str, set[str]]:
 def test_gradle_passes_every_system_property_the_java_tests_read():
     """`gradle :core:test` (not runnable here: no network to Gradle distributions) gets every kblm.* property.
 
-    core/build.gradle must pass each property a JUnit test class reads unguarded, unless it excludes
-    that class; and each path it passes must exist in the repository.
+    core/build.gradle must run every JUnit class (as Maven's Surefire does: no exclude) and pass each
+    property a test class reads unguarded; and each path it passes must exist in the repository.
     """
     gradle = (CORE / "build.gradle").read_text(encoding="utf-8")
     passed = dict(re.findall(r"systemProperty\s+'(kblm\.[A-Za-z0-9_.]+)',\s*rootProject\.file\('([^']+)'\)\.path", gradle))
     assert passed, "core/build.gradle passes no kblm.* system property in the form systemProperty 'kblm.x', rootProject.file('...').path"
-    excluded = set(re.findall(r"'\*\*/(\w+)\.class'", gradle))
+    assert not re.search(r"\bexclude\b", gradle), "core/build.gradle excludes tests that Maven runs"
     reads = _properties_read_by_the_java_tests()
-    assert "kblm.historyweight" in reads and "kblm.fixture" in reads, reads
-    missing = {name: sorted(classes - excluded) for name, classes in reads.items()
-               if name not in passed and classes - excluded}
+    assert "kblm.historyweight" in reads and "kblm.textspec" in reads, reads
+    missing = {name: sorted(classes) for name, classes in reads.items() if name not in passed}
     assert not missing, f"core/build.gradle does not pass these system properties to the test classes that read them: {missing}"
     for name, relative in passed.items():
         assert (REPO / "android_demo" / relative).resolve().exists(), f"core/build.gradle: {name} names {relative}, which does not exist"

@@ -6,20 +6,22 @@ import static org.junit.Assert.fail;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Random;
 
-import org.junit.Assume;
+import org.junit.Rule;
 import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
 
 /**
  * Loading a model for the keyboard: from a path or from bytes (an Android asset), and every
- * bad file refused with one line naming it, never another exception: the shared bad models
- * of tests/test_android_core.py (kblm.badmodels), every truncation, and random corruption.
+ * bad file refused with one line naming it, never another exception: the bad models
+ * {@link ModelArchiveTest#badModels} makes, every truncation, and random corruption.
  */
 public class ModelFileTest {
+    @Rule
+    public TemporaryFolder tmp = new TemporaryFolder();
+
     static byte[] goldenBytes() throws Exception {
         return Files.readAllBytes(StepEngineGoldenTest.modelFile("si-cifg_dynamic-range.tflite").toPath());
     }
@@ -49,12 +51,8 @@ public class ModelFileTest {
 
     @Test
     public void theSharedBadModelsAreRefusedByModelFileToo() throws Exception {
-        String list = System.getProperty("kblm.badmodels");
-        Assume.assumeTrue("kblm.badmodels is written by tests/test_android_core.py", list != null);
-        List<String> cases = Files.readAllLines(Paths.get(list), StandardCharsets.UTF_8);
-        for (String line : cases) {
-            int sp = line.indexOf(' ');
-            String path = line.substring(sp + 1);
+        for (String[] c : ModelArchiveTest.badModels(tmp.getRoot())) {
+            String path = c[1];
             try {
                 ModelFile.load(path);
                 fail(path + " must be refused");

@@ -4,50 +4,38 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 import org.junit.Test;
 
 /**
- * The Java text spec reproduces the shared golden vectors (tests/golden/text_spec_vectors.json).
- * tests/test_android_core.py passes them as a line file: per case, hex UTF-8 fields
- * name, input, normalized, tokens (joined by U+0001), sentences (tokens joined by U+0001,
- * sentences by U+0002), via the system property kblm.vectors.
+ * The Java text spec reproduces the shared golden vectors, read from
+ * tests/golden/text_spec_vectors.json (the system property kblm.textspec names it), which the
+ * Python tests check the Python spec against.
  */
 public class TextSpecTest {
-    private static String hex(String h) {
-        byte[] b = new byte[h.length() / 2];
-        for (int i = 0; i < b.length; i++) {
-            b[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
-        }
-        return new String(b, StandardCharsets.UTF_8);
-    }
-
-    private static List<String> split(String s, String sep) {
-        return s.isEmpty() ? new ArrayList<String>() : Arrays.asList(s.split(sep, -1));
+    private static List<String> strings(Object array) {
+        List<String> out = new ArrayList<String>();
+        for (Object o : GoldenJson.array(array)) out.add((String) o);
+        return out;
     }
 
     @Test
     public void reproducesEveryGoldenVectorOfTheTextSpec() throws IOException {
-        String path = System.getProperty("kblm.vectors");
-        assertTrue("system property kblm.vectors names the golden vector file", path != null);
-        List<String> lines = Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8);
-        assertEquals(23, lines.size());
-        for (String line : lines) {
-            String[] f = line.split(" ", -1);
-            String name = hex(f[0]);
-            String input = hex(f[1]);
-            assertEquals(name + ": normalized", hex(f[2]), TextSpec.normalize(input));
-            assertEquals(name + ": tokens", split(hex(f[3]), "\u0001"), TextSpec.tokenize(input));
+        String path = System.getProperty("kblm.textspec");
+        assertTrue("system property kblm.textspec names tests/golden/text_spec_vectors.json", path != null);
+        List<Object> cases = GoldenJson.array(GoldenJson.object(GoldenJson.read(path)).get("cases"));
+        assertEquals(23, cases.size());
+        for (Object o : cases) {
+            Map<String, Object> c = GoldenJson.object(o);
+            String name = (String) c.get("name");
+            String input = (String) c.get("input");
+            assertEquals(name + ": normalized", c.get("normalized"), TextSpec.normalize(input));
+            assertEquals(name + ": tokens", strings(c.get("tokens")), TextSpec.tokenize(input));
             List<List<String>> sentences = new ArrayList<List<String>>();
-            for (String sentence : split(hex(f[4]), "\u0002")) {
-                sentences.add(split(sentence, "\u0001"));
-            }
+            for (Object sentence : GoldenJson.array(c.get("sentences"))) sentences.add(strings(sentence));
             assertEquals(name + ": sentences", sentences, TextSpec.sentences(input));
         }
     }
