@@ -1,5 +1,6 @@
 """The Java core as an app developer gets it: android_demo/build_core_jar.sh builds the versioned jar,
-sources jar and POM (org.keyboardlm:keyboardlm-core) with the JDK alone, and the embedding sample
+sources jar and POM (org.keyboardlm:keyboardlm-core, the POM being android_demo/core/pom.xml, which
+tests/test_android_maven.py builds with Maven) with the JDK alone, and the embedding sample
 (android_demo/samples/EmbeddingSample.java), compiled against that jar and nothing else, runs on a real
 model file of the repository.
 
@@ -8,11 +9,13 @@ The sample's first strip is checked against the Python predictor's golden fixtur
 UserHistory. The demo APK's committed model (android_demo/app/src/main/assets/model.tflite: a federated run
 from the base with its phrase table) is checked against its recorded sha256, and the jar alone loads it and
 fills a strip.
-Skipped, with the reason, where the JDK (javac, java, jar) is absent.
+Skipped, with the reason, where the JDK (javac, java, jar) is absent, or no Android API jar is at hand to
+compile the jar's InputConnection adapter against (tests/android_api.py says where it is looked for).
 """
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from keyboard_lm.inference.user_history import UserHistory
+from tests.android_api import MISSING, android_jar
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.heavy  # subprocesses: javac, jar and two JVM runs
@@ -30,6 +34,8 @@ pytestmark = pytest.mark.heavy  # subprocesses: javac, jar and two JVM runs
 DEMO = REPO / "android_demo"
 SCRIPT = DEMO / "build_core_jar.sh"
 MAIN = DEMO / "core" / "src" / "main" / "java"
+ANDROID_SRC = DEMO / "core" / "src" / "android" / "java"
+POM_XML = DEMO / "core" / "pom.xml"
 VERSION_JAVA = MAIN / "org" / "keyboardlm" / "core" / "Version.java"
 SAMPLE = DEMO / "samples" / "EmbeddingSample.java"
 MODEL = REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite"
@@ -38,29 +44,36 @@ APK_MODEL = APK_ASSETS / "model.tflite"
 POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 
 
-def _need_jdk() -> None:
+def _need_jdk() -> Path:
+    """The Android API jar to build with; skips where it or a JDK tool is missing."""
     missing = [t for t in ("javac", "java", "jar") if not shutil.which(t)]
     if missing:
         pytest.skip(f"no JDK tools {', '.join(missing)} on PATH: the core jar cannot be built here")
+    found = android_jar()
+    if found is None:
+        pytest.skip(MISSING)
+    return found
 
 
 def _version() -> str:
+    """pom.xml's version, which Version.java must repeat."""
+    version = ET.parse(POM_XML).getroot().findtext("m:version", namespaces=POM_NS)
     found = re.findall(r'^\s*NAME = "([^"]*)";\s*$', VERSION_JAVA.read_text(encoding="utf-8"), re.M)
-    assert len(found) == 1, "Version.java must hold exactly one NAME = \"...\"; line"
-    return found[0]
+    assert found == [version], f"Version.java's NAME {found} is not pom.xml's version {version}"
+    return version
 
 
-def _build(script: Path, out: Path) -> subprocess.CompletedProcess:
+def _build(script: Path, out: Path, api: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["nice", "-n", "10", "bash", str(script), str(out)], capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env={**os.environ, "KBLM_ANDROID_JAR": str(api)})
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The jar, sources jar and POM the script builds (into a temporary directory, not android_demo/build)."""
-    _need_jdk()
+    api = _need_jdk()
     out = tmp_path_factory.mktemp("core_jar")
-    r = _build(SCRIPT, out)
+    r = _build(SCRIPT, out, api)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     name = f"keyboardlm-core-{_version()}"
     files = {"jar": out / f"{name}.jar", "sources": out / f"{name}-sources.jar", "pom": out / f"{name}.pom"}
@@ -69,24 +82,28 @@ def built(tmp_path_factory):
     return files
 
 
-def test_pom_names_the_artifact_and_the_version_of_version_java(built):
+def test_the_pom_is_core_pom_xml_and_names_the_version_of_version_java(built):
     version = _version()
     assert re.fullmatch(r"\d+\.\d+\.\d+([-.][0-9A-Za-z.-]+)?", version), version
+    assert built["pom"].read_bytes() == POM_XML.read_bytes(), "the script publishes core/pom.xml as it is"
     pom = ET.parse(built["pom"]).getroot()
     coordinates = {k: pom.findtext(f"m:{k}", namespaces=POM_NS) for k in ("groupId", "artifactId", "version", "packaging")}
     assert coordinates == {"groupId": "org.keyboardlm", "artifactId": "keyboardlm-core", "version": version,
                            "packaging": "jar"}
-    assert pom.find("m:dependencies", POM_NS) is None, "the core depends on nothing"
+    scopes = [d.findtext("m:scope", namespaces=POM_NS) for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)]
+    assert scopes and set(scopes) <= {"provided", "test"}, f"the core depends on nothing at run time: {scopes}"
     with zipfile.ZipFile(built["jar"]) as z:
         assert z.read("META-INF/maven/org.keyboardlm/keyboardlm-core/pom.xml") == built["pom"].read_bytes()
         props = z.read("META-INF/maven/org.keyboardlm/keyboardlm-core/pom.properties").decode()
         manifest = z.read("META-INF/MANIFEST.MF").decode()
+        assert z.read("META-INF/LICENSE") == (REPO / "LICENSE").read_bytes()
     assert props.split() == ["groupId=org.keyboardlm", "artifactId=keyboardlm-core", f"version={version}"]
     assert f"Implementation-Version: {version}" in manifest.splitlines()
 
 
 def test_the_jar_holds_every_core_class_as_java_8_bytecode(built):
-    sources = sorted(p.relative_to(MAIN).as_posix() for p in MAIN.rglob("*.java"))
+    sources = sorted(p.relative_to(root).as_posix() for root in (MAIN, ANDROID_SRC) for p in root.rglob("*.java"))
+    assert "org/keyboardlm/core/android/InputConnectionEditor.java" in sources
     with zipfile.ZipFile(built["jar"]) as z:
         classes = {n: z.read(n) for n in z.namelist() if n.endswith(".class")}
     assert {s[:-len(".java")] + ".class" for s in sources} <= set(classes), "a core source has no class in the jar"
@@ -140,16 +157,31 @@ def test_the_embedding_sample_runs_against_the_jar_alone(built, tmp_path):
     assert UserHistory.load(str(history)).count("you", "are") > saved.count("you", "are"), "the history grows"
 
 
-def test_the_version_comes_from_version_java_and_a_bad_one_is_refused(tmp_path):
-    """The script reads the version from Version.java alone: changed there, it changes the jar, the POM and Version.NAME."""
-    _need_jdk()
+def _copy_of_the_demo(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The script and what it reads, copied: (script, pom.xml, Version.java) of the copy."""
     demo = tmp_path / "android_demo"
-    shutil.copytree(MAIN, demo / "core" / "src" / "main" / "java")
+    for src in (MAIN, ANDROID_SRC):
+        shutil.copytree(src, demo / src.relative_to(DEMO))
+    shutil.copy(POM_XML, demo / "core" / "pom.xml")
+    shutil.copy(REPO / "LICENSE", tmp_path / "LICENSE")
     shutil.copy(SCRIPT, demo / SCRIPT.name)
-    copy = demo / "core" / "src" / "main" / "java" / VERSION_JAVA.relative_to(MAIN)
-    text = copy.read_text(encoding="utf-8")
-    copy.write_text(text.replace(f'NAME = "{_version()}";', 'NAME = "7.8.9-rc.1";'), encoding="utf-8")
-    r = _build(demo / SCRIPT.name, tmp_path / "out")
+    return demo / SCRIPT.name, demo / "core" / "pom.xml", demo / VERSION_JAVA.relative_to(DEMO)
+
+
+def _set_version(pom: Path, version_java: Path, pom_version: str, java_version: str) -> None:
+    old = _version()
+    for path, new, line in ((pom, pom_version, "  <version>{}</version>"), (version_java, java_version, 'NAME = "{}";')):
+        text = path.read_text(encoding="utf-8")
+        assert text.count(line.format(old)) == 1, path
+        path.write_text(text.replace(line.format(old), line.format(new)), encoding="utf-8")
+
+
+def test_the_version_comes_from_the_pom_and_version_java_must_repeat_it(tmp_path):
+    """Changed in pom.xml and Version.java, the version changes the jar, the POM and Version.NAME; a bad or differing one is refused."""
+    api = _need_jdk()
+    script, pom_xml, version_java = _copy_of_the_demo(tmp_path)
+    _set_version(pom_xml, version_java, "7.8.9-rc.1", "7.8.9-rc.1")
+    r = _build(script, tmp_path / "out", api)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     jar = tmp_path / "out" / "keyboardlm-core-7.8.9-rc.1.jar"
     pom = ET.parse(tmp_path / "out" / "keyboardlm-core-7.8.9-rc.1.pom").getroot()
@@ -164,11 +196,16 @@ def test_the_version_comes_from_version_java_and_a_bad_one_is_refused(tmp_path):
     out = subprocess.run(["java", "-cp", f"{jar}:{probe}", "PrintVersion"], capture_output=True, text=True, timeout=300)
     assert out.stdout.strip() == "7.8.9-rc.1", out.stderr
 
-    copy.write_text(text.replace(f'NAME = "{_version()}";', 'NAME = "latest";'), encoding="utf-8")
-    r = _build(demo / SCRIPT.name, tmp_path / "bad")
-    assert r.returncode != 0
-    assert "no version like 1.2.3" in r.stderr and "found 'latest'" in r.stderr, r.stderr
-    assert not (tmp_path / "bad").exists() or not any((tmp_path / "bad").iterdir()), "nothing is written on refusal"
+    for pom_version, java_version, message in (
+            ("latest", "latest", "no version like 1.2.3"),
+            ("7.8.10", "7.8.9", "Version.java's NAME is '7.8.9' but pom.xml's version is '7.8.10'")):
+        script, pom_xml, version_java = _copy_of_the_demo(tmp_path / pom_version)
+        _set_version(pom_xml, version_java, pom_version, java_version)
+        bad = tmp_path / pom_version / "out"
+        r = _build(script, bad, api)
+        assert r.returncode != 0
+        assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert not bad.exists() or not any(bad.iterdir()), "nothing is written on refusal"
 
 
 def test_the_apk_model_matches_its_recorded_sha256():

@@ -2,8 +2,9 @@ package org.keyboardlm.core;
 
 /**
  * The version of this core, published as the Maven artifact org.keyboardlm:keyboardlm-core.
- * This file is the one place it is written: android_demo/build_core_jar.sh reads it from the
- * {@code NAME = "..."} line below for the jar's name, manifest and POM.
+ * The artifact's version is android_demo/core/pom.xml's; {@link #NAME} repeats it for the code to
+ * report at run time, and every build refuses the two when they differ (VersionTest under Maven,
+ * Gradle and pytest; android_demo/build_core_jar.sh before it compiles).
  */
 public final class Version {
     /** Group id of the Maven artifact. */
