@@ -19,6 +19,7 @@ from keyboard_lm.inference.session import Session
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text.phrase_table import MAX_ORDER
 from keyboard_lm.text.spec import SPECIAL_TOKENS
+from keyboard_lm.text.typos import TypoModel
 
 
 class Predictor:
@@ -29,10 +30,15 @@ class Predictor:
     (``keyboard_lm.inference.prefix_cache``), so a call whose context extends a
     recent one by a word costs one step. ``prefix_cache_size=0`` disables it:
     each call then replays its chunk. The answers are the same either way.
+
+    Completions correct one typing slip per word (``keyboard_lm.text.typos``): ``typos`` is the
+    channel (a ``TypoModel``; the default's factors), None to match the letters as typed only. Nothing
+    is ever corrected on its own: a correction is a word in the strip, and the letters as typed keep
+    a place beside it.
     """
 
     def __init__(self, model: ModelFile, blocklist: Iterable[str] = (), char_encoder: CharEncoderFile | None = None,
-                 prefix_cache_size: int = PREFIX_CACHE_SIZE):
+                 prefix_cache_size: int = PREFIX_CACHE_SIZE, typos: TypoModel | None = TypoModel()):
         if isinstance(prefix_cache_size, bool) or not isinstance(prefix_cache_size, int) or prefix_cache_size < 0:
             raise ConfigError("prefix_cache_size must be an int >= 0 (0 disables the cache), "
                               f"got {prefix_cache_size!r}")
@@ -48,7 +54,7 @@ class Predictor:
                                   f"the model uses {model.embedding_dim}")
         self.char_encoder = char_encoder
         #: What may be suggested and how the sources merge (model, phrase table, history, personal words).
-        self.ranker = Ranker(self.vocab, _words(blocklist), phrases=model.phrases, gate=model.phrase_gate)
+        self.ranker = Ranker(self.vocab, _words(blocklist), phrases=model.phrases, gate=model.phrase_gate, typos=typos)
         # The position after <bos> from a zero state, where every sentence starts: computed once.
         zero = model.initial_state()
         zero.setflags(write=False)
@@ -66,15 +72,17 @@ class Predictor:
 
     @classmethod
     def load(cls, path: str, blocklist: Iterable[str] = (), runtime: str | None = None,
-             char_encoder: str | None = None, prefix_cache_size: int = PREFIX_CACHE_SIZE) -> "Predictor":
+             char_encoder: str | None = None, prefix_cache_size: int = PREFIX_CACHE_SIZE,
+             typos: TypoModel | None = TypoModel()) -> "Predictor":
         """Load a .tflite exported by ``keyboard-lm export``; raises ModelFileError naming the file.
 
         ``char_encoder``: the encoder file built for this model (``keyboard-lm personal encoder``),
         needed to add personal words. ``prefix_cache_size``: see the class docstring (0 disables).
+        ``typos``: see the class docstring (None: completions match the letters as typed only).
         """
         encoder = CharEncoderFile(char_encoder, runtime=runtime) if char_encoder is not None else None
         return cls(ModelFile.load(path, runtime=runtime), blocklist, char_encoder=encoder,
-                   prefix_cache_size=prefix_cache_size)
+                   prefix_cache_size=prefix_cache_size, typos=typos)
 
     def session(self, personal: str | None = None, history: UserHistory | None = None,
                 learn: bool = True) -> "Session":
@@ -99,7 +107,8 @@ class Predictor:
         return self._stateless(context).suggestions(k)
 
     def complete(self, context: str, prefix: str, k: int = 3) -> list[tuple[str, float]]:
-        """The k most probable vocabulary words starting with ``prefix`` after ``context``."""
+        """The k most probable vocabulary words being typed as ``prefix`` after ``context`` (``Session.complete``:
+        the words that start with it and, with ``typos``, those one slip away)."""
         return self._stateless(context).complete(prefix, k)
 
     # -- stateless calls ---------------------------------------------------------

@@ -21,6 +21,14 @@ a merged strip is ordered by score, ties by spelling. Every word outside the mod
 words and the history's candidates scores at most ``(1 - a)(1 - lam) p_k + a h``: candidates are
 taken by h, largest first, until that bound falls below the k-th best, so the answer is the one
 scoring every word would give.
+
+Completion (a word being typed): the candidates are the words that start with the letters typed and, where
+the ranker corrects typos (``typos``, a ``keyboard_lm.text.typos.TypoModel``), the words that start with a
+typo prefix one slip away; each word's score above is multiplied by its channel factor f (1 for the letters
+as typed, the largest slip's factor otherwise), and the model alone ranks by ``ln p_m + ln f`` (ties by id).
+Typo prefixes are the vocabulary's, so a word only the user history knows joins by its prefix alone. When a
+correction reaches the strip, the letters as typed keep its last place (LatinIME keeps the typed word in its
+strip): pressing space commits them, and nothing is corrected on space.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import bisect
 import dataclasses
 import heapq
 import math
+import threading
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
@@ -37,6 +46,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.text import tokenizer
 from keyboard_lm.text.phrase_table import PhraseTable
 from keyboard_lm.text.spec import SPECIAL_TOKENS
+from keyboard_lm.text.typos import TypoIndex, TypoModel
 from keyboard_lm.text.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -47,6 +57,9 @@ def check_k(k) -> None:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
 
+
+#: Typed letters whose typo candidates a ranker keeps (``Ranker._typed``): about 2 KB each.
+TYPED_CACHE_SIZE = 256
 
 #: The history's share after a previous word the user typed n times is ``history_weight * n / (n + K)``:
 #: a context the user never typed leaves the model alone, one typed often gets nearly the whole weight.
@@ -115,12 +128,46 @@ class PhraseMatch:
     weight: float
 
 
+@dataclasses.dataclass(frozen=True)
+class Completion:
+    """What a completion ranks: the words that start with ``prefix`` (the normalized letters typed; factor 1)
+    and those that start with a typo prefix (``typos``: (prefix, factor) pairs in code point order)."""
+
+    prefix: str
+    typos: tuple = ()
+    _factors: dict = dataclasses.field(init=False, repr=False, compare=False)
+    _lengths: tuple = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_factors", dict(self.typos))
+        object.__setattr__(self, "_lengths", tuple(sorted({len(p) for p, _ in self.typos})))
+
+    def weight(self, word: str) -> float:
+        """The channel factor of ``word``: 1 if it starts with the letters typed, else the largest factor of
+        the typo prefixes it starts with, 0 for none (not a candidate)."""
+        if word.startswith(self.prefix):
+            return 1.0
+        get = self._factors.get
+        return max((get(word[:n], 0.0) for n in self._lengths if n <= len(word)), default=0.0)
+
+    def prefixes(self) -> list[str]:
+        """The letters typed and every typo prefix."""
+        return [self.prefix, *(p for p, _ in self.typos)]
+
+
 class Ranker:
     """What may be suggested, and the merge of every source (module docstring); shared by a predictor's sessions."""
 
     def __init__(self, vocab: Vocabulary, blocklist: Iterable[str] = (), phrases: PhraseTable | None = None,
-                 gate: PhraseGate | None = None):
+                 gate: PhraseGate | None = None, typos: TypoModel | None = None):
+        if typos is not None and not isinstance(typos, TypoModel):
+            raise ConfigError(f"typos must be a TypoModel or None, got {type(typos).__name__}")
         self.vocab = vocab
+        #: The channel of typo correction in completions (None: the letters typed are matched as they are).
+        self.typos = typos
+        self._typo_index: TypoIndex | None = None
+        self._typed_cache: dict[str, tuple] = {}  # letters typed -> (Completion, ids, factors, ln factors)
+        self._typo_lock = threading.Lock()
         self.phrases, self.gate = phrases, gate
         self._blocked: set[str] = set()
         self._never = np.zeros(len(vocab), bool)
@@ -157,6 +204,70 @@ class Ranker:
         lo = bisect.bisect_left(self._sorted_words, prefix)
         hi = bisect.bisect_left(self._sorted_words, prefix + "\U0010ffff")
         return self._sorted_ids[lo:hi]
+
+    # -- completion and typos ----------------------------------------------------------
+    def typo_index(self) -> TypoIndex:
+        """The suggestable words' prefixes and their deletion neighbourhood, built at the first correction
+        (about a second for 10,000 words) and shared by the predictor's sessions."""
+        if self._typo_index is None:
+            with self._typo_lock:
+                if self._typo_index is None:
+                    self._typo_index = TypoIndex(self._sorted_words)
+        return self._typo_index
+
+    def completion(self, prefix: str) -> Completion:
+        """The candidates of a completion of ``prefix`` (normalized, stripped), typo prefixes included when
+        the ranker corrects typos and ``prefix`` has enough letters."""
+        if self.typos is None or len(prefix) < self.typos.min_letters:
+            return Completion(prefix)
+        return self._typed(prefix)[0]
+
+    def completion_ids(self, completion: Completion) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, factors, ln factors) [m] each, read-only: every candidate of ``completion`` once, with its
+        largest factor (``TypoIndex.cover``)."""
+        if not completion.typos:
+            ids = self.prefix_ids(completion.prefix)
+            return ids, np.ones(len(ids)), np.zeros(len(ids))
+        return self._typed(completion.prefix)[1]
+
+    def _typed(self, prefix: str) -> tuple[Completion, tuple]:
+        """(completion, its ids, factors and ln factors) of ``prefix``, from a cache of the last few: the
+        letters of common words are typed again and again, and they depend on nothing else."""
+        found = self._typed_cache.get(prefix)
+        if found is not None:
+            return found
+        index = self.typo_index()
+        completion = Completion(prefix, tuple(index.candidates(prefix, self.typos)))
+        segments = index.cover(prefix, completion.typos)
+        lengths = [hi - lo for lo, hi, _ in segments]
+        factors = [f for _, _, f in segments]
+        arrays = (np.concatenate([self._sorted_ids[lo:hi] for lo, hi, _ in segments]) if segments
+                  else self._sorted_ids[:0],
+                  np.repeat(np.array(factors, np.float64), lengths),
+                  np.repeat(np.array([math.log(f) for f in factors], np.float64), lengths))
+        for a in arrays:
+            a.setflags(write=False)  # shared by every call that types these letters
+        found = (completion, arrays)
+        with self._typo_lock:
+            if len(self._typed_cache) >= TYPED_CACHE_SIZE:
+                del self._typed_cache[next(iter(self._typed_cache))]  # the oldest
+            self._typed_cache[prefix] = found
+        return found
+
+    def keep_typed(self, strip: list[tuple[str, float]], completion: Completion, k: int,
+                   model_probability: Callable[[str], float]) -> list[tuple[str, float]]:
+        """``strip`` with the letters as typed in its last place when it shows a correction and not them.
+
+        As LatinIME keeps the typed word: a tap commits them as they are (so does a space). Their score is
+        the model's probability (0 outside the vocabulary). Not for a one-word strip, nor for letters that
+        may never be suggested (a blocklisted word).
+        """
+        typed = completion.prefix
+        if k < 2 or not completion.typos or not self.learnable(typed):
+            return strip
+        if all(w.startswith(typed) for w, _ in strip) or any(w == typed for w, _ in strip):
+            return strip
+        return [*strip[:k - 1], (typed, model_probability(typed))]
 
     # -- the phrase table --------------------------------------------------------
     def phrase_match(self, context_ids: Sequence[int]) -> PhraseMatch | None:
@@ -209,6 +320,28 @@ class Ranker:
             scores[picked[-1]] = -np.inf
         return self._named(picked, np.exp(log_probs[picked]).tolist(), personal_words)
 
+    def top_weighted(self, log_probs: np.ndarray, ids: np.ndarray, factors: np.ndarray, log_factors: np.ndarray,
+                     k: int, personal_words: Sequence[str] = ()) -> list[tuple[str, float]]:
+        """The k best of ``ids`` by ``ln p_m + ln f`` (ties by id ascending), each with ``f * p_m``.
+
+        ``factors``/``log_factors`` [m]: each id's channel factor and its log (``completion_ids``). With
+        every factor 1 this is ``top_model``.
+        """
+        check_k(k)
+        if len(ids) == 0:
+            return []
+        scores = log_probs[ids].astype(np.float64) + log_factors
+        if len(ids) > k:
+            kth = np.partition(scores, len(ids) - k)[len(ids) - k]
+            pick = np.flatnonzero(scores >= kth)
+        else:
+            pick = np.arange(len(ids))
+        if len(pick) > 1:
+            pick = pick[np.lexsort((ids[pick], -scores[pick]))][:k]
+        picked = ids[pick]
+        named = self._named(picked.tolist(), np.exp(log_probs[picked]).tolist(), personal_words)
+        return [(w, f * p) for (w, p), f in zip(named, factors[pick].tolist())]
+
     def _named(self, ids: list[int], probs: list[float], personal_words) -> list[tuple[str, float]]:
         n_vocab, token_of = len(self.vocab), self.vocab.token_of
         return [(token_of(i) if i < n_vocab else personal_words[i - n_vocab], p) for i, p in zip(ids, probs)]
@@ -216,13 +349,18 @@ class Ranker:
     # -- the merge -----------------------------------------------------------------
     def merge(self, top: list[tuple[str, float]], k: int, *, prefix: str = "", phrase: PhraseMatch | None = None,
               history=None, history_share: float = 0.0, previous_word: str | None = None,
-              model_probability: Callable[[str], float]) -> list[tuple[str, float]]:
+              model_probability: Callable[[str], float], completion: Completion | None = None
+              ) -> list[tuple[str, float]]:
         """The k best of the merged scores (module docstring), given the model's own k best ``top``.
 
         ``model_probability(word)``: p_m of a vocabulary or personal word (0 for a word the model cannot
         produce), read only for the table's and the history's candidates. ``prefix``: the letters typed
-        (candidates must start with them).
+        (candidates must start with them); or ``completion``: the candidates and their channel factors f,
+        each score multiplied by its word's f (``top`` then holds ``f * p_m``).
         """
+        if completion is None:
+            completion = Completion(prefix)
+        prefix, weight = completion.prefix, completion.weight
         lam = phrase.weight if phrase is not None else 0.0
         a = history_share if history is not None else 0.0
         scale = (1.0 - a) * (1.0 - lam)
@@ -231,27 +369,34 @@ class Ranker:
             token_of = self.vocab.token_of
             for i, q in zip(phrase.ids.tolist(), phrase.q.tolist()):
                 word = token_of(i)
-                if self._never[i] or not word.startswith(prefix):
+                f = 0.0 if self._never[i] else weight(word)
+                if f == 0.0:
                     continue
-                p_m = scores[word] / scale if word in scores and scale > 0 else model_probability(word)
-                scores[word] = (1.0 - a) * ((1.0 - lam) * p_m + lam * q)
+                # f * p_m: back from the model's top (it holds f * p_m), else from the distribution
+                fp = scores[word] / scale if word in scores and scale > 0 else f * model_probability(word)
+                scores[word] = (1.0 - a) * ((1.0 - lam) * fp + lam * f * q)
         if a <= 0:
             return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-        also = [*scores, *(history.words_with_prefix(prefix) if prefix else ())]
+        also = [*scores, *(w for p in completion.prefixes() for w in history.words_with_prefix(p))] if prefix \
+            else list(scores)
         hist = history.candidates(previous_word, also=also)
         for w in scores:
-            scores[w] += a * hist.get(w, 0.0)
+            scores[w] += a * weight(w) * hist.get(w, 0.0)
         p_k = top[-1][1] if len(top) >= k else 0.0
         kth = heapq.nlargest(k, scores.values())[-1] if len(scores) >= k else -math.inf
         for word in sorted(hist, key=hist.get, reverse=True):  # stable: equal h keep their order
             h = hist[word]
             if scale * p_k + a * h < kth:
                 break  # every later candidate has a smaller h: none can reach the k best
-            if word in scores or not word.startswith(prefix) or word in self._blocked:
+            if word in scores or word in self._blocked:
                 continue
-            if word in self.vocab and self._never[self.vocab.id_of(word)]:
+            if word in self.vocab:
+                f = 0.0 if self._never[self.vocab.id_of(word)] else weight(word)
+            else:  # a word only the history knows: typo prefixes are the vocabulary's, so by its prefix only
+                f = 1.0 if word.startswith(prefix) else 0.0
+            if f == 0.0:
                 continue
-            scores[word] = scale * model_probability(word) + a * h
+            scores[word] = scale * f * model_probability(word) + a * f * h
             if len(scores) >= k:
                 kth = heapq.nlargest(k, scores.values())[-1]
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]

@@ -58,6 +58,7 @@ whose context extends a recent one by a word costs one step.
 from __future__ import annotations
 
 import bisect
+import math
 from typing import Protocol
 
 import numpy as np
@@ -364,17 +365,48 @@ class Session:
         return self._top(self._all_ids, personal, k)
 
     def complete(self, prefix: str, k: int = 3) -> list[tuple[str, float]]:
-        """The most probable words that start with ``prefix`` (being typed): vocabulary and personal words."""
+        """The most probable words being typed as ``prefix``: vocabulary and personal words that start with it
+        and, where the predictor corrects typos, those one slip away (``keyboard_lm.text.typos``), each
+        weighted by its slip's factor; with a correction in the strip, the letters as typed keep its last
+        place (``Ranker.keep_typed``)."""
         normalized = tokenizer.normalize(prefix).strip()
         if not normalized:
             return self.suggestions(k)
-        personal = []
-        if self._personal_active():
-            lo = bisect.bisect_left(self._personal_sorted, (normalized,))
-            hi = bisect.bisect_left(self._personal_sorted, (normalized + "\U0010ffff",))
-            personal = [i for _, i in self._personal_sorted[lo:hi]]
         self._completed_here = True
-        return self._top(self.ranker.prefix_ids(normalized), personal, k, prefix=normalized)
+        completion = self.ranker.completion(normalized)
+        if not completion.typos:
+            return self._top(self.ranker.prefix_ids(normalized), self._personal_with(normalized), k,
+                             prefix=normalized)
+        check_k(k)
+        ids, factors, log_factors = self.ranker.completion_ids(completion)
+        words = ()
+        if self._personal_active():  # personal words of every candidate prefix, each once with its largest factor
+            best: dict[int, float] = {}
+            for p, f in [(normalized, 1.0), *completion.typos]:
+                for i in self._personal_with(p):
+                    best[i] = max(f, best.get(i, 0.0))
+            if best:
+                words = self.personal.words
+                n_vocab = len(self.ranker.vocab)
+                ids = np.concatenate([ids, n_vocab + np.array(list(best), np.int64)])
+                added = np.array(list(best.values()), np.float64)
+                factors = np.concatenate([factors, added])
+                log_factors = np.concatenate([log_factors, [math.log(f) for f in best.values()]])
+        top = self.ranker.top_weighted(self._log_probs, ids, factors, log_factors, k, words)
+        a, phrase = self._history_share(), self._phrase()
+        if a > 0 or phrase is not None:
+            top = self.ranker.merge(top, k, phrase=phrase, history=self.history, history_share=a,
+                                    previous_word=self.previous_word, model_probability=self._model_probability,
+                                    completion=completion)
+        return self.ranker.keep_typed(top, completion, k, self._model_probability)
+
+    def _personal_with(self, prefix: str) -> list[int]:
+        """Indices of the personal words that start with ``prefix`` (none without active personal words)."""
+        if not self._personal_active():
+            return []
+        lo = bisect.bisect_left(self._personal_sorted, (prefix,))
+        hi = bisect.bisect_left(self._personal_sorted, (prefix + "\U0010ffff",))
+        return [i for _, i in self._personal_sorted[lo:hi]]
 
     @property
     def outputs(self) -> tuple:
