@@ -55,12 +55,22 @@ public final class Predictor implements Closeable {
      * for the stateless calls (see {@link PrefixCache}); 0 turns the cache off.
      */
     public Predictor(ModelFile model, Iterable<String> blocklist, int prefixCacheSize) {
+        this(model, blocklist, prefixCacheSize, TypoModel.DEFAULT);
+    }
+
+    /**
+     * As {@link #Predictor(ModelFile, Iterable, int)}, correcting one typing slip per word in
+     * completions with {@code typos} (see {@link TypoIndex}); null: completions match the letters
+     * as typed only. The other constructors use {@link TypoModel#DEFAULT}. Nothing is corrected on
+     * its own: a correction is a word in the strip, and the letters as typed keep a place beside it.
+     */
+    public Predictor(ModelFile model, Iterable<String> blocklist, int prefixCacheSize, TypoModel typos) {
         if (prefixCacheSize < 0) {
             throw new IllegalArgumentException("prefixCacheSize must be >= 0 (0 turns the cache off), got " + prefixCacheSize);
         }
         this.model = model;
         this.vocab = model.vocab;
-        this.ranker = new Ranker(vocab, blocklist, model.phrases, model.phraseGate);
+        this.ranker = new Ranker(vocab, blocklist, model.phrases, model.phraseGate, typos);
         prefixCache = prefixCacheSize == 0 ? null : new PrefixCache(this, prefixCacheSize);
     }
 
@@ -144,7 +154,10 @@ public final class Predictor implements Closeable {
         return stateless(cache, context, "", k);
     }
 
-    /** The k most probable vocabulary words starting with {@code prefix} after {@code context}. */
+    /**
+     * The k most probable vocabulary words being typed as {@code prefix} after {@code context}
+     * (see {@link Session#complete}: with typo corrections where this predictor makes them).
+     */
     public List<Suggestion> complete(String context, String prefix, int k) {
         checkOpen();
         PrefixCache cache = prefixCache;
@@ -166,9 +179,9 @@ public final class Predictor implements Closeable {
         if (context == null) throw new IllegalArgumentException("text must not be null");
         int[] inputs = cache.chunkInputs(context);
         float[] logProbs = cache.position(inputs).logProbs;
-        List<Suggestion> top = prefix.isEmpty() ? ranker.top(logProbs, ranker.suggestableIds(), k)
-                : ranker.topWithPrefix(logProbs, prefix, k);
-        return ranker.merge(top, k, prefix, ranker.phraseMatch(inputs, inputs.length), null, 0.0, null, logProbs);
+        Ranker.PhraseMatch phrase = ranker.phraseMatch(inputs, inputs.length);
+        if (!prefix.isEmpty()) return ranker.complete(logProbs, prefix, k, phrase, null, 0.0, null);
+        return ranker.merge(ranker.top(logProbs, ranker.suggestableIds(), k), k, prefix, phrase, null, 0.0, null, logProbs);
     }
 
     // -- shared by sessions ---------------------------------------------------------------

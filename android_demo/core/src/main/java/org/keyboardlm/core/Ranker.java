@@ -39,6 +39,15 @@ import java.util.Set;
  * normalized prefix. Java's {@code String.compareTo} orders UTF-16 units, which differs for
  * characters outside the Basic Multilingual Plane: U+10FFFF is the surrogate pair
  * D8FF DFFF, below U+E000..U+FFFF, so a UTF-16 range would lose e.g. "x\uFF5E".
+ *
+ * <p>Typo correction (Python's {@code Ranker.completion}): with a {@link TypoModel}, a completion
+ * also ranks the words that start with a typo prefix one slip away from the letters typed
+ * ({@link TypoIndex}); each candidate's score is multiplied by its channel factor f (1 for the
+ * letters as typed, the largest slip's otherwise), and the model alone ranks by
+ * {@code ln p_m + ln f} in double precision, ties by id ascending. Typo prefixes are the
+ * vocabulary's, so a word only the user history knows joins by its prefix alone. When a correction reaches the
+ * strip, the letters as typed keep its last place ({@link #keepTyped}), as LatinIME keeps the
+ * typed word; nothing is corrected on a space.
  */
 final class Ranker {
     /** The table's entry at a position and its weight lambda (Python's {@code PhraseMatch}); lambda is above 0. */
@@ -63,13 +72,23 @@ final class Ranker {
     private final List<String> ignoredBlocklist;
     /** Every token of every blocklist entry, in the vocabulary or not. */
     private final Set<String> blockedSpellings;
+    /** The channel of typo correction, or null: completions match the letters as typed only. */
+    final TypoModel typos;
+    /** The suggestable words' prefixes and their deletion neighbourhood; null without {@link #typos}. */
+    private final TypoIndex typoIndex;
 
     /**
      * @param blocklist words never to suggest, each tokenized by the text spec (see {@link Predictor});
      * @param phrases the model's phrase table, or null (then {@code gate} is ignored)
      */
     Ranker(Vocabulary vocab, Iterable<String> blocklist, PhraseTable phrases, PhraseGate gate) {
+        this(vocab, blocklist, phrases, gate, null);
+    }
+
+    /** As {@link #Ranker(Vocabulary, Iterable, PhraseTable, PhraseGate)}; {@code typos}: correct typos in completions (null: not). */
+    Ranker(Vocabulary vocab, Iterable<String> blocklist, PhraseTable phrases, PhraseGate gate, TypoModel typos) {
         this.vocab = vocab;
+        this.typos = typos;
         this.phrases = phrases;
         this.gate = gate;
         int v = vocab.size();
@@ -118,6 +137,7 @@ final class Ranker {
             sortedIds[k] = order[k];
             sortedWords[k] = cps[order[k]];
         }
+        typoIndex = typos == null ? null : new TypoIndex(sortedWords);
     }
 
     // -- what may be suggested ---------------------------------------------------------------
@@ -190,6 +210,104 @@ final class Ranker {
         return top(logProbs, sortedIds, range[0], range[1], k);
     }
 
+    // -- completion and typos ------------------------------------------------------------------
+
+    /** The candidates of a completion of {@code prefix} (normalized, stripped): with its typo prefixes when the ranker corrects typos. */
+    Completion completion(String prefix) {
+        if (typos == null) return new Completion(prefix);
+        int[] typed = TextSpec.codePoints(prefix);
+        if (typed.length < typos.minLetters) return new Completion(prefix);
+        return new Completion(prefix, typed, typoIndex.candidates(typed, typos), typoIndex);
+    }
+
+    /** The letters of a typo prefix. */
+    String typoText(TypoIndex.Prefix p) {
+        return typoIndex.text(p);
+    }
+
+    /**
+     * The k best words being typed as {@code prefix} (normalized, stripped, not empty), merged with
+     * the phrase table's entry and the history as {@link #merge} does, with the letters as typed
+     * kept beside a correction ({@link #keepTyped}): Python's {@code Session.complete}.
+     */
+    List<Suggestion> complete(float[] logProbs, String prefix, int k, PhraseMatch phrase, UserHistory history, double a,
+                              String previousWord) {
+        Completion c = completion(prefix);
+        if (c.typos.isEmpty()) return merge(topWithPrefix(logProbs, prefix, k), k, prefix, phrase, history, a, previousWord, logProbs);
+        List<Suggestion> top = topWeighted(logProbs, c, k);
+        return keepTyped(merge(top, k, c, phrase, history, a, previousWord, logProbs), c, k, logProbs);
+    }
+
+    /**
+     * The k best candidates of {@code c} by {@code ln p_m + ln f} (double precision; ties by id
+     * ascending), each scored {@code f * p_m} (Python's {@code top_weighted}).
+     */
+    List<Suggestion> topWeighted(float[] logProbs, Completion c, int k) {
+        if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
+        List<Double> factors = new ArrayList<Double>();
+        List<int[]> segments = typoIndex.cover(c.typed, c.typos, factors);
+        int[] best = new int[k];
+        double[] keys = new double[k];
+        double[] bestFactor = new double[k];
+        int n = 0;
+        for (int s = 0; s < segments.size(); s++) {
+            double f = factors.get(s);
+            double logF = Math.log(f);
+            for (int i = segments.get(s)[0]; i < segments.get(s)[1]; i++) {
+                int id = sortedIds[i];
+                double key = (double) logProbs[id] + logF;
+                if (n == k && !before(key, id, keys[n - 1], best[n - 1])) continue;
+                int j = n < k ? n++ : n - 1;
+                while (j > 0 && before(key, id, keys[j - 1], best[j - 1])) {
+                    best[j] = best[j - 1];
+                    keys[j] = keys[j - 1];
+                    bestFactor[j] = bestFactor[j - 1];
+                    j--;
+                }
+                best[j] = id;
+                keys[j] = key;
+                bestFactor[j] = f;
+            }
+        }
+        List<Suggestion> out = new ArrayList<Suggestion>(n);
+        for (int i = 0; i < n; i++) {
+            float logProb = logProbs[best[i]];
+            out.add(new Suggestion(vocab.tokenOf(best[i]), best[i], logProb, bestFactor[i] * modelProbability(logProb)));
+        }
+        return out;
+    }
+
+    private static boolean before(double x, int a, double y, int b) {
+        if (x != y) {
+            if (Double.isNaN(x)) return false;
+            if (Double.isNaN(y)) return true;
+            return x > y;
+        }
+        return a < b;
+    }
+
+    /**
+     * {@code strip} with the letters as typed in its last place when it shows a correction and not
+     * them (Python's {@code keep_typed}): a tap commits them as they are. Their score is the model's
+     * probability (0 outside the vocabulary). Not for a one-word strip, nor for letters that may
+     * never be suggested (a special token, a blocklisted word).
+     */
+    List<Suggestion> keepTyped(List<Suggestion> strip, Completion c, int k, float[] logProbs) {
+        String typed = c.prefix;
+        if (k < 2 || c.typos.isEmpty() || Vocabulary.SPECIAL_TOKENS.contains(typed) || blocked(typed)) return strip;
+        boolean corrected = false;
+        for (Suggestion s : strip) {
+            if (s.word.equals(typed)) return strip;
+            if (!s.word.startsWith(typed)) corrected = true;
+        }
+        if (!corrected) return strip;
+        List<Suggestion> out = new ArrayList<Suggestion>(strip.subList(0, Math.min(k - 1, strip.size())));
+        int id = vocab.contains(typed) ? vocab.idOf(typed) : -1;
+        float logProb = id >= 0 ? logProbs[id] : Float.NEGATIVE_INFINITY;
+        out.add(Suggestion.typed(typed, id, logProb, id >= 0 ? modelProbability(logProb) : 0.0));
+        return out;
+    }
+
     private List<Suggestion> top(float[] logProbs, int[] ids, int from, int to, int k) {
         if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
         int[] best = new int[Math.min(k, to - from)];
@@ -253,46 +371,66 @@ final class Ranker {
                            String previousWord, float[] logProbs) {
         if (history == null) a = 0.0;
         if (phrase == null && a <= 0) return top;
+        return merge(top, k, new Completion(prefix), phrase, history, a, previousWord, logProbs);
+    }
+
+    /**
+     * As {@link #merge(List, int, String, PhraseMatch, UserHistory, double, String, float[])} over
+     * the candidates of {@code c}, each score multiplied by its word's channel factor f
+     * ({@link Completion#weight}; {@code top} then holds {@code f * p_m}).
+     */
+    List<Suggestion> merge(List<Suggestion> top, int k, Completion c, PhraseMatch phrase, UserHistory history, double a,
+                           String previousWord, float[] logProbs) {
+        if (history == null) a = 0.0;
+        if (phrase == null && a <= 0) return top;
+        String prefix = c.prefix;
         double lam = phrase != null ? phrase.weight : 0.0;
         double scale = (1.0 - a) * (1.0 - lam);
         Map<String, Suggestion> scores = new LinkedHashMap<String, Suggestion>();
-        for (Suggestion s : top) scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, scale * modelProbability(s.logProb)));
+        for (Suggestion s : top) {
+            double f = c.weight(s.word);
+            scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, scale * (f * modelProbability(s.logProb))));
+        }
         if (phrase != null) {
             PhraseTable.Entry e = phrase.entry;
             for (int i = 0; i < e.size(); i++) {
                 int id = e.id(i);
                 String word = vocab.tokenOf(id);
-                if (never[id] || !word.startsWith(prefix)) continue;
+                double f = never[id] ? 0.0 : c.weight(word);
+                if (f == 0.0) continue;
                 Suggestion had = scores.get(word);
-                // p_m as Python reads it: back from the model's top score, else from the distribution
-                double pModel = had != null && scale > 0 ? had.score / scale : modelProbability(logProbs[id]);
-                scores.put(word, new Suggestion(word, id, logProbs[id], (1.0 - a) * ((1.0 - lam) * pModel + lam * e.q(i))));
+                // f p_m as Python reads it: back from the model's top score, else from the distribution
+                double fp = had != null && scale > 0 ? had.score / scale : f * modelProbability(logProbs[id]);
+                scores.put(word, new Suggestion(word, id, logProbs[id], (1.0 - a) * ((1.0 - lam) * fp + lam * f * e.q(i))));
             }
         }
         if (a > 0) {
             List<String> also = new ArrayList<String>(scores.keySet());
-            if (!prefix.isEmpty()) also.addAll(history.wordsWithPrefix(prefix));
+            if (!prefix.isEmpty()) for (String p : c.prefixes()) also.addAll(history.wordsWithPrefix(p));
             Map<String, Double> hist = history.candidates(previousWord, also);
             for (Map.Entry<String, Suggestion> s : scores.entrySet()) {
                 Double h = hist.get(s.getKey());
                 Suggestion x = s.getValue();
-                s.setValue(new Suggestion(x.word, x.id, x.logProb, x.score + a * (h == null ? 0.0 : h)));
+                s.setValue(new Suggestion(x.word, x.id, x.logProb, x.score + a * c.weight(x.word) * (h == null ? 0.0 : h)));
             }
             // Every history candidate not yet scored: Python takes them by h while they can still reach the k
             // best; scoring all of them gives the same k best.
             for (Map.Entry<String, Double> h : hist.entrySet()) {
                 String word = h.getKey();
-                if (scores.containsKey(word) || !word.startsWith(prefix) || blocked(word)) continue;
+                if (scores.containsKey(word) || blocked(word)) continue;
                 int id = -1;
                 float logProb = Float.NEGATIVE_INFINITY;
                 double pModel = 0.0;
+                double f = word.startsWith(prefix) ? 1.0 : 0.0;  // a word only the history knows: by its prefix
                 if (vocab.contains(word)) {
                     id = vocab.idOf(word);
                     if (never[id]) continue;
                     logProb = logProbs[id];
                     pModel = modelProbability(logProb);
+                    f = c.weight(word);
                 }
-                scores.put(word, new Suggestion(word, id, logProb, scale * pModel + a * h.getValue()));
+                if (f == 0.0) continue;
+                scores.put(word, new Suggestion(word, id, logProb, scale * f * pModel + a * f * h.getValue()));
             }
         }
         List<Suggestion> ranked = new ArrayList<Suggestion>(scores.values());

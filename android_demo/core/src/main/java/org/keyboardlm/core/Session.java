@@ -320,12 +320,18 @@ public final class Session {
         return rank(ranker.top(current.logProbs, allIds, k), k, "");
     }
 
-    /** The most probable vocabulary words starting with {@code prefix} (the word being typed). */
+    /**
+     * The most probable vocabulary words being typed as {@code prefix}: those that start with it
+     * and, where the predictor corrects typos ({@link Predictor#Predictor(ModelFile, Iterable, int, TypoModel)}),
+     * those one slip away, weighted by the slip's factor; with a correction in the strip, the
+     * letters as typed keep its last place ({@link Suggestion#typed}).
+     */
     public List<Suggestion> complete(String prefix, int k) {
         if (prefix == null) throw new IllegalArgumentException("prefix must not be null");
         String normalized = strip(TextSpec.normalize(prefix));
         if (normalized.isEmpty()) return suggestions(k);
-        return rank(ranker.topWithPrefix(current.logProbs, normalized, k), k, normalized);
+        double a = userHistory != null && userHistory.numWords() > 0 ? effectiveHistoryWeight() : 0.0;
+        return ranker.complete(current.logProbs, normalized, k, phraseMatch(), userHistory, a, previousWord);
     }
 
     /**

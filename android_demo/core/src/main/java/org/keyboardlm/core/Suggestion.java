@@ -16,16 +16,31 @@ public final class Suggestion {
      * {@code p = (1 - lam) p_model + lam q} ({@link Session#effectiveHistoryWeight()} = a).
      */
     public final double score;
+    /**
+     * True for the letters as typed, kept beside a typo correction (see {@link Ranker#keepTyped}):
+     * shown because the user typed them, not because a source suggested them.
+     */
+    public final boolean typed;
 
     public Suggestion(String word, int id, float logProb) {
         this(word, id, logProb, Math.exp(logProb));
     }
 
     public Suggestion(String word, int id, float logProb, double score) {
+        this(word, id, logProb, score, false);
+    }
+
+    private Suggestion(String word, int id, float logProb, double score, boolean typed) {
         this.word = word;
         this.id = id;
         this.logProb = logProb;
         this.score = score;
+        this.typed = typed;
+    }
+
+    /** The letters as typed, kept in a strip beside a correction ({@link #typed}). */
+    static Suggestion typed(String word, int id, float logProb, double score) {
+        return new Suggestion(word, id, logProb, score, true);
     }
 
     /** The probability the suggestion was ranked by ({@link #score}). */

@@ -370,12 +370,21 @@ public final class TextField {
             List<Suggestion> all = typing.isEmpty() ? session.suggestions(k) : session.complete(typing, k);
             if (history == null) return all;
             List<Suggestion> shown = new ArrayList<Suggestion>(SLOTS);
+            Suggestion typedWord = null;  // the letters as typed, kept beside a correction: the user's, not the history's
             for (Suggestion s : all) {
+                if (s.typed) {
+                    typedWord = s;
+                    continue;
+                }
                 if (s.id < 0 && !FieldPolicy.mayShowHistoryWord(history.count(s.word), locked)) continue;
                 shown.add(s);
-                if (shown.size() == SLOTS) return shown;
+                if (shown.size() == SLOTS) break;
             }
-            if (all.size() < k) return shown;
+            boolean corrected = false;
+            for (Suggestion s : shown) if (typedWord != null && !s.word.startsWith(typedWord.word)) corrected = true;
+            if (corrected) shown.add(Math.min(shown.size(), SLOTS - 1), typedWord);
+            if (shown.size() > SLOTS) shown.remove(SLOTS);
+            if (shown.size() == SLOTS || all.size() < k) return shown;
         }
     }
 
