@@ -43,6 +43,23 @@ setup() {
   java_test_jars
 }
 
+# Maven's plugins and Android's API jar for the core's Maven build (tests/test_android_maven.py,
+# test_android_core_jar.py and test_embedding_guide.py skip without them): one build fills ~/.m2 from
+# Maven Central, after which the tests build offline (mvn -o). Only where mvn exists, once.
+maven_repository() {
+  local repo="${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}"
+  if ! command -v mvn >/dev/null 2>&1 || [ -e "$repo/com/google/android/android/4.1.1.4/android-4.1.1.4.jar" ]; then
+    return 0
+  fi
+  echo "dev.sh: filling $repo for the core's Maven build (once)" >&2
+  local build
+  build="$(mktemp -d)"
+  mvn -q -B -f android_demo/core/pom.xml -Dmaven.repo.local="$repo" -Dkblm.buildDirectory="$build/target" \
+    -Dtest=VersionTest -Dsurefire.failIfNoSpecifiedTests=false verify >/dev/null 2>&1 ||
+    echo "dev.sh: the core's Maven build could not fetch its plugins; its tests will skip" >&2
+  rm -rf "$build"
+}
+
 # JUnit 4 for the Java core of android_demo/ (tests/test_android_core.py skips without it).
 java_test_jars() {
   if [ -e /usr/share/java/junit4.jar ] || [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -60,6 +77,6 @@ case "$job" in
   demo) setup; exec .venv/bin/keyboard-lm demo "$@" ;;
   # Two pytest-xdist workers (the suite's subprocesses, TFF workers and timeouts leave a core idle otherwise);
   # KEYBOARD_LM_TEST_WORKERS=0 runs in one process.
-  test) setup; exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
+  test) setup; maven_repository; exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
   *) echo "usage: bash dev.sh demo|test|env [args...]" >&2; exit 2 ;;
 esac
