@@ -49,7 +49,8 @@ def test_neighbours_are_the_adjacent_keys_of_a_staggered_qwerty():
 
 @pytest.mark.parametrize("bad", [{"near_substitution": 0.0}, {"omission": 1.0}, {"transposition": -0.1},
                                  {"far_insertion": True}, {"far_substitution": "0.1"}, {"min_letters": 1},
-                                 {"min_letters": MAX_LETTERS + 1}, {"min_letters": 3.0}])
+                                 {"min_letters": MAX_LETTERS + 1}, {"min_letters": 3.0}, {"far_min_letters": 1},
+                                 {"far_min_letters": MAX_LETTERS + 2}])
 def test_typo_model_refuses_a_factor_or_letter_count_out_of_range(bad):
     with pytest.raises(ConfigError, match="typo model"):
         TypoModel(**bad)
@@ -59,7 +60,8 @@ def test_each_slip_gets_its_factor():
     index = TypoIndex(sorted(["week", "weeks", "the", "store", "work", "because", "wake", "weed"]))
     got = dict(index.candidates("weke", MODEL))
     assert got["week"] == MODEL.transposition  # swapped e and k
-    assert got["wake"] == MODEL.far_substitution  # e for a: not neighbours
+    assert "wake" not in got, "a far key is not corrected in four letters"
+    assert dict(index.candidates("becamse", MODEL))["because"] == MODEL.far_substitution  # m for u: far, 7 letters
     assert dict(index.candidates("wprk", MODEL))["work"] == MODEL.near_substitution  # p is next to o
     assert dict(index.candidates("wok", MODEL))["work"] == MODEL.omission  # r left out
     assert dict(index.candidates("worrk", MODEL))["work"] == MODEL.near_insertion  # a doubled r
@@ -77,7 +79,10 @@ def _slip_factor(p: str, t: str, model: TypoModel) -> float:
         diff = [i for i in range(n) if p[i] != t[i]]
         if len(diff) == 1:
             i = diff[0]
-            best = max(best, model.near_substitution if neighbours(p[i], t[i]) else model.far_substitution)
+            if neighbours(p[i], t[i]):
+                best = model.near_substitution
+            elif n >= model.far_min_letters:
+                best = model.far_substitution
         if len(diff) == 2 and diff[1] == diff[0] + 1 and p[diff[0]] == t[diff[1]] and p[diff[1]] == t[diff[0]]:
             best = max(best, model.transposition)
     if len(p) == n + 1 and any(p[:j] + p[j + 1:] == t for j in range(n)):
@@ -113,9 +118,10 @@ def test_the_index_covers_every_word_one_slip_away_with_its_largest_factor(words
     assert cover == _brute_force_factors(words, typed, MODEL)
 
 
-def test_a_far_key_for_the_last_letter_is_looked_up_when_it_outweighs_an_extra_letter(words, index):
-    model = TypoModel(far_substitution=0.009, far_insertion=0.001)  # no longer dominated: the index's own lookup
-    for typed in ("thx", "sotre", "wprk"):
+def test_far_keys_are_looked_up_from_far_min_letters_and_at_the_last_letter_when_they_outweigh_an_extra_one(
+        words, index):
+    model = TypoModel(far_substitution=0.009, far_insertion=0.001, far_min_letters=3)  # the index's own lookups
+    for typed in ("thx", "sotre", "wprk", "becamse"):
         cover = {i: f for lo, hi, f in index.cover(typed, index.candidates(typed, model)) for i in range(lo, hi)}
         assert cover == _brute_force_factors(words, typed, model), typed
 

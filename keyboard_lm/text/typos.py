@@ -5,7 +5,8 @@ A noisy channel, as keyboards correct (LatinIME scores proximity and edit distan
 user meant to type, with one slip among
 
 * substitution: one key for another (``wrek`` for ``week``); a key next to the intended one on a phone's
-  QWERTY layout is far likelier than any other (``TypoModel.near_substitution`` vs ``far_substitution``);
+  QWERTY layout is far likelier than any other (``TypoModel.near_substitution`` vs ``far_substitution``, the
+  latter from ``far_min_letters`` typed letters on);
 * transposition of two adjacent letters (``teh`` for ``the``);
 * omission: a letter of ``p`` left out (``wek`` for ``week``);
 * insertion: an extra letter typed (``wesek``), likelier when it doubles a neighbouring letter or is the
@@ -77,15 +78,21 @@ class TypoModel:
     far_insertion: float = 0.005
     #: Typed letters before corrections are offered (two letters are one slip away from much of a vocabulary).
     min_letters: int = 3
+    #: Typed letters before a far key is corrected too: three or four letters are one far key away from dozens
+    #: of prefixes that almost never win at 1/500, and looking them up was most of a completion's cost; the
+    #: misspellings a far key fixes (``seperate``) are in longer words.
+    far_min_letters: int = 5
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.name == "min_letters":
-                if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_LETTERS:
-                    raise ConfigError(f"typo model min_letters must be an int in [2, {MAX_LETTERS}], got {value!r}")
+            if field.name.endswith("min_letters"):
+                if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_LETTERS + 1:
+                    raise ConfigError(f"typo model {field.name} must be an int in [2, {MAX_LETTERS + 1}], got {value!r}")
             elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
                 raise ConfigError(f"typo model {field.name} must be a probability in (0, 1), got {value!r}")
+        if self.min_letters > MAX_LETTERS:
+            raise ConfigError(f"typo model min_letters must be at most {MAX_LETTERS}, got {self.min_letters}")
 
 
 class TypoIndex:
@@ -141,13 +148,16 @@ class TypoIndex:
         # A far key for the last letter gives a prefix that starts with typed[:-1], whose words the
         # insertion of that last letter already offers with a factor at least far_insertion: where that is
         # no less than far_substitution only the neighbouring keys matter there, a few exact lookups.
-        last_near_only = far_sub <= model.far_insertion
+        # Below far_min_letters no far key is corrected: neighbouring keys only, everywhere.
+        near_only = n < model.far_min_letters
+        last_near_only = near_only or far_sub <= model.far_insertion
         for i in range(n):
-            if i == n - 1 and last_near_only:
-                head = typed[:i]
+            if near_only or i == n - 1 and last_near_only:
+                head, tail = typed[:i], typed[i + 1:]
                 for c in _NEIGHBOURS.get(typed[i], ""):
-                    if head + c in ranges and near_sub > found.get(head + c, 0.0):
-                        found[head + c] = near_sub
+                    p = head + c + tail
+                    if p in ranges and near_sub > found.get(p, 0.0):
+                        found[p] = near_sub
             else:
                 # substitution: p[i] intended, typed[i] hit; p is t without letter i, stored at i
                 hit = get(typed[:i] + typed[i + 1:] + _TAGS[i])

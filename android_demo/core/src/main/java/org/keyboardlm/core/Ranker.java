@@ -69,6 +69,8 @@ final class Ranker {
     /** Suggestable words in code point order, as code point arrays, and their ids. */
     private final int[][] sortedWords;
     private final int[] sortedIds;
+    /** Each id's place in {@link #sortedIds}, -1 for the ids never suggested. */
+    private final int[] sortedPosition;
     private final List<String> ignoredBlocklist;
     /** Every token of every blocklist entry, in the vocabulary or not. */
     private final Set<String> blockedSpellings;
@@ -76,6 +78,15 @@ final class Ranker {
     final TypoModel typos;
     /** The suggestable words' prefixes and their deletion neighbourhood; null without {@link #typos}. */
     private final TypoIndex typoIndex;
+    /** Typed letters -> their completion, the last {@link #TYPED_CACHE_SIZE} used (Python's TYPED_CACHE_SIZE). */
+    private final LinkedHashMap<String, Completion> typedCache = new LinkedHashMap<String, Completion>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Completion> eldest) {
+            return size() > TYPED_CACHE_SIZE;
+        }
+    };
+    /** Typed letters whose completions a ranker keeps: the letters of common words are typed again and again. */
+    static final int TYPED_CACHE_SIZE = 256;
 
     /**
      * @param blocklist words never to suggest, each tokenized by the text spec (see {@link Predictor});
@@ -133,9 +144,12 @@ final class Ranker {
         });
         sortedWords = new int[n][];
         sortedIds = new int[n];
+        sortedPosition = new int[v];
+        Arrays.fill(sortedPosition, -1);
         for (int k = 0; k < n; k++) {
             sortedIds[k] = order[k];
             sortedWords[k] = cps[order[k]];
+            sortedPosition[order[k]] = k;
         }
         typoIndex = typos == null ? null : new TypoIndex(sortedWords);
     }
@@ -217,7 +231,15 @@ final class Ranker {
         if (typos == null) return new Completion(prefix);
         int[] typed = TextSpec.codePoints(prefix);
         if (typed.length < typos.minLetters) return new Completion(prefix);
-        return new Completion(prefix, typed, typoIndex.candidates(typed, typos), typoIndex);
+        synchronized (typedCache) {
+            Completion c = typedCache.get(prefix);
+            if (c != null) return c;
+        }
+        Completion c = new Completion(prefix, typed, typoIndex.candidates(typed, typos), typoIndex, sortedPosition);
+        synchronized (typedCache) {
+            typedCache.put(prefix, c);
+        }
+        return c;
     }
 
     /** The letters of a typo prefix. */
@@ -244,15 +266,18 @@ final class Ranker {
      */
     List<Suggestion> topWeighted(float[] logProbs, Completion c, int k) {
         if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
-        List<Double> factors = new ArrayList<Double>();
-        List<int[]> segments = typoIndex.cover(c.typed, c.typos, factors);
+        Object[] cover = c.cover();
+        @SuppressWarnings("unchecked")
+        List<int[]> segments = (List<int[]>) cover[0];
+        @SuppressWarnings("unchecked")
+        List<Double> factors = (List<Double>) cover[1];
         int[] best = new int[k];
         double[] keys = new double[k];
         double[] bestFactor = new double[k];
         int n = 0;
         for (int s = 0; s < segments.size(); s++) {
             double f = factors.get(s);
-            double logF = Math.log(f);
+            double logF = typos.log(f);
             for (int i = segments.get(s)[0]; i < segments.get(s)[1]; i++) {
                 int id = sortedIds[i];
                 double key = (double) logProbs[id] + logF;
@@ -388,7 +413,7 @@ final class Ranker {
         double scale = (1.0 - a) * (1.0 - lam);
         Map<String, Suggestion> scores = new LinkedHashMap<String, Suggestion>();
         for (Suggestion s : top) {
-            double f = c.weight(s.word);
+            double f = c.weight(s.word, s.id);
             scores.put(s.word, new Suggestion(s.word, s.id, s.logProb, scale * (f * modelProbability(s.logProb))));
         }
         if (phrase != null) {
@@ -396,7 +421,7 @@ final class Ranker {
             for (int i = 0; i < e.size(); i++) {
                 int id = e.id(i);
                 String word = vocab.tokenOf(id);
-                double f = never[id] ? 0.0 : c.weight(word);
+                double f = never[id] ? 0.0 : c.weight(word, id);
                 if (f == 0.0) continue;
                 Suggestion had = scores.get(word);
                 // f p_m as Python reads it: back from the model's top score, else from the distribution
@@ -411,7 +436,7 @@ final class Ranker {
             for (Map.Entry<String, Suggestion> s : scores.entrySet()) {
                 Double h = hist.get(s.getKey());
                 Suggestion x = s.getValue();
-                s.setValue(new Suggestion(x.word, x.id, x.logProb, x.score + a * c.weight(x.word) * (h == null ? 0.0 : h)));
+                s.setValue(new Suggestion(x.word, x.id, x.logProb, x.score + a * c.weight(x.word, x.id) * (h == null ? 0.0 : h)));
             }
             // Every history candidate not yet scored: Python takes them by h while they can still reach the k
             // best; scoring all of them gives the same k best.
@@ -427,7 +452,7 @@ final class Ranker {
                     if (never[id]) continue;
                     logProb = logProbs[id];
                     pModel = modelProbability(logProb);
-                    f = c.weight(word);
+                    f = c.weight(word, id);
                 }
                 if (f == 0.0) continue;
                 scores.put(word, new Suggestion(word, id, logProb, scale * f * pModel + a * f * h.getValue()));

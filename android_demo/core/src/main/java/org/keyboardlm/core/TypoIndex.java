@@ -4,15 +4,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Typo candidates for the word being typed (keyboard_lm/text/typos.py, rule by rule): the
  * prefixes of vocabulary words one keyboard slip away from the typed letters t, each with the
  * factor of its slip in a {@link TypoModel}. The slips: a substitution (a key next to the
- * intended one on the QWERTY layout, or a far one), a transposition of two adjacent letters, an
+ * intended one on the QWERTY layout, or a far one from {@link TypoModel#farMinLetters} typed letters
+ * on), a transposition of two adjacent letters, an
  * omission (a letter left out) and an insertion (an extra letter; near when it doubles or is the
  * key next to a neighbouring typed letter). None before {@link TypoModel#minLetters} letters nor
  * after {@link #MAX_LETTERS}.
@@ -148,21 +147,8 @@ final class TypoIndex {
 
     /** (lo, hi): the words that start with the first {@code length} code points of {@code p}; lo == hi for none. */
     int[] range(int[] p, int length) {
-        int a = 0;
-        int b = words.length;
-        while (a < b) {  // first word >= p
-            int mid = (a + b) >>> 1;
-            if (comparePrefix(words[mid], p, length) < 0) a = mid + 1;
-            else b = mid;
-        }
-        int lo = a;
-        b = words.length;
-        while (a < b) {  // first word after lo that does not start with p (they are contiguous)
-            int mid = (a + b) >>> 1;
-            if (startsWith(words[mid], p, length)) a = mid + 1;
-            else b = mid;
-        }
-        return new int[] {lo, a};
+        int lo = lowerBound(p, length);
+        return new int[] {lo, end(lo, p, length)};  // the words that start with p are contiguous from lo
     }
 
     private static int comparePrefix(int[] w, int[] p, int length) {
@@ -186,18 +172,22 @@ final class TypoIndex {
     List<Prefix> candidates(int[] typed, TypoModel model) {
         int n = typed.length;
         if (n < model.minLetters || n > MAX_LETTERS) return Collections.emptyList();
-        Map<Long, Prefix> found = new HashMap<Long, Prefix>();
+        Found found = new Found();
         // A far key for the last letter gives a prefix that starts with typed[:-1], whose words the
         // insertion of that last letter offers with a factor at least farInsertion (Python's rule).
-        boolean lastNearOnly = model.farSubstitution <= model.farInsertion;
+        // Below farMinLetters no far key is corrected: neighbouring keys only, everywhere.
+        boolean nearOnly = n < model.farMinLetters;
+        boolean lastNearOnly = nearOnly || model.farSubstitution <= model.farInsertion;
         int[] q = new int[n + 1];
         for (int i = 0; i < n; i++) {
-            if (i == n - 1 && lastNearOnly) {
+            if (nearOnly || i == n - 1 && lastNearOnly) {
                 System.arraycopy(typed, 0, q, 0, n);
                 int c = typed[i];
-                for (int near : c < 128 ? NEIGHBOURS[c] : new int[0]) {
-                    q[i] = near;
-                    add(found, q, n, model.nearSubstitution);
+                if (c < 128) {
+                    for (int near : NEIGHBOURS[c]) {
+                        q[i] = near;
+                        addExact(found, q, n, model.nearSubstitution);
+                    }
                 }
             } else {  // substitution: p[i] intended, typed[i] hit
                 long h = hash(typed, n, i, i) & HASH_MASK;
@@ -207,7 +197,7 @@ final class TypoIndex {
                     int length = posting % 32;
                     if (length == n && deletedEquals(lo, length, i, typed, n, i)) {
                         double f = neighbours(words[lo][i], typed[i]) ? model.nearSubstitution : model.farSubstitution;
-                        add(found, words[lo], length, f);
+                        found.add(this, lo, length, f);
                     }
                 }
             }
@@ -216,7 +206,7 @@ final class TypoIndex {
                 int posting = postings[(int) (keys[at] & ENTRY_MASK)];
                 int lo = posting / 32;
                 int length = posting % 32;
-                if (length == n + 1 && deletedEquals(lo, length, i, typed, n, -1)) add(found, words[lo], length, model.omission);
+                if (length == n + 1 && deletedEquals(lo, length, i, typed, n, -1)) found.add(this, lo, length, model.omission);
             }
         }
         for (int i = 0; i + 1 < n; i++) {  // transposition of letters i and i + 1
@@ -224,7 +214,7 @@ final class TypoIndex {
             System.arraycopy(typed, 0, q, 0, n);
             q[i] = typed[i + 1];
             q[i + 1] = typed[i];
-            add(found, q, n, model.transposition);
+            addExact(found, q, n, model.transposition);
         }
         for (int i = 0; i < n; i++) {  // insertion: typed[i] is extra
             System.arraycopy(typed, 0, q, 0, i);
@@ -233,23 +223,75 @@ final class TypoIndex {
             for (int m = i - 1; m <= i + 1; m += 2) {
                 if (m >= 0 && m < n && (typed[m] == typed[i] || neighbours(typed[m], typed[i]))) near = true;
             }
-            add(found, q, n - 1, near ? model.nearInsertion : model.farInsertion);
+            addExact(found, q, n - 1, near ? model.nearInsertion : model.farInsertion);
         }
-        List<Prefix> out = new ArrayList<Prefix>();
-        for (Prefix p : found.values()) {
-            if (!(p.length == n && startsWith(words[p.lo], typed, n))) out.add(p);  // not the letters as typed
+        List<Prefix> out = new ArrayList<Prefix>(found.count);
+        for (int k = 0; k < found.count; k++) {
+            int lo = found.lo[k];
+            int length = found.length[k];
+            if (!(length == n && startsWith(words[lo], typed, n))) out.add(new Prefix(lo, found.hi[k], length, found.factor[k]));
         }
         Collections.sort(out, ORDER);
         return out;
     }
 
-    /** Keeps the first {@code length} letters of {@code p} with factor {@code f} if words start with them and f is their largest. */
-    private void add(Map<Long, Prefix> found, int[] p, int length, double f) {
-        int[] r = range(p, length);
-        if (r[0] == r[1]) return;
-        Long key = (long) r[0] * 32 + length;
-        Prefix had = found.get(key);
-        if (had == null || f > had.factor) found.put(key, new Prefix(r[0], r[1], length, f));
+    /** The candidates found so far, each (first word, length) once with its largest factor; a few dozen at most. */
+    private static final class Found {
+        int count;
+        int[] lo = new int[32];
+        int[] hi = new int[32];
+        int[] length = new int[32];
+        double[] factor = new double[32];
+
+        /** Keeps prefix (lo, length) with factor f if f is its largest; its range's end is found once. */
+        void add(TypoIndex index, int first, int len, double f) {
+            for (int k = 0; k < count; k++) {
+                if (lo[k] == first && length[k] == len) {
+                    if (f > factor[k]) factor[k] = f;
+                    return;
+                }
+            }
+            if (count == lo.length) {
+                lo = Arrays.copyOf(lo, 2 * count);
+                hi = Arrays.copyOf(hi, 2 * count);
+                length = Arrays.copyOf(length, 2 * count);
+                factor = Arrays.copyOf(factor, 2 * count);
+            }
+            lo[count] = first;
+            hi[count] = index.end(first, index.words[first], len);
+            length[count] = len;
+            factor[count++] = f;
+        }
+    }
+
+    /** Keeps the first {@code length} letters of {@code p} with factor {@code f} if words start with them. */
+    private void addExact(Found found, int[] p, int length, double f) {
+        int lo = lowerBound(p, length);
+        if (lo < words.length && startsWith(words[lo], p, length)) found.add(this, lo, length, f);
+    }
+
+    /** The first word at or after {@code lo} that does not start with the first {@code length} code points of {@code p}. */
+    private int end(int lo, int[] p, int length) {
+        int a = lo;
+        int b = words.length;
+        while (a < b) {
+            int mid = (a + b) >>> 1;
+            if (startsWith(words[mid], p, length)) a = mid + 1;
+            else b = mid;
+        }
+        return a;
+    }
+
+    /** The first word not before the first {@code length} code points of {@code p}. */
+    private int lowerBound(int[] p, int length) {
+        int a = 0;
+        int b = words.length;
+        while (a < b) {
+            int mid = (a + b) >>> 1;
+            if (comparePrefix(words[mid], p, length) < 0) a = mid + 1;
+            else b = mid;
+        }
+        return a;
     }
 
     private int lowerBound(long h) {

@@ -68,6 +68,7 @@ public class TypoParityGoldenTest {
             assertEquals("ln " + names[i], (Double) logs.get(names[i]), Math.log(java[i]), 0.0);
         }
         assertEquals(((Double) m.get("min_letters")).intValue(), d.minLetters);
+        assertEquals(((Double) m.get("far_min_letters")).intValue(), d.farMinLetters);
     }
 
     private static UserHistory history(Map<String, Object> c) {
@@ -164,7 +165,7 @@ public class TypoParityGoldenTest {
                 {0.1, 0.1, 0.1, -0.1, 0.1, 0.1}};
         for (double[] f : bad) {
             try {
-                new TypoModel(f[0], f[1], f[2], f[3], f[4], f[5], 3);
+                new TypoModel(f[0], f[1], f[2], f[3], f[4], f[5], 3, 5);
                 fail("accepted " + Arrays.toString(f));
             } catch (IllegalArgumentException expected) {
                 assertTrue(expected.getMessage(), expected.getMessage().startsWith("typo model "));
@@ -172,10 +173,18 @@ public class TypoParityGoldenTest {
         }
         for (int letters : new int[] {1, TypoIndex.MAX_LETTERS + 1}) {
             try {
-                new TypoModel(0.02, 0.002, 0.02, 0.01, 0.01, 0.005, letters);
+                new TypoModel(0.02, 0.002, 0.02, 0.01, 0.01, 0.005, letters, 5);
                 fail("accepted minLetters " + letters);
             } catch (IllegalArgumentException expected) {
                 assertTrue(expected.getMessage().contains("minLetters"));
+            }
+        }
+        for (int letters : new int[] {1, TypoIndex.MAX_LETTERS + 2}) {
+            try {
+                new TypoModel(0.02, 0.002, 0.02, 0.01, 0.01, 0.005, 3, letters);
+                fail("accepted farMinLetters " + letters);
+            } catch (IllegalArgumentException expected) {
+                assertTrue(expected.getMessage().contains("farMinLetters"));
             }
         }
     }
