@@ -66,6 +66,8 @@ def test_each_slip_gets_its_factor():
     assert dict(index.candidates("wok", MODEL))["work"] == MODEL.omission  # r left out
     assert dict(index.candidates("worrk", MODEL))["work"] == MODEL.near_insertion  # a doubled r
     assert dict(index.candidates("woxrk", MODEL))["work"] == MODEL.far_insertion  # x is near neither o nor r
+    assert "wor" not in dict(index.candidates("worx", MODEL)), "a far extra key is not corrected in four letters"
+    assert dict(index.candidates("thee", MODEL))["the"] == MODEL.near_insertion  # a doubled e in four letters
     assert dict(index.candidates("teh", MODEL))["the"] == MODEL.transposition
     assert index.candidates("te", MODEL) == []  # below min_letters
     assert index.candidates("w" * (MAX_LETTERS + 1), MODEL) == []
@@ -91,7 +93,8 @@ def _slip_factor(p: str, t: str, model: TypoModel) -> float:
         for i in range(n):
             if t[:i] + t[i + 1:] == p:
                 near = any(0 <= m < n and (t[m] == t[i] or neighbours(t[m], t[i])) for m in (i - 1, i + 1))
-                best = max(best, model.near_insertion if near else model.far_insertion)
+                if near or n >= model.far_min_letters:
+                    best = max(best, model.near_insertion if near else model.far_insertion)
     return best
 
 

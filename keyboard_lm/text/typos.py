@@ -10,7 +10,8 @@ user meant to type, with one slip among
 * transposition of two adjacent letters (``teh`` for ``the``);
 * omission: a letter of ``p`` left out (``wek`` for ``week``);
 * insertion: an extra letter typed (``wesek``), likelier when it doubles a neighbouring letter or is the
-  key next to it (a finger touching two keys: ``near_insertion`` vs ``far_insertion``).
+  key next to it (a finger touching two keys: ``near_insertion`` vs ``far_insertion``, the latter from
+  ``far_min_letters`` typed letters on).
 
 Each slip has a factor f, the channel's probability of that slip relative to typing ``p`` as is (f = 1).
 A completion ranks every word w that starts with ``t`` (f = 1, as before) or with a typo prefix ``p``
@@ -78,9 +79,10 @@ class TypoModel:
     far_insertion: float = 0.005
     #: Typed letters before corrections are offered (two letters are one slip away from much of a vocabulary).
     min_letters: int = 3
-    #: Typed letters before a far key is corrected too: three or four letters are one far key away from dozens
-    #: of prefixes that almost never win at 1/500, and looking them up was most of a completion's cost; the
-    #: misspellings a far key fixes (``seperate``) are in longer words.
+    #: Typed letters before a far key or a far extra key is corrected too: three or four letters are one far
+    #: slip away from dozens of prefixes (an extra last letter from every word that starts with the others)
+    #: that almost never win, and ranking them was most of a completion's cost; the misspellings a far slip
+    #: fixes (``seperate``) are in longer words.
     far_min_letters: int = 5
 
     def __post_init__(self):
@@ -148,7 +150,7 @@ class TypoIndex:
         # A far key for the last letter gives a prefix that starts with typed[:-1], whose words the
         # insertion of that last letter already offers with a factor at least far_insertion: where that is
         # no less than far_substitution only the neighbouring keys matter there, a few exact lookups.
-        # Below far_min_letters no far key is corrected: neighbouring keys only, everywhere.
+        # Below far_min_letters no far key (nor far extra key) is corrected: neighbouring keys only, everywhere.
         near_only = n < model.far_min_letters
         last_near_only = near_only or far_sub <= model.far_insertion
         for i in range(n):
@@ -175,10 +177,12 @@ class TypoIndex:
                 p = typed[:i] + typed[i + 1] + typed[i] + typed[i + 2:]
                 if p in ranges and model.transposition > found.get(p, 0.0):
                     found[p] = model.transposition
-        for i in range(n):  # insertion: typed[i] is extra
+        for i in range(n):  # insertion: typed[i] is extra (a far one, like a far key, from far_min_letters on)
             p = typed[:i] + typed[i + 1:]
             if p in ranges:
                 near = any(typed[m] == typed[i] or typed[m] + typed[i] in _NEAR for m in (i - 1, i + 1) if 0 <= m < n)
+                if not near and near_only:
+                    continue
                 f = model.near_insertion if near else model.far_insertion
                 if f > found.get(p, 0.0):
                     found[p] = f

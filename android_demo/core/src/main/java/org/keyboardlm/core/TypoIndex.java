@@ -13,7 +13,7 @@ import java.util.List;
  * intended one on the QWERTY layout, or a far one from {@link TypoModel#farMinLetters} typed letters
  * on), a transposition of two adjacent letters, an
  * omission (a letter left out) and an insertion (an extra letter; near when it doubles or is the
- * key next to a neighbouring typed letter). None before {@link TypoModel#minLetters} letters nor
+ * key next to a neighbouring typed letter, a far one from {@link TypoModel#farMinLetters} on). None before {@link TypoModel#minLetters} letters nor
  * after {@link #MAX_LETTERS}.
  *
  * <p>Built once per vocabulary (the {@link Ranker}'s suggestable words, in code point order, so
@@ -175,7 +175,7 @@ final class TypoIndex {
         Found found = new Found();
         // A far key for the last letter gives a prefix that starts with typed[:-1], whose words the
         // insertion of that last letter offers with a factor at least farInsertion (Python's rule).
-        // Below farMinLetters no far key is corrected: neighbouring keys only, everywhere.
+        // Below farMinLetters no far key (nor far extra key) is corrected: neighbouring keys only, everywhere.
         boolean nearOnly = n < model.farMinLetters;
         boolean lastNearOnly = nearOnly || model.farSubstitution <= model.farInsertion;
         int[] q = new int[n + 1];
@@ -216,13 +216,14 @@ final class TypoIndex {
             q[i + 1] = typed[i];
             addExact(found, q, n, model.transposition);
         }
-        for (int i = 0; i < n; i++) {  // insertion: typed[i] is extra
-            System.arraycopy(typed, 0, q, 0, i);
-            System.arraycopy(typed, i + 1, q, i, n - i - 1);
+        for (int i = 0; i < n; i++) {  // insertion: typed[i] is extra (a far one from farMinLetters on)
             boolean near = false;
             for (int m = i - 1; m <= i + 1; m += 2) {
                 if (m >= 0 && m < n && (typed[m] == typed[i] || neighbours(typed[m], typed[i]))) near = true;
             }
+            if (!near && nearOnly) continue;
+            System.arraycopy(typed, 0, q, 0, i);
+            System.arraycopy(typed, i + 1, q, i, n - i - 1);
             addExact(found, q, n - 1, near ? model.nearInsertion : model.farInsertion);
         }
         List<Prefix> out = new ArrayList<Prefix>(found.count);

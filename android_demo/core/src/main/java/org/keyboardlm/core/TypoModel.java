@@ -11,7 +11,7 @@ public final class TypoModel {
     /**
      * The defaults, as Python's: a neighbouring key or two swapped letters 1/50, a left-out letter
      * or a doubled/neighbouring extra key 1/100, a far extra key 1/200, a far key 1/500; from 3 letters,
-     * a far key from 5.
+     * the far slips from 5.
      */
     public static final TypoModel DEFAULT = new TypoModel(0.02, 0.002, 0.02, 0.01, 0.01, 0.005, 3, 5);
 
@@ -30,8 +30,9 @@ public final class TypoModel {
     /** Typed letters before corrections are offered, in [2, {@link TypoIndex#MAX_LETTERS}]. */
     public final int minLetters;
     /**
-     * Typed letters before a far key is corrected too, in [2, {@link TypoIndex#MAX_LETTERS} + 1]:
-     * three or four letters are one far key away from dozens of prefixes that almost never win.
+     * Typed letters before a far key or a far extra key is corrected too, in [2,
+     * {@link TypoIndex#MAX_LETTERS} + 1]: three or four letters are one far slip away from dozens of
+     * prefixes that almost never win.
      */
     public final int farMinLetters;
     private final double[] logs = new double[6];
