@@ -120,7 +120,8 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
     with open(stack + ".card.json", encoding="utf-8") as f:
         card = json.load(f)
     if corpus in NOISELESS:
-        found["rows"][VERSUS_NOISELESS] = versus_noiseless(run_dir, os.path.join(runs, f"{NOISELESS[corpus]}_s{seed}"))
+        found["rows"][VERSUS_NOISELESS] = versus_noiseless(corpus, run_dir,
+                                                           os.path.join(runs, f"{NOISELESS[corpus]}_s{seed}"))
     return {"rows": found["rows"], "eval_seconds": found.get("eval_seconds"), **timings,
             "train_command": info.get("command"), "phrases": card.get("phrases"), "file_bytes": card["size_bytes"]}
 
@@ -142,7 +143,7 @@ def _by_user(run_dir: str, corpus) -> dict:
         return json.load(f)
 
 
-def versus_noiseless(private_dir: str, noiseless_dir: str) -> dict:
+def versus_noiseless(corpus_name: str, private_dir: str, noiseless_dir: str) -> dict:
     """The private run's stack (model + table, both trained under DP) against the noiseless run's stack on the
     same held-out users: recall@3 ratio with its paired 95% interval."""
     from keyboard_lm.data.corpora import load_corpus
@@ -151,7 +152,8 @@ def versus_noiseless(private_dir: str, noiseless_dir: str) -> dict:
     if not os.path.exists(os.path.join(noiseless_dir, "stack.tflite")):
         raise SystemExit(f"stack_targets: {private_dir} is compared with {noiseless_dir}'s stack, which is not "
                          "exported yet: measure that corpus first")
-    corpus = load_corpus(MAIL[1], MAIL[3])
+    args = CORPORA[corpus_name][0]  # the text both runs trained on, as their train arguments name it
+    corpus = load_corpus(args[args.index("--data") + 1], args[args.index("--format") + 1])
     private, noiseless = _by_user(private_dir, corpus), _by_user(noiseless_dir, corpus)
     if private["split"] != noiseless["split"]:
         raise SystemExit(f"stack_targets: {private_dir} and {noiseless_dir} hold out different users")
