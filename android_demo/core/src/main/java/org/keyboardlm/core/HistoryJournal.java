@@ -74,6 +74,12 @@ public final class HistoryJournal {
         private final ByteArrayOutputStream payload = new ByteArrayOutputStream(64);
         private final DataOutputStream out = new DataOutputStream(payload);
         private boolean overflowed;
+        /** Told after each change (see {@link HistoryStore#setChangeListener}); null: nobody. */
+        private volatile Runnable listener;
+
+        void setListener(Runnable listener) {
+            this.listener = listener;
+        }
 
         void learn(String prev, String word, long clockAfter) {
             begin('L');
@@ -154,6 +160,12 @@ public final class HistoryJournal {
         }
 
         private void end() {
+            frame();
+            Runnable l = listener;
+            if (l != null) l.run();
+        }
+
+        private void frame() {
             if (overflowed) return;
             int n = payload.size();
             if (pending.size() + 8 + n > MAX_PENDING || n > MAX_RECORD) {

@@ -6,6 +6,7 @@ import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * One user's history file and the history read from it: read once ({@link UserHistoryFile}:
@@ -31,11 +32,21 @@ import java.util.List;
  * after it, and the clear deletes the files only once a write under way has finished. So
  * no file holds anything from before the clear once it returns.</li>
  * <li>When a damaged file could not be moved aside, nothing is saved over it until a clear.</li>
+ * <li>A read that fails for the file system's reasons (an I/O error, not enough memory) is tried
+ * again, {@link #READ_ATTEMPTS} times in all with a doubling pause ({@link UserHistoryFile#readFailed});
+ * if every try fails, the empty history it gives is not saved over the unread file, and the file
+ * is read again when the keyboard restarts.</li>
+ * <li>Damaged files are kept, numbered, in the quarantine ({@link #keptCopies()}); a kept history
+ * can be brought back ({@link #restore}), the history it replaces kept in its place.</li>
  * </ul>
  */
 public final class HistoryStore {
     /** The default {@link #journalLimit()}. */
     public static final long DEFAULT_JOURNAL_LIMIT = 64 * 1024;
+    /** Reads of a file that cannot be read (I/O, memory) before the store gives up until the next start. */
+    public static final int READ_ATTEMPTS = 4;
+    /** The pause before the second read; it doubles before each later one (100, 200, 400 ms). */
+    public static final long READ_RETRY_MILLIS = 100;
 
     private final String path;
     private final long journalLimit;
@@ -61,6 +72,12 @@ public final class HistoryStore {
     private volatile boolean lastSaveCompacted;
     /** Tests: runs in a save after the snapshot, before the write. */
     volatile Runnable beforeWrite;
+    /** Tests: runs before each read after a failed one (after the pause). */
+    volatile Runnable beforeRetry;
+    /** The pause before the second read (tests shorten it). */
+    volatile long retryMillis = READ_RETRY_MILLIS;
+    /** Reads made by the last {@link #history()} that read the file. */
+    private int readAttempts;
 
     public HistoryStore(String path) {
         this(path, DEFAULT_JOURNAL_LIMIT);
@@ -95,13 +112,31 @@ public final class HistoryStore {
         return path;
     }
 
-    /** The history, read on first use (an empty one when there is no file or a damaged one was kept aside). */
+    /**
+     * The history, read on first use (an empty one when there is no file, a damaged one was kept
+     * aside, or it could not be read). A read that fails for the file system's reasons is tried
+     * again (see the class comment): the first call may take {@code READ_RETRY_MILLIS * 7} ms then.
+     */
     public synchronized UserHistory history() {
         if (history != null) return history;
         UserHistoryFile opened = UserHistoryFile.open(path);
+        readAttempts = 1;
+        for (long pause = retryMillis; opened.readFailed && readAttempts < READ_ATTEMPTS; pause *= 2) {
+            try {
+                Thread.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            Runnable hook = beforeRetry;
+            if (hook != null) hook.run();
+            opened = UserHistoryFile.open(path);
+            readAttempts++;
+        }
         history = opened.history;
         writable = opened.writable;
-        notice = opened.notice;
+        notice = opened.readFailed ? opened.notice + " (" + readAttempts + " tries; it is read again when the keyboard"
+                + " restarts, and what is learnt until then is not saved)" : opened.notice;
         snapshotLength = opened.snapshotLength;
         snapshotCrc = opened.snapshotCrc;
         journalLength = opened.journalLength;
@@ -123,15 +158,72 @@ public final class HistoryStore {
         return recent;
     }
 
-    /** The damaged file kept aside, while it exists; else null. */
-    public File damagedCopy() {
-        File bad = UserHistoryFile.badCopy(path);
-        return bad.exists() ? bad : null;
+    /** Reads the last read of the file took (1 when the first succeeded; {@link #READ_ATTEMPTS} when all failed); 0 before. */
+    public synchronized int readAttempts() {
+        return readAttempts;
     }
 
     /**
-     * The files a clear deletes: the journal (first: it must not outlive its snapshot), a
-     * compaction's journal, the history, its temporary file, the damaged copies kept aside and
+     * Run {@code listener} after every change of the history (learnt, unlearnt, removed, weight,
+     * cleared), on the thread that made it and under the history's lock: it must be quick and
+     * must not call the history ({@link IdleSaver#changed()} is such a listener). Null: none.
+     */
+    public void setChangeListener(Runnable listener) {
+        recorder.setListener(listener);
+    }
+
+    /** What the quarantine keeps under one number: the files one read set aside (see {@link #keptCopies()}). */
+    public static final class KeptCopy {
+        /** Its number, in the order things were kept (1 first). */
+        public final int number;
+        /** Its files: the history file ({@code N.history}) and journals ({@code N.journal}, {@code N.journal.old}). */
+        public final List<File> files;
+        /** True when it holds a history file, which {@link HistoryStore#restore} can bring back. */
+        public final boolean restorable;
+        /** When its newest file was written (milliseconds since 1970). */
+        public final long lastModified;
+        /** The bytes of its files. */
+        public final long bytes;
+
+        KeptCopy(int number, List<File> files, boolean restorable) {
+            this.number = number;
+            this.files = java.util.Collections.unmodifiableList(files);
+            this.restorable = restorable;
+            long time = 0;
+            long size = 0;
+            for (File f : files) {
+                time = Math.max(time, f.lastModified());
+                size += f.length();
+            }
+            this.lastModified = time;
+            this.bytes = size;
+        }
+
+        /** {@code 3: user.history.quarantine/3.history, 3.journal (1234 bytes)}: names and sizes, never content. */
+        @Override
+        public String toString() {
+            StringBuilder b = new StringBuilder().append(number).append(": ");
+            for (int i = 0; i < files.size(); i++) {
+                b.append(i == 0 ? HistoryQuarantine.relative(files.get(i)) : files.get(i).getName()).append(i + 1 < files.size() ? ", " : "");
+            }
+            return b.append(" (").append(bytes).append(" bytes)").toString();
+        }
+    }
+
+    /** What the quarantine keeps, oldest first (empty when nothing was ever kept aside, or after a clear). */
+    public List<KeptCopy> keptCopies() {
+        List<KeptCopy> out = new ArrayList<KeptCopy>();
+        for (Map.Entry<Integer, Map<String, File>> e : HistoryQuarantine.entries(path).entrySet()) {
+            out.add(new KeptCopy(e.getKey(), new ArrayList<File>(e.getValue().values()),
+                    e.getValue().containsKey(HistoryQuarantine.HISTORY)));
+        }
+        return out;
+    }
+
+    /**
+     * The files and directory a clear deletes: the journal (first: it must not outlive its
+     * snapshot), a compaction's journal, the history, its temporary file, the quarantine
+     * directory with every file kept in it, and the single kept copies of older versions with
      * their temporary files.
      */
     public List<File> files() {
@@ -140,11 +232,11 @@ public final class HistoryStore {
         out.add(UserHistoryFile.compactingJournal(path));
         out.add(new File(path));
         out.add(new File(path + ".tmp"));
-        out.add(UserHistoryFile.badCopy(path));
-        out.add(UserHistoryFile.badJournal(path));
-        out.add(UserHistoryFile.badCompactingJournal(path));
-        out.add(new File(UserHistoryFile.badJournal(path).getPath() + ".tmp"));
-        out.add(new File(UserHistoryFile.badCompactingJournal(path).getPath() + ".tmp"));
+        out.add(HistoryQuarantine.dir(path));
+        for (String kind : new String[] {HistoryQuarantine.HISTORY, HistoryQuarantine.JOURNAL, HistoryQuarantine.COMPACTING}) {
+            out.add(HistoryQuarantine.legacy(path, kind));
+            if (!HistoryQuarantine.HISTORY.equals(kind)) out.add(new File(HistoryQuarantine.legacy(path, kind).getPath() + ".tmp"));
+        }
         return out;
     }
 
@@ -262,6 +354,48 @@ public final class HistoryStore {
         return snapshot.length;
     }
 
+    /**
+     * Bring back the history kept as number {@code number} ({@link #keptCopies()}): its file
+     * with its journals replayed becomes the history, in place (the keyboard's sessions keep
+     * theirs, now holding it), and is written at once as a full snapshot; its kept files are
+     * then deleted. The history it replaces is not lost: when it holds anything, it is kept in
+     * the quarantine first, under a new number, and can be restored in turn.
+     *
+     * @throws UserHistoryException one line naming the kept file, when it cannot be used (damaged,
+     *     or made with other settings); nothing changed
+     * @throws IOException one line naming the file, when the store may not write (a file that could
+     *     not be read or kept aside is in the way: clear or restart first) or the write failed
+     */
+    public void restore(int number) throws UserHistoryException, IOException {
+        synchronized (fileLock) {
+            UserHistory kept = UserHistoryFile.readKept(path, number);
+            List<File> keptFiles = HistoryQuarantine.files(path, number);
+            synchronized (this) {
+                UserHistory live = history();
+                if (!writable) {
+                    throw new IOException(path + ": not restoring over a history file that could not be read or kept aside"
+                            + " (clear the history or restart the keyboard first)");
+                }
+                String mismatch = live.otherSettings(kept);
+                if (mismatch != null) throw new UserHistoryException(HistoryQuarantine.relative(keptFiles.get(0)) + ": " + mismatch);
+                synchronized (live) {
+                    if (live.numWords() > 0 || live.weight() != null) {
+                        int n = HistoryQuarantine.next(path);
+                        HistoryQuarantine.copy(live.toJson().getBytes(StandardCharsets.UTF_8), path, n, HistoryQuarantine.HISTORY);
+                    }
+                    live.replaceWith(kept);
+                    recorder.discard();  // the journal cannot replay a replacement: a snapshot follows
+                    compactionDue = true;
+                    notice = null;
+                }
+                if (recent != null) recent.restarted();
+            }
+            close();  // the snapshot, now (the journal folded in and deleted)
+            for (File f : keptFiles) f.delete();
+            if (HistoryQuarantine.entries(path).isEmpty()) HistoryQuarantine.deleteAll(path);
+        }
+    }
+
     /** Tests: runs in a compaction after the journal was renamed, before the snapshot is written (throw to "crash"). */
     volatile Runnable compactCrashHook;
 
@@ -283,7 +417,10 @@ public final class HistoryStore {
         }
         boolean gone = true;
         synchronized (fileLock) {
-            for (File f : files()) if (f.exists() && !f.delete()) gone = false;
+            for (File f : files()) {
+                if (f.equals(HistoryQuarantine.dir(path))) gone &= HistoryQuarantine.deleteAll(path);
+                else if (f.exists() && !f.delete()) gone = false;
+            }
         }
         if (gone) {
             synchronized (this) {

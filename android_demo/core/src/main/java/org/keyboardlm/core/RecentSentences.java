@@ -123,10 +123,20 @@ public final class RecentSentences {
      * the kept sentences and the copy; a choice under way then sets no weight.
      */
     public synchronized void clearHistory() {
+        restarted();
+        live.clear();
+        base = live.copy();
+    }
+
+    /**
+     * The user's history was replaced (a kept copy restored, {@link HistoryStore#restore}): the
+     * kept sentences and the copy belong to the one before it, so they are forgotten, and a
+     * choice under way sets no weight.
+     */
+    synchronized void restarted() {
         generation++;
         sentences.clear();
         words = 0;
-        live.clear();
         base = live.copy();
     }
 }

@@ -96,6 +96,8 @@ public final class UserHistory {
     private long changes;
     /** Where changes are recorded for the history file's journal ({@link HistoryStore}); null: nowhere. */
     private HistoryJournal.Recorder journal;
+    /** Counts {@link #clear()} and {@link #replaceWith} calls: what was learnt before one cannot be unlearnt after it. */
+    private long epoch;
 
     /** A history with the defaults of the Python class. */
     public UserHistory() {
@@ -519,9 +521,61 @@ public final class UserHistory {
         }
     }
 
+    /**
+     * Take {@code other}'s counts, clocks and weight in place of this history's, keeping this
+     * object (the keyboard's sessions share it): a kept copy restored ({@link HistoryStore#restore}).
+     * The settings (half-life, bounds, beta) must be the same, since they are fixed at
+     * construction. A journal cannot replay this change, so the store writes a snapshot after it.
+     */
+    synchronized void replaceWith(UserHistory other) {
+        if (other == this) return;
+        String mismatch = otherSettings(other);
+        if (mismatch != null) throw new IllegalArgumentException(mismatch);
+        synchronized (other) {
+            changes++;
+            epoch++;
+            clock = other.clock;
+            weight = other.weight;
+            copyEntries(other.words, words);
+            copyEntries(other.contexts, contexts);
+            pairs.clear();
+            for (Map.Entry<String, LinkedHashMap<String, Entry>> e : other.pairs.entrySet()) {
+                LinkedHashMap<String, Entry> next = new LinkedHashMap<String, Entry>();
+                copyEntries(e.getValue(), next);
+                pairs.put(e.getKey(), next);
+            }
+            total.count = other.total.count;
+            total.clock = other.total.clock;
+            numPairs = other.numPairs;
+            top = null;
+        }
+    }
+
+    /** Null when {@code other} has this history's settings (half-life, bounds, beta); else one line saying how it differs. */
+    String otherSettings(UserHistory other) {
+        if (other.halfLife == halfLife && other.maxWords == maxWords && other.maxPairs == maxPairs && other.beta == beta) return null;
+        return "it was made with other settings (half-life " + formatDouble(other.halfLife) + ", " + other.maxWords + " words, "
+                + other.maxPairs + " pairs, beta " + formatDouble(other.beta) + "; this keyboard's: " + formatDouble(halfLife)
+                + ", " + maxWords + ", " + maxPairs + ", " + formatDouble(beta) + ")";
+    }
+
+    private static void copyEntries(Map<String, Entry> from, Map<String, Entry> to) {
+        to.clear();
+        for (Map.Entry<String, Entry> e : from.entrySet()) to.put(e.getKey(), new Entry(e.getValue().count, e.getValue().clock));
+    }
+
+    /**
+     * Changes when the history is cleared or replaced: a word learnt in an earlier epoch is no
+     * longer there to unlearn ({@link TextField#unlearn} checks it).
+     */
+    synchronized long epoch() {
+        return epoch;
+    }
+
     /** Forget everything (the keyboard's settings action), the user's weight too; the settings stay. */
     public synchronized void clear() {
         changes++;
+        epoch++;
         clock = 0;
         weight = null;
         words.clear();
@@ -744,12 +798,12 @@ public final class UserHistory {
         }
         if (!(root instanceof Map) || !FORMAT.equals(((Map<?, ?>) root).get("format"))) {
             Object format = root instanceof Map ? ((Map<?, ?>) root).get("format") : null;
-            throw new UserHistoryException(where + ": not a keyboard_lm user history (format " + repr(format) + ")");
+            throw new UserHistoryException(where + ": not a keyboard_lm user history (format " + describe(format) + ")");
         }
         Map<?, ?> d = (Map<?, ?>) root;
         Object version = d.get("version");
         if (!(version instanceof Number) || ((Number) version).doubleValue() != VERSION) {
-            throw new UserHistoryException(where + ": user history version " + repr(version) + ", this keyboard_lm reads " + VERSION);
+            throw new UserHistoryException(where + ": user history version " + describe(version) + ", this keyboard_lm reads " + VERSION);
         }
         UserHistory h;
         try {
@@ -781,7 +835,7 @@ public final class UserHistory {
             if (weight != null) {
                 // Python refuses a bool (a JSON true is not a weight), a string, and anything outside [0, 1].
                 double w = weight instanceof Number ? ((Number) weight).doubleValue() : Double.NaN;
-                if (!(w >= 0 && w <= 1)) throw new IllegalArgumentException("weight: " + repr(weight) + " is not a number in [0, 1]");
+                if (!(w >= 0 && w <= 1)) throw new IllegalArgumentException("weight: " + describe(weight) + " is not a number in [0, 1]");
                 h.weight = w;
             }
         } catch (IllegalArgumentException e) {
@@ -812,7 +866,7 @@ public final class UserHistory {
     }
 
     private static double number(Object o, String where) {
-        if (!(o instanceof Number)) throw new IllegalArgumentException(where + ": " + repr(o) + " is not a number");
+        if (!(o instanceof Number)) throw new IllegalArgumentException(where + ": " + describe(o) + " is not a number");
         return ((Number) o).doubleValue();
     }
 
@@ -832,11 +886,11 @@ public final class UserHistory {
             double v = (Double) o;
             if (v == Math.floor(v) && Math.abs(v) < 9.0e15 && v >= min && v <= max) return (long) v;
         }
-        throw new IllegalArgumentException(where + ": " + repr(o) + " is not an integer in range");
+        throw new IllegalArgumentException(where + ": " + describe(o) + " is not an integer in range");
     }
 
     private static String string(Object o, String where) {
-        if (!(o instanceof String)) throw new IllegalArgumentException(where + ": " + repr(o) + " is not a string");
+        if (!(o instanceof String)) throw new IllegalArgumentException(where + ": " + describe(o) + " is not a string");
         return (String) o;
     }
 
@@ -851,7 +905,16 @@ public final class UserHistory {
         return r;
     }
 
-    /** A short Python-like repr of a parsed JSON value, for messages. */
+    /**
+     * A parsed value of a history file, for its messages: a string by its length only, since in a
+     * damaged file it may be a learnt word in the wrong place, and these messages reach the log
+     * and the screen ({@link UserHistoryFile#notice}); anything else as {@link #repr}.
+     */
+    private static String describe(Object o) {
+        return o instanceof String ? "a string of " + ((String) o).length() + " characters" : repr(o);
+    }
+
+    /** A short Python-like repr of a parsed JSON value, for messages (model files' too). */
     static String repr(Object o) {
         if (o == null) return "None";
         if (o instanceof String) {
@@ -896,24 +959,31 @@ public final class UserHistory {
 
     /** The whole file at {@code path}; UserHistoryException names the file when it cannot be read. */
     static byte[] readAll(String path) throws UserHistoryException {
-        byte[] bytes;
         try {
-            InputStream in = new FileInputStream(path);
-            try {
-                ByteArrayOutputStream b = new ByteArrayOutputStream();
-                byte[] buf = new byte[65536];
-                int n;
-                while ((n = in.read(buf)) > 0) b.write(buf, 0, n);
-                bytes = b.toByteArray();
-            } finally {
-                in.close();
-            }
+            return readBytes(path);
         } catch (FileNotFoundException e) {
             throw new UserHistoryException(path + ": cannot read the user history (no such file, or not readable)");
         } catch (IOException e) {
             throw new UserHistoryException(path + ": cannot read the user history (" + e.getMessage() + ")");
         }
-        return bytes;
+    }
+
+    /**
+     * The whole file at {@code path}. An IOException here is the file system's (the file is not
+     * readable now), never the content's: {@link UserHistoryFile} retries it rather than
+     * setting the file aside as damaged.
+     */
+    static byte[] readBytes(String path) throws IOException {
+        InputStream in = new FileInputStream(path);
+        try {
+            ByteArrayOutputStream b = new ByteArrayOutputStream();
+            byte[] buf = new byte[65536];
+            int n;
+            while ((n = in.read(buf)) > 0) b.write(buf, 0, n);
+            return b.toByteArray();
+        } finally {
+            in.close();
+        }
     }
 
     /** A history from the bytes of a history file read from {@code path} (named in errors). */

@@ -64,6 +64,11 @@ public class HistoryJournalTest {
         }
     }
 
+    /** Number {@code n}'s kept file of {@code kind} in the quarantine of {@code path}. */
+    static File kept(String path, int n, String kind) {
+        return new File(UserHistoryFile.quarantine(path), n + "." + kind);
+    }
+
     private static String reread(String path) {
         UserHistoryFile opened = UserHistoryFile.open(path);
         assertNull(opened.notice, opened.notice);
@@ -127,10 +132,10 @@ public class HistoryJournalTest {
         assertEquals(3, opened.replayed);
         assertTrue(opened.notice, opened.notice.startsWith(path + ": user.history.journal: a torn record at byte " + at + " ("));
         assertTrue(opened.notice, opened.notice.endsWith(
-                "(the 3 records before it were kept); copied to user.history.journal.bad, and cut to the records kept"));
+                "(the 3 records before it were kept); copied to user.history.quarantine/1.journal, and cut to the records kept"));
         assertFalse(opened.notice.contains("\n"));
         assertArrayEquals("the damaged journal is kept byte for byte", torn,
-                Files.readAllBytes(UserHistoryFile.badJournal(path).toPath()));
+                Files.readAllBytes(kept(path, 1, "journal").toPath()));
         assertEquals("the kept records stay in the journal", at, journal.length());
 
         // Opened again (no save in between: another crash), the kept records are still there, and saves append after them.
@@ -141,7 +146,7 @@ public class HistoryJournalTest {
         assertTrue(next.save());
         assertFalse(next.lastSaveCompacted());
         assertEquals(next.history().toJson(), reread(path));
-        assertTrue("the .bad copy stays until a clear", UserHistoryFile.badJournal(path).exists());
+        assertTrue("the kept copy stays until a clear", kept(path, 1, "journal").exists());
         assertTrue(next.clear());
         for (File f : next.files()) assertFalse(f.getName(), f.exists());
     }
@@ -182,7 +187,7 @@ public class HistoryJournalTest {
         UserHistoryFile opened = UserHistoryFile.open(path);
         assertEquals(other.toJson(), opened.history.toJson());
         assertTrue(opened.notice, opened.notice.contains("it belongs to another history file"));
-        assertArrayEquals(journal, Files.readAllBytes(UserHistoryFile.badJournal(path).toPath()));
+        assertArrayEquals(journal, Files.readAllBytes(kept(path, 1, "journal").toPath()));
         // A damaged snapshot takes its journal aside with it.
         HistoryStore s2 = new HistoryStore(path);
         s2.history().learnWord(null, "more");
@@ -190,8 +195,9 @@ public class HistoryJournalTest {
         Files.write(new File(path).toPath(), "not json".getBytes("UTF-8"));
         UserHistoryFile damaged = UserHistoryFile.open(path);
         assertEquals(0, damaged.history.numWords());
-        assertTrue(damaged.notice, damaged.notice.contains("kept aside as user.history.bad"));
-        assertTrue(damaged.notice, damaged.notice.contains("user.history.journal: it applies to the damaged file; kept aside as user.history.journal.bad (replacing an older one)"));
+        assertTrue(damaged.notice, damaged.notice.contains("kept aside as user.history.quarantine/2.history"));
+        assertTrue(damaged.notice, damaged.notice.contains("user.history.journal: it applies to the damaged file; kept aside as user.history.quarantine/2.journal"));
+        assertArrayEquals("the first kept journal is still there", journal, Files.readAllBytes(kept(path, 1, "journal").toPath()));
         // Foreign bytes where a journal should be.
         Files.write(UserHistoryFile.journal(path).toPath(), "hello".getBytes("UTF-8"));
         new UserHistory().save(path);

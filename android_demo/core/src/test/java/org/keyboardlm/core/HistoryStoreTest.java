@@ -2,7 +2,6 @@ package org.keyboardlm.core;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
-import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
@@ -106,9 +105,11 @@ public class HistoryStoreTest {
         Files.write(new File(store.path()).toPath(), "not json".getBytes("UTF-8"));
         assertEquals(0, store.history().numWords());
         assertTrue(store.notice(), store.notice().contains("kept aside"));
-        assertTrue(store.damagedCopy() != null);
+        assertEquals(1, store.keptCopies().size());
+        assertTrue(store.keptCopies().get(0).restorable);
         assertTrue(store.clear());
-        assertNull(store.damagedCopy());
+        assertTrue(store.keptCopies().isEmpty());
+        assertFalse(UserHistoryFile.quarantine(store.path()).exists());
     }
 
     @Test

@@ -139,7 +139,7 @@ public class UserHistoryTest {
         h.learn(Arrays.asList("a", "b", "c"));
         String good = h.toJson();
         String[][] cases = {{"true", "weight: True is not a number in [0, 1]"}, {"false", "weight: False is not a number"},
-                {"\"0.2\"", "weight: \"0.2\" is not a number in [0, 1]"}, {"1.5", "weight: 1.5 is not a number in [0, 1]"},
+                {"\"0.2\"", "weight: a string of 3 characters is not a number in [0, 1]"}, {"1.5", "weight: 1.5 is not a number in [0, 1]"},
                 {"-0.1", "weight: -0.1 is not a number in [0, 1]"}, {"2", "weight: 2 is not a number"},
                 {"NaN", "weight: NaN is not a number"}, {"Infinity", "weight: Infinity is not a number"},
                 {"[0.2]", "weight: a list is not a number"}, {"{}", "weight: an object is not a number"}};
@@ -301,7 +301,7 @@ public class UserHistoryTest {
             {"garbage", "not a keyboard_lm user history"},
             {"", "not a keyboard_lm user history"},
             {"[1, 2]", "not a keyboard_lm user history (format None)"},
-            {"{\"format\": \"other\"}", "not a keyboard_lm user history (format \"other\")"},
+            {"{\"format\": \"other\"}", "not a keyboard_lm user history (format a string of 5 characters)"},
             {good.substring(0, good.length() / 2), "not a keyboard_lm user history"},
             {good + "x", "not a keyboard_lm user history"},
             {good.replace("\"version\":1", "\"version\":2"), "user history version 2, this keyboard_lm reads 1"},
