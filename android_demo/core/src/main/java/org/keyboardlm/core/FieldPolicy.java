@@ -28,6 +28,11 @@ package org.keyboardlm.core;
  * <p>Words only the history knows (outside the model's vocabulary): {@link #mayShowHistoryWord}
  * shows one only after the user typed it at least twice (LatinIME and HeliBoard also require
  * repeats before a new word is suggested), and never while the device is locked.
+ *
+ * <p>The user and the lock screen: {@link #mayLearn(int, int, boolean)} adds the keyboard's
+ * "pause learning" setting to the field's rule, and {@link #mayUseHistory} keeps the history
+ * out of the strip and out of learning while the device is locked (the lock screen's strip is
+ * the model's alone: a passer-by sees nothing the user typed).
  */
 public final class FieldPolicy {
     private FieldPolicy() {}
@@ -119,6 +124,23 @@ public final class FieldPolicy {
     public static boolean mayLearn(int inputType, int imeOptions) {
         return mayPredict(inputType) && asksForCorrection(inputType)
                 && (imeOptions & IME_FLAG_NO_PERSONALIZED_LEARNING) == 0;
+    }
+
+    /**
+     * {@link #mayLearn(int, int)}, and the user has not paused learning (the keyboard's setting:
+     * with it on, nothing is learnt anywhere; suggestions still use what was learnt before).
+     */
+    public static boolean mayLearn(int inputType, int imeOptions, boolean learningPaused) {
+        return !learningPaused && mayLearn(inputType, imeOptions);
+    }
+
+    /**
+     * Whether the user history may shape the strip (re-rank the model's words, add its own) and
+     * learn: never while the device is locked ({@code KeyguardManager}), where anyone holding the
+     * phone sees the strip. {@link TextField} ranks with the model alone then.
+     */
+    public static boolean mayUseHistory(boolean deviceLocked) {
+        return !deviceLocked;
     }
 
     /**

@@ -54,8 +54,16 @@ import java.util.Set;
  * word followed by a comma is learnt when the space comes, a terminator finishes it at once.
  *
  * <p>Words only the history knows (outside the model's vocabulary) reach the strip only when
- * {@link FieldPolicy#mayShowHistoryWord} allows it: typed at least twice, and never while the
- * device is locked ({@link #setDeviceLocked}). The places they leave go to the next best words.
+ * {@link FieldPolicy#mayShowHistoryWord} allows it: typed at least twice. The places they leave
+ * go to the next best words.
+ *
+ * <p>The lock screen: while the device is locked ({@link #setDeviceLocked};
+ * {@link FieldPolicy#mayUseHistory}) the field ranks with a session that has no history at all:
+ * the strip is the model's alone (no word the history knows is shown or moved up), and nothing
+ * is learnt or unlearnt. The switch, either way, costs one replay of the sentence's chunk (at
+ * most seqLen steps), on the next update. Text typed while locked is treated as not typed by
+ * the keyboard ({@link TypedTail}): after the unlock none of it is learnt, not even as the
+ * previous word of a word typed then.
  *
  * <p>Finished sentences: in a field that learns, a sentence that a typed terminator ends (an
  * update that could learn its last words, as above) is kept, once per place, for
@@ -77,7 +85,15 @@ public final class TextField {
     public static final int MAX_FINISHED_SENTENCES = RecentSentences.CAPACITY;
 
     private final Predictor predictor;
-    private final Session session;
+    /** The user's history (null: none), and the session that ranks and learns with it. */
+    private final UserHistory history;
+    private final Session withHistory;
+    /** The session in use: {@link #withHistory}, or while locked one without a history (made then, dropped after). */
+    private Session session;
+    /** Whether {@link #session} is the lock screen's. */
+    private boolean usingLocked;
+    /** Whether the field learns (the last {@link #reset(boolean)} or {@link #setLearning}); never while locked. */
+    private boolean learn;
     /** The words of the current sentence the session has committed. */
     private final List<String> committed = new ArrayList<String>();
     /**
@@ -102,7 +118,7 @@ public final class TextField {
     private int stepsRun;
     /** The end of the text the keyboard itself typed: only words inside it are learnt. */
     private final TypedTail typed = new TypedTail();
-    /** Set from the service's thread: no word only the history knows is shown while true. */
+    /** Set from the service's thread: while true the strip ignores the history and nothing is learnt. */
     private volatile boolean deviceLocked;
 
     /** What the strip shows after an update. */
@@ -150,18 +166,23 @@ public final class TextField {
     /** A field whose strip also ranks by {@code history} (null: none), which learns what is typed. */
     public TextField(Predictor predictor, UserHistory history) {
         this.predictor = predictor;
-        this.session = predictor.session(history, history != null);
+        this.history = history;
+        this.learn = history != null;
+        this.withHistory = predictor.session(history, learn);
+        this.session = withHistory;
     }
 
     /** A new (or cleared) field; learns as the previous one did. */
     public void reset() {
-        reset(session.learning());
+        reset(learn);
     }
 
     /** A new field; {@code learn} false: nothing typed in it is learnt (a password field). */
     public void reset(boolean learn) {
+        this.learn = learn;
+        withHistory.setLearning(learn);
+        useSessionFor(deviceLocked);
         session.reset();
-        session.setLearning(learn);
         committed.clear();
         lastFinished = new ArrayList<String>();
         learntPlaces.clear();
@@ -176,22 +197,40 @@ public final class TextField {
 
     /**
      * True while the device is locked (the service sets it from {@code KeyguardManager}): the
-     * strip then shows no word only the user history knows. Safe to call from any thread.
+     * strip is then the model's alone and nothing is learnt (see the class comment), from the
+     * next update on. Safe to call from any thread.
      */
     public void setDeviceLocked(boolean locked) {
         deviceLocked = locked;
+    }
+
+    /**
+     * Ranking thread: use the session the lock state calls for; on a switch the new one starts
+     * from the sentence's start (the next update replays its chunk: {@link #committed} cleared).
+     */
+    private void useSessionFor(boolean locked) {
+        boolean lockScreen = history != null && !FieldPolicy.mayUseHistory(locked);
+        if (lockScreen == usingLocked) return;
+        usingLocked = lockScreen;
+        session = lockScreen ? predictor.session(null, false) : withHistory;
+        session.reset();
+        committed.clear();
     }
 
     public boolean deviceLocked() {
         return deviceLocked;
     }
 
-    /** Learn (or not) from now on, in the same field (its type changed). */
+    /** Learn (or not) from now on, in the same field (its type changed); never while the device is locked. */
     public void setLearning(boolean learn) {
-        session.setLearning(learn);
+        this.learn = learn;
+        withHistory.setLearning(learn);
     }
 
-    /** The session this field drives (read-only use: suggestions, counters). */
+    /**
+     * The session this field drives (read-only use: suggestions, counters): while the device is
+     * locked, one without a history.
+     */
     public Session session() {
         return session;
     }
@@ -214,7 +253,9 @@ public final class TextField {
     public Strip update(String textBeforeCursor, boolean byKeyboard) {
         if (textBeforeCursor == null) throw new IllegalArgumentException("textBeforeCursor must not be null");
         learntNow.clear();
-        typed.next(textBeforeCursor, byKeyboard);
+        useSessionFor(deviceLocked);
+        // Text typed on the lock screen never joins the typed tail: not learnt, nor a previous word, after the unlock.
+        typed.next(textBeforeCursor, byKeyboard && !usingLocked);
         String typing = wordBeingTyped(textBeforeCursor);
         // scanChunks(text before the word being typed, typed.start()), with its chunks reused
         // from the last update, and only its tail flattened: see splitChunks and tailItems.
@@ -225,7 +266,7 @@ public final class TextField {
         int lastEnd = -1;
         for (int i = 0; i < items.size(); i++) if (items.get(i).end) lastEnd = i;
         List<TextSpec.Item> sentence = items.subList(lastEnd + 1, items.size());
-        if (byKeyboard && lastText != null && textBeforeCursor.length() < lastText.length() && !notFinal.isEmpty()) {
+        if (byKeyboard && !usingLocked && lastText != null && textBeforeCursor.length() < lastText.length() && !notFinal.isEmpty()) {
             unlearnDeleted(items, typing);
         }
         lastText = textBeforeCursor;
@@ -364,8 +405,7 @@ public final class TextField {
      * enough are left or there are no more.
      */
     private List<Suggestion> rank(String typing) {
-        UserHistory history = session.userHistory();
-        boolean locked = deviceLocked;
+        UserHistory history = session.userHistory();  // null while locked: the model's strip alone
         for (int k = SLOTS; ; k *= 2) {
             List<Suggestion> all = typing.isEmpty() ? session.suggestions(k) : session.complete(typing, k);
             if (history == null) return all;
@@ -376,7 +416,7 @@ public final class TextField {
                     typedWord = s;
                     continue;
                 }
-                if (s.id < 0 && !FieldPolicy.mayShowHistoryWord(history.count(s.word), locked)) continue;
+                if (s.id < 0 && !FieldPolicy.mayShowHistoryWord(history.count(s.word), false)) continue;
                 shown.add(s);
                 if (shown.size() == SLOTS) break;
             }
@@ -552,7 +592,7 @@ public final class TextField {
         if ((kinds.get(i) & LEARNABLE) == 0 || !remember(place)) return;
         String prev = i == 0 || (kinds.get(i - 1) & LEARNABLE) == 0 ? null : sentence.get(i - 1);
         if (session.learn(prev, sentence.get(i))) {
-            Learnt learnt = new Learnt(prev, sentence.get(i), session.userHistory().clock(), place);
+            Learnt learnt = new Learnt(prev, sentence.get(i), history.clock(), history.epoch(), place);
             learntNow.add(learnt);
             notFinal.put(place, learnt);
             if (notFinal.size() > REMEMBERED_PLACES) {
@@ -623,8 +663,8 @@ public final class TextField {
         learnt.unlearnt = true;
         notFinal.remove(learnt.place);
         learntPlaces.remove(learnt.place);
-        UserHistory history = session.userHistory();
-        return history != null && history.unlearnWord(learnt.prev, learnt.word, learnt.clock);
+        // Cleared or replaced since (the settings screen): what it learnt is gone already.
+        return history != null && history.epoch() == learnt.epoch && history.unlearnWord(learnt.prev, learnt.word, learnt.clock);
     }
 
     /** One word an update learnt: the previous word (null: a sentence start), the word, the history's clock after it. */
@@ -632,14 +672,17 @@ public final class TextField {
         public final String prev;
         public final String word;
         final long clock;
+        /** The history's {@link UserHistory#epoch()} when it was learnt. */
+        final long epoch;
         final long place;
         /** Ranking thread: set once it was unlearnt, so it is never taken back twice. */
         boolean unlearnt;
 
-        Learnt(String prev, String word, long clock, long place) {
+        Learnt(String prev, String word, long clock, long epoch, long place) {
             this.prev = prev;
             this.word = word;
             this.clock = clock;
+            this.epoch = epoch;
             this.place = place;
         }
 
