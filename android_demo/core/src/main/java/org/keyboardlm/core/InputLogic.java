@@ -29,10 +29,20 @@ import java.util.Locale;
  * learnt).</li>
  * <li><b>Capitals.</b> Auto-caps follows the field's caps mode (its {@code inputType} flags,
  * computed on the cached window as {@code TextUtils.getCapsMode} does: no IPC); shift gives
- * one capital, and a shift while auto-caps is on turns it off for the next letter. A
- * suggestion takes the typed word's case ({@code HEL} -> {@code HELLO}, {@code Hel} ->
- * {@code Hello}) or, with nothing typed, the auto-caps of its place; the pronoun {@code i}
+ * one capital, and a shift while auto-caps is on turns it off for the next letter; a double
+ * tap on shift locks capitals until the next tap ({@link ShiftKey}). A suggestion takes the
+ * typed word's case ({@code HEL} -> {@code HELLO}, {@code Hel} -> {@code Hello}; all capitals
+ * under caps lock) or, with nothing typed, the auto-caps of its place; the pronoun {@code i}
  * ({@code i'm}, ...) is written {@code I} (English), typed or tapped.</li>
+ * <li><b>Double-space period.</b> A space typed within {@link #DOUBLE_SPACE_PERIOD_MILLIS} of a
+ * typed space, with no other key between, turns {@code word  } into {@code word. } when the
+ * character before the first space may end a sentence: a letter or digit, a closing quote or
+ * bracket, {@code +}, {@code %} or a symbol such as an emoji, not a period (LatinIME's
+ * {@code tryPerformDoubleSpacePeriod} and {@code canBeFollowedByDoubleSpacePeriod}, its 1,100 ms
+ * timeout). Only in fields the keyboard reads (where it predicts), so never in a password.</li>
+ * <li><b>Layouts.</b> {@link #layout()}: the field's ({@link #layoutFor}: letters, numbers, a date
+ * and time pad with {@code /} and {@code :}, a phone pad), and the symbols the mode key toggles
+ * to and back ({@link #toggleSymbols()}).</li>
  * <li><b>Strips tied to their text.</b> Every change of the text takes a new sequence number;
  * a strip is shown only for the text it was ranked on, and a tap or long press acts only on
  * such a strip (a tap on one that has not caught up does nothing).</li>
@@ -43,7 +53,10 @@ import java.util.Locale;
  * <li><b>Fields.</b> {@link #startInput} runs for every field, with or without the input view
  * (a hardware keyboard); the field's text is read only once its view starts and only where
  * {@link FieldPolicy#mayPredict} allows it. In other fields the keys go straight to the editor
- * and nothing is read.</li>
+ * and nothing is read. Learning follows {@link FieldPolicy#mayLearn(int, int, boolean)} with the
+ * user's "pause learning" setting ({@link #setLearningPaused}).</li>
+ * <li><b>The lock screen.</b> While the device is locked the ranker's field uses no history
+ * ({@link TextField}: no re-ranking, no learning) and a long press removes nothing.</li>
  * </ul>
  */
 public final class InputLogic {
@@ -51,11 +64,16 @@ public final class InputLogic {
     public static final int WINDOW = 1000;
     /** Units read after the cursor to find the rest of the word the cursor is in. */
     static final int WORD_AFTER = 48;
-    /** Keyboard layouts: letters, symbols, numbers (number, date and time fields), a phone pad. */
+    /** Keyboard layouts: letters, symbols, numbers, a phone pad, a date and time pad. */
     public static final int LAYOUT_TEXT = 0;
     public static final int LAYOUT_SYMBOLS = 1;
     public static final int LAYOUT_NUMBER = 2;
     public static final int LAYOUT_PHONE = 3;
+    public static final int LAYOUT_DATETIME = 4;
+    /** A key's time when the caller has none: no double tap, no double-space period. */
+    public static final long NO_TIME = Long.MIN_VALUE;
+    /** A second space within this many milliseconds of a typed space makes a period (LatinIME's timeout). */
+    public static final long DOUBLE_SPACE_PERIOD_MILLIS = 1100;
     /** Selection updates the keyboard's own edits are expected to cause, at most. */
     private static final int MAX_EXPECTED = 32;
 
@@ -81,8 +99,14 @@ public final class InputLogic {
     private boolean composing;
     private String wordAfter = "";
     private boolean phantomSpace;
-    private boolean shiftOnce;
-    private boolean noAutoCaps;
+    private final ShiftKey shift = new ShiftKey();
+    /** When the last key, a typed space, came ({@link #NO_TIME}: the last key was something else). */
+    private long spaceAt = NO_TIME;
+    private boolean locked;
+    private boolean learningPaused;
+    private int layout = LAYOUT_TEXT;
+    /** The layout the symbols toggle back to. */
+    private int fieldLayout = LAYOUT_TEXT;
     private int seq;
     private String[] strip = new String[TextField.SLOTS];
     private int stripSeq = -1;
@@ -136,19 +160,24 @@ public final class InputLogic {
         composing = false;
         wordAfter = "";
         phantomSpace = false;
-        shiftOnce = false;
-        noAutoCaps = false;
+        shift.reset();
+        spaceAt = NO_TIME;
+        this.locked = locked;
+        fieldLayout = layoutFor(inputType);
+        layout = fieldLayout;
         lastPick = null;
         expected.clear();
         seq++;
         clearStrip();
-        ranker.startField(fieldNumber, FieldPolicy.mayLearn(inputType, imeOptions), locked);
+        // The lock screen is TextField's to enforce: a field opened locked learns once unlocked.
+        ranker.startField(fieldNumber, FieldPolicy.mayLearn(inputType, imeOptions, learningPaused), locked);
         listener.onStateChanged();
     }
 
     /** The input view shows the field: its text is read (where the keyboard predicts) and ranked, never learnt. */
     public void startInputView(boolean locked) {
         viewShown = true;
+        this.locked = locked;
         ranker.setDeviceLocked(locked);
         if (predicting) reloadAndRank(false);
         listener.onStateChanged();
@@ -180,12 +209,40 @@ public final class InputLogic {
         before = null;
     }
 
-    /** The layout for a field: numbers for number and date/time fields, a phone pad for phone fields, else letters. */
+    /**
+     * The user's "pause learning" setting: while true no field learns (suggestions still use the
+     * history). It applies from the next field ({@link #startInput}).
+     */
+    public void setLearningPaused(boolean paused) {
+        learningPaused = paused;
+    }
+
+    public boolean learningPaused() {
+        return learningPaused;
+    }
+
+    /** The layout the keyboard shows: the field's ({@link #layoutFor}) or {@link #LAYOUT_SYMBOLS}. */
+    public int layout() {
+        return layout;
+    }
+
+    /** The mode key ({@code ?123} / {@code ABC}): to the symbols, and back to the field's layout. */
+    public void toggleSymbols() {
+        layout = layout == LAYOUT_SYMBOLS ? fieldLayout : LAYOUT_SYMBOLS;
+        listener.onStateChanged();
+    }
+
+    /**
+     * The layout for a field: numbers for number fields, a date and time pad ({@code /},
+     * {@code :} and the mode key to the symbols) for date/time fields, a phone pad for phone
+     * fields, else letters.
+     */
     public static int layoutFor(int inputType) {
         switch (inputType & FieldPolicy.TYPE_MASK_CLASS) {
             case FieldPolicy.TYPE_CLASS_NUMBER:
-            case FieldPolicy.TYPE_CLASS_DATETIME:
                 return LAYOUT_NUMBER;
+            case FieldPolicy.TYPE_CLASS_DATETIME:
+                return LAYOUT_DATETIME;
             case FieldPolicy.TYPE_CLASS_PHONE:
                 return LAYOUT_PHONE;
             default:
@@ -213,6 +270,7 @@ public final class InputLogic {
             }
         }
         expected.clear();
+        spaceAt = NO_TIME;  // the cursor moved: a space after this is no second space
         selStart = newSelStart;
         selEnd = newSelEnd;
         if (!predicting || !viewShown || editor == null) {
@@ -258,14 +316,24 @@ public final class InputLogic {
 
     // -- keys --------------------------------------------------------------------------------
 
-    /** A character key ({@code codePoint} as the layout has it, lowercase for letters; shift and auto-caps apply). */
+    /** {@link #type(int, long)} with no time: never a double-space period. */
     public void type(int codePoint) {
+        type(codePoint, NO_TIME);
+    }
+
+    /**
+     * A character key ({@code codePoint} as the layout has it, lowercase for letters; shift,
+     * caps lock and auto-caps apply), pressed at {@code time} (milliseconds on the caller's
+     * clock, {@link #NO_TIME} when unknown): a space there may make a double-space period.
+     */
+    public void type(int codePoint, long time) {
         if (editor == null) return;
+        long lastSpace = spaceAt;
+        spaceAt = NO_TIME;
         String s = new String(Character.toChars(codePoint));
         boolean letter = TextSpec.isWordChar(codePoint) || (isApostrophe(codePoint) && composing);
         if (letter && shifted()) s = s.toUpperCase(Locale.ROOT);
-        shiftOnce = false;
-        noAutoCaps = false;
+        shift.spent();
         if (!predicting || before == null) {
             editor.commitText(s, 1);
             if (selStart >= 0) selStart = selEnd = selStart + s.length();
@@ -296,25 +364,60 @@ public final class InputLogic {
             } else {
                 editor.commitText(s, 1);
             }
+        } else if (codePoint == ' ' && doubleSpacePeriod(lastSpace, time)) {
+            editor.deleteSurroundingText(1, 0);
+            cut(1);
+            editor.commitText(". ", 1);
+            s = ". ";  // and the countdown stays off: a third space is a space
         } else {
             if (composing) finishWord();
             if (phantomSpace && codePoint != ' ' && !yieldsToPhantomSpace(codePoint)) insertPhantomSpace();
             phantomSpace = false;
             editor.commitText(s, 1);
+            if (codePoint == ' ' && time != NO_TIME) spaceAt = time;
         }
         editor.endBatchEdit();
         edited(s);
     }
 
-    /** The shift key: one capital, or, while auto-caps would give one, none. */
+    /**
+     * Whether a space at {@code time} makes the period: the last key was a typed space at
+     * {@code lastSpace}, less than {@link #DOUBLE_SPACE_PERIOD_MILLIS} before, and the text ends
+     * with that space after a character {@link #canEndBeforeDoubleSpace} accepts.
+     */
+    private boolean doubleSpacePeriod(long lastSpace, long time) {
+        if (lastSpace == NO_TIME || time == NO_TIME || time - lastSpace < 0 || time - lastSpace >= DOUBLE_SPACE_PERIOD_MILLIS) return false;
+        if (composing || phantomSpace || before.length() < 2 || before.charAt(before.length() - 1) != ' ') return false;
+        return canEndBeforeDoubleSpace(before.codePointBefore(before.length() - 1));
+    }
+
+    /**
+     * A character a double-space period may follow (LatinIME's {@code canBeFollowedByDoubleSpacePeriod}):
+     * a letter or digit, a quote, a closing bracket, {@code +}, {@code %}, or a symbol such as an
+     * emoji; not a period or other punctuation.
+     */
+    static boolean canEndBeforeDoubleSpace(int cp) {
+        return Character.isLetterOrDigit(cp) || "'\")]}>+%".indexOf(cp) >= 0 || Character.getType(cp) == Character.OTHER_SYMBOL;
+    }
+
+    /** {@link #shift(long)} with no time: never a double tap. */
     public void shift() {
-        if (shifted()) {
-            shiftOnce = false;
-            noAutoCaps = true;
-        } else {
-            shiftOnce = true;
-        }
+        shift(NO_TIME);
+    }
+
+    /**
+     * The shift key at {@code time} (the caller's clock, {@link #NO_TIME} when unknown): one
+     * capital, or, while auto-caps would give one, none; a second tap within
+     * {@code ShiftKey.DOUBLE_TAP_MILLIS} locks capitals, and a tap under caps lock unlocks.
+     */
+    public void shift(long time) {
+        shift.tap(time, autoCaps());
         listener.onStateChanged();
+    }
+
+    /** True while caps lock is on (the keyboard draws its shift key locked). */
+    public boolean capsLocked() {
+        return shift.locked();
     }
 
     /**
@@ -323,8 +426,8 @@ public final class InputLogic {
      */
     public void delete() {
         if (editor == null) return;
-        shiftOnce = false;
-        noAutoCaps = false;
+        shift.spent();
+        spaceAt = NO_TIME;
         if (!predicting || before == null) {
             editor.sendDeleteKey();  // the editor knows its text; the keyboard does not read it here
             return;
@@ -391,7 +494,7 @@ public final class InputLogic {
         if (word == null) return false;
         String wb = wordBeforeCursor();
         String typed = composing ? wb + wordAfter : wb;
-        String cased = applyCase(word, typed, typed.isEmpty() && autoCaps());
+        String cased = capsLocked() ? word.toUpperCase(Locale.ROOT) : applyCase(word, typed, typed.isEmpty() && autoCaps());
         String prefix = "";
         boolean phantomBefore = phantomSpace;
         editor.beginBatchEdit();
@@ -408,8 +511,8 @@ public final class InputLogic {
         cut(wb.length());
         composing = false;
         wordAfter = "";
-        shiftOnce = false;
-        noAutoCaps = false;
+        shift.spent();
+        spaceAt = NO_TIME;
         phantomSpace = true;
         edited(prefix + cased);
         lastPick = new Pick(seq, word, typed, prefix + cased, phantomBefore);
@@ -418,11 +521,11 @@ public final class InputLogic {
 
     /**
      * A long press on slot {@code slot}: the word leaves the user history and the strip is
-     * ranked again. False when the slot is empty or the strip is stale.
+     * ranked again. False when the slot is empty or the strip is stale, and on the lock screen.
      */
     public boolean removeSuggestion(int slot) {
         String word = currentSlot(slot);
-        if (word == null) return false;
+        if (word == null || locked) return false;  // the lock screen changes nothing of the history
         strip[slot] = null;
         ranker.removeWord(word, seq);
         listener.onStateChanged();
@@ -444,7 +547,9 @@ public final class InputLogic {
         String wb = wordBeforeCursor();
         String typed = composing ? wb + wordAfter : wb;
         boolean caps = typed.isEmpty() && autoCaps();
-        for (int i = 0; i < out.length; i++) if (strip[i] != null) out[i] = applyCase(strip[i], typed, caps);
+        for (int i = 0; i < out.length; i++) {
+            if (strip[i] != null) out[i] = capsLocked() ? strip[i].toUpperCase(Locale.ROOT) : applyCase(strip[i], typed, caps);
+        }
         return out;
     }
 
@@ -463,9 +568,9 @@ public final class InputLogic {
         return predicting;
     }
 
-    /** True when the next letter is a capital (shift, or the field's caps mode at the cursor). */
+    /** True when the next letter is a capital (shift, caps lock, or the field's caps mode at the cursor). */
     public boolean shifted() {
-        return shiftOnce || (!noAutoCaps && autoCaps());
+        return shift.shifted(autoCaps());
     }
 
     /** The number of the current text (for tests). */

@@ -528,7 +528,7 @@ public class InputLogicTest {
     public void theLayoutFollowsTheFieldClass() {
         assertEquals(InputLogic.LAYOUT_TEXT, InputLogic.layoutFor(TEXT));
         assertEquals(InputLogic.LAYOUT_NUMBER, InputLogic.layoutFor(FieldPolicy.TYPE_CLASS_NUMBER));
-        assertEquals(InputLogic.LAYOUT_NUMBER, InputLogic.layoutFor(FieldPolicy.TYPE_CLASS_DATETIME));
+        assertEquals(InputLogic.LAYOUT_DATETIME, InputLogic.layoutFor(FieldPolicy.TYPE_CLASS_DATETIME));
         assertEquals(InputLogic.LAYOUT_PHONE, InputLogic.layoutFor(FieldPolicy.TYPE_CLASS_PHONE));
         assertEquals(InputLogic.LAYOUT_TEXT, InputLogic.layoutFor(FieldPolicy.TYPE_CLASS_TEXT | FieldPolicy.TYPE_TEXT_VARIATION_EMAIL_ADDRESS));
     }
