@@ -12,7 +12,9 @@ import android.os.HandlerThread;
 import android.os.IBinder;
 import android.os.Looper;
 import android.os.Process;
+import android.os.SystemClock;
 import android.util.Log;
+import android.view.HapticFeedbackConstants;
 import android.view.View;
 import android.view.inputmethod.EditorInfo;
 import android.view.inputmethod.InputConnection;
@@ -46,6 +48,7 @@ import org.keyboardlm.core.RecentSentences;
 import org.keyboardlm.core.Session;
 import org.keyboardlm.core.StripRanker;
 import org.keyboardlm.core.UserHistory;
+import org.keyboardlm.core.UserHistoryException;
 import org.keyboardlm.core.android.InputConnectionEditor;
 
 /**
@@ -57,9 +60,15 @@ import org.keyboardlm.core.android.InputConnectionEditor;
  * working.
  *
  * <p>Threads: the UI thread (keys, the editor), the ranking thread ("kblm-ranking", default
- * priority: a strip is what the user waits for), and a background thread that saves the
- * history and chooses its weight only while the keyboard is idle (after the input view closed,
- * cancelled when it shows again before the work started).
+ * priority: a strip is what the user waits for), and a background thread that writes the
+ * history: at most {@link IdleSaver#DEFAULT_FLUSH_MILLIS} after it changed while the keyboard is
+ * in use (a journal append), and while the keyboard is idle (after the input view closed,
+ * cancelled when it shows again before the work started), where it also chooses its weight.
+ *
+ * <p>Logging: one line per failure, naming files and exception classes, never text: an
+ * exception's message is logged only when it is an {@code IOException} or the core's
+ * ({@link #describe}), whose messages name files and reasons only; the history's notice never
+ * quotes the file ({@code UserHistoryFile}).
  *
  * <p>The model: {@code assets/model.tflite} memory-mapped from the APK (stored uncompressed,
  * {@code aapt -0 tflite}), or a file pushed to the app's external files directory when its
@@ -96,11 +105,17 @@ public final class KeyboardService extends InputMethodService
     private Keyboard symbols;
     private Keyboard numbers;
     private Keyboard phone;
-    /** The layout of the current field (see {@link InputLogic#layoutFor}); symbols replace letters on the mode key. */
-    private int layout = InputLogic.LAYOUT_TEXT;
     /** A notice the strip shows instead of suggestions until the next key or tap (a damaged history file). */
     private String notice;
     private boolean noticeShown;
+    /** Set once the history was read, when the store has a notice (see {@link #showDamagedNotice}). */
+    private boolean historyProblem;
+    /** The settings, read when a field's view starts (see {@link KeyboardSettings}). */
+    private boolean previews;
+    private boolean haptics;
+    private Keyboard datetime;
+    /** Idle thread: the last save failure logged, so a failing save logs once, not at every flush. */
+    private String lastSaveFailure;
 
     @Override
     public void onCreate() {
@@ -126,6 +141,17 @@ public final class KeyboardService extends InputMethodService
             @Override
             public void run() {
                 whileIdle();
+            }
+        }, IdleSaver.DEFAULT_FLUSH_MILLIS, new Runnable() {
+            @Override
+            public void run() {
+                save();  // while typing: what changed, appended to the journal
+            }
+        });
+        store.setChangeListener(new Runnable() {
+            @Override
+            public void run() {
+                saver.changed();  // under the history's lock: only schedules
             }
         });
         ranker = new StripRanker(new Executor() {
@@ -166,6 +192,7 @@ public final class KeyboardService extends InputMethodService
     @Override
     public void onDestroy() {
         destroyed = true;
+        store.setChangeListener(null);
         rankingThread.quitSafely();
         // On the idle thread, after any work under way there: the last save, then the model is closed.
         saver.busy();
@@ -180,7 +207,7 @@ public final class KeyboardService extends InputMethodService
                 try {
                     store.close();  // the last save, as one snapshot (the journal folded in)
                 } catch (IOException | RuntimeException e) {
-                    Log.w(TAG, "cannot save the user history: " + e.getMessage());
+                    Log.w(TAG, "cannot save the user history: " + describe(e));
                 }
                 Predictor p = predictor;
                 if (p != null) p.close();
@@ -198,7 +225,8 @@ public final class KeyboardService extends InputMethodService
             ModelFile model = pushedModel();
             if (model == null) model = assetModel();
             UserHistory history = store.history();  // never throws: a damaged file is kept aside
-            if (store.notice() != null) Log.w(TAG, store.notice());
+            final boolean problem = store.notice() != null;
+            if (problem) Log.w(TAG, store.notice());  // files and reasons, never their content
             Predictor p = new Predictor(model, blocklist());
             recent = store.recentSentences();
             predictor = p;
@@ -206,6 +234,7 @@ public final class KeyboardService extends InputMethodService
             ui.post(new Runnable() {
                 @Override
                 public void run() {
+                    historyProblem = problem;
                     showDamagedNotice();  // the history was just read: a damaged file is kept aside now
                     logic.refresh();
                 }
@@ -216,7 +245,7 @@ public final class KeyboardService extends InputMethodService
         } catch (IOException e) {
             error = "assets/" + MODEL + ": " + e.getMessage();
         } catch (RuntimeException | OutOfMemoryError e) {
-            error = "cannot load the model: " + e;
+            error = "cannot load the model: " + e.getClass().getName();
         }
         ranker.loadFailed(error);
         ui.post(new Runnable() {
@@ -278,7 +307,7 @@ public final class KeyboardService extends InputMethodService
             }
             return ModelFile.fromBytes(pushed.getPath(), bytes);
         } catch (IOException | ModelFileException | RuntimeException | OutOfMemoryError e) {
-            Log.w(TAG, pushed.getPath() + ": not used (" + e.getMessage() + "); using assets/" + MODEL);
+            Log.w(TAG, pushed.getPath() + ": not used (" + describe(e) + "); using assets/" + MODEL);
             return null;
         }
     }
@@ -318,20 +347,34 @@ public final class KeyboardService extends InputMethodService
         if (!destroyed && p != null && r != null && r.due()) {
             try {
                 Session.HistoryWeightChoice choice = r.chooseIfDue(p);
-                if (choice != null) Log.i(TAG, choice.toString());  // the weight and hit counts only, no text
+                if (choice != null) Log.i(TAG, "history weight: " + choice);  // the weight and hit counts only, no text
             } catch (RuntimeException | OutOfMemoryError e) {
-                Log.w(TAG, "cannot choose the history weight: " + e);
+                Log.w(TAG, "cannot choose the history weight: " + describe(e));
             }
         }
         save();
     }
 
+    /** Idle thread: write what changed (a journal append); a failure is logged once until it changes. */
     private void save() {
         try {
             store.save();  // only if something changed: appended to the journal; learning never waits for the disk
+            lastSaveFailure = null;
         } catch (IOException | RuntimeException e) {
-            Log.w(TAG, "cannot save the user history: " + e.getMessage());
+            String why = describe(e);
+            if (!why.equals(lastSaveFailure)) Log.w(TAG, "cannot save the user history: " + why);
+            lastSaveFailure = why;
         }
+    }
+
+    /**
+     * What a log line may say of a failure: the message of an I/O or a core exception (they name
+     * files and reasons, never what the user typed), else the exception's class alone, since a
+     * message from elsewhere could quote anything.
+     */
+    static String describe(Throwable e) {
+        boolean ours = e instanceof IOException || e instanceof ModelFileException || e instanceof UserHistoryException;
+        return ours && e.getMessage() != null ? e.getMessage() : e.getClass().getName();
     }
 
     // -- views (UI thread) -------------------------------------------------------------------
@@ -363,19 +406,20 @@ public final class KeyboardService extends InputMethodService
         symbols = new Keyboard(this, R.xml.symbols);
         numbers = new Keyboard(this, R.xml.numbers);
         phone = new Keyboard(this, R.xml.phone);
-        keyboardView.setPreviewEnabled(false);
+        datetime = new Keyboard(this, R.xml.datetime);
+        keyboardView.setPreviewEnabled(false);  // per key, in onPress
         keyboardView.setOnKeyboardActionListener(this);
-        showLayout(layout);
+        showLayout(logic.layout());
         render();  // what the keyboard showed before (a rotation): no "loading" once the model is loaded
         return v;
     }
 
     private void showLayout(int which) {
-        layout = which;
         if (keyboardView == null) return;
         Keyboard k = which == InputLogic.LAYOUT_SYMBOLS ? symbols
                 : which == InputLogic.LAYOUT_NUMBER ? numbers
-                : which == InputLogic.LAYOUT_PHONE ? phone : letters;
+                : which == InputLogic.LAYOUT_PHONE ? phone
+                : which == InputLogic.LAYOUT_DATETIME ? datetime : letters;
         if (keyboardView.getKeyboard() != k) keyboardView.setKeyboard(k);
     }
 
@@ -396,19 +440,29 @@ public final class KeyboardService extends InputMethodService
             String text = message != null ? (i == 1 ? message : "") : words[i];
             slots[i].setText(text == null ? "" : text);
         }
-        if (keyboardView.getKeyboard() == letters && letters.isShifted() != logic.shifted()) {
-            letters.setShifted(logic.shifted());
-            keyboardView.invalidateAllKeys();
+        showLayout(logic.layout());
+        if (keyboardView.getKeyboard() == letters) {
+            int index = letters.getShiftKeyIndex();
+            Keyboard.Key shiftKey = index >= 0 ? letters.getKeys().get(index) : null;
+            String label = logic.capsLocked() ? "\u21ea" : "\u21e7";  // caps lock, shift
+            boolean relabel = shiftKey != null && (shiftKey.label == null || !label.contentEquals(shiftKey.label));
+            if (relabel) shiftKey.label = label;
+            if (letters.isShifted() != logic.shifted() || relabel) {
+                letters.setShifted(logic.shifted());
+                keyboardView.invalidateAllKeys();
+            }
         }
     }
 
-    /** UI thread: once per process, while a damaged history file is kept aside, the strip says so until the next key or tap. */
+    /**
+     * UI thread: once per process, when the history read was not used as it was (a damaged file
+     * kept aside, a file that could not be read), the strip says so until the next key or tap and
+     * points to the setup screen, which says what happened and can restore a kept copy.
+     */
     private void showDamagedNotice() {
-        if (noticeShown || !logic.predicting()) return;  // shown with the next field that has a strip
-        File bad = store.damagedCopy();
-        if (bad == null) return;
+        if (noticeShown || !historyProblem || !logic.predicting()) return;  // shown with the next field that has a strip
         noticeShown = true;
-        notice = getString(R.string.history_damaged, bad.getName());
+        notice = getString(R.string.history_problem);
         render();
     }
 
@@ -435,16 +489,19 @@ public final class KeyboardService extends InputMethodService
     public void onStartInput(EditorInfo info, boolean restarting) {
         super.onStartInput(info, restarting);
         int inputType = info == null ? 0 : info.inputType;
+        logic.setLearningPaused(KeyboardSettings.learningPaused(this));
         logic.startInput(new InputConnectionEditor(this), inputType, info == null ? 0 : info.imeOptions,
                 info == null ? -1 : info.initialSelStart, info == null ? -1 : info.initialSelEnd, deviceLocked());
-        showLayout(InputLogic.layoutFor(inputType));
+        showLayout(logic.layout());
     }
 
     @Override
     public void onStartInputView(EditorInfo info, boolean restarting) {
         super.onStartInputView(info, restarting);
         saver.busy();
-        showLayout(layout);
+        previews = KeyboardSettings.keyPreviews(this);
+        haptics = KeyboardSettings.haptics(this);
+        showLayout(logic.layout());
         logic.startInputView(deviceLocked());
         showDamagedNotice();
     }
@@ -473,12 +530,11 @@ public final class KeyboardService extends InputMethodService
     public void onKey(int code, int[] codes) {
         dismissNotice();
         if (code == Keyboard.KEYCODE_SHIFT) {
-            logic.shift();
+            logic.shift(SystemClock.uptimeMillis());  // a double tap locks capitals
         } else if (code == Keyboard.KEYCODE_DELETE) {
             logic.delete();
         } else if (code == Keyboard.KEYCODE_MODE_CHANGE) {
-            showLayout(layout == InputLogic.LAYOUT_SYMBOLS ? InputLogic.LAYOUT_TEXT : InputLogic.LAYOUT_SYMBOLS);
-            render();
+            logic.toggleSymbols();  // redrawn through onStateChanged
         } else if (code == KEYCODE_SWITCH_KEYBOARD) {
             switchKeyboard();
         } else if (code == '\n') {
@@ -493,7 +549,7 @@ public final class KeyboardService extends InputMethodService
                 logic.type('\n');
             }
         } else if (code > 0) {
-            logic.type(code);
+            logic.type(code, SystemClock.uptimeMillis());  // a second space soon after a first makes a period
         }
     }
 
@@ -516,8 +572,19 @@ public final class KeyboardService extends InputMethodService
         }
     }
 
+    /**
+     * A key goes down (before its preview would show): a short vibration, and the preview only
+     * for keys that type a visible character (not space, enter, shift, delete or the mode keys),
+     * each as the settings say.
+     */
     @Override
     public void onPress(int primaryCode) {
+        if (keyboardView == null) return;
+        keyboardView.setPreviewEnabled(previews && primaryCode > ' ');
+        if (haptics) {
+            keyboardView.performHapticFeedback(HapticFeedbackConstants.KEYBOARD_TAP,
+                    HapticFeedbackConstants.FLAG_IGNORE_GLOBAL_SETTING);  // the keyboard's own setting decides
+        }
     }
 
     @Override
