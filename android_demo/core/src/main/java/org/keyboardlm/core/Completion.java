@@ -51,17 +51,14 @@ final class Completion {
         return best;
     }
 
-    /** The cover of {@link #typos} ({@link TypoIndex#cover}): segments {lo, hi} and their factors, once computed. */
-    private volatile Object[] cover;
+    /** The cover of {@link #typos} ({@link TypoIndex#cover}), once computed. */
+    private volatile TypoCover cover;
 
-    /** {segments, factors} of {@link TypoIndex#cover} for this completion, computed at the first call. */
-    @SuppressWarnings("unchecked")
-    Object[] cover() {
-        Object[] c = cover;
+    /** The disjoint ranges of words this completion ranks and their factors ({@link TypoIndex#cover}), computed at the first call. */
+    TypoCover cover() {
+        TypoCover c = cover;
         if (c == null) {  // two threads may both compute it: the same answer
-            List<Double> factors = new ArrayList<Double>();
-            List<int[]> segments = index.cover(typed, typos, factors);
-            c = new Object[] {segments, factors};
+            c = index.cover(typed, typos);
             cover = c;
         }
         return c;

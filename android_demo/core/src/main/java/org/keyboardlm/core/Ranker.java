@@ -151,7 +151,7 @@ final class Ranker {
             sortedWords[k] = cps[order[k]];
             sortedPosition[order[k]] = k;
         }
-        typoIndex = typos == null ? null : new TypoIndex(sortedWords);
+        typoIndex = typos == null ? null : new TypoIndex(sortedWords, typos);
     }
 
     // -- what may be suggested ---------------------------------------------------------------
@@ -242,6 +242,13 @@ final class Ranker {
         return c;
     }
 
+    /** Forgets the completions of the letters typed so far (a benchmark's pass starts from none; the index stays). */
+    void forgetTyped() {
+        synchronized (typedCache) {
+            typedCache.clear();
+        }
+    }
+
     /** The letters of a typo prefix. */
     String typoText(TypoIndex.Prefix p) {
         return typoIndex.text(p);
@@ -266,33 +273,14 @@ final class Ranker {
      */
     List<Suggestion> topWeighted(float[] logProbs, Completion c, int k) {
         if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
-        Object[] cover = c.cover();
-        @SuppressWarnings("unchecked")
-        List<int[]> segments = (List<int[]>) cover[0];
-        @SuppressWarnings("unchecked")
-        List<Double> factors = (List<Double>) cover[1];
+        TypoCover cover = c.cover();
         int[] best = new int[k];
         double[] keys = new double[k];
         double[] bestFactor = new double[k];
         int n = 0;
-        for (int s = 0; s < segments.size(); s++) {
-            double f = factors.get(s);
-            double logF = typos.log(f);
-            for (int i = segments.get(s)[0]; i < segments.get(s)[1]; i++) {
-                int id = sortedIds[i];
-                double key = (double) logProbs[id] + logF;
-                if (n == k && !before(key, id, keys[n - 1], best[n - 1])) continue;
-                int j = n < k ? n++ : n - 1;
-                while (j > 0 && before(key, id, keys[j - 1], best[j - 1])) {
-                    best[j] = best[j - 1];
-                    keys[j] = keys[j - 1];
-                    bestFactor[j] = bestFactor[j - 1];
-                    j--;
-                }
-                best[j] = id;
-                keys[j] = key;
-                bestFactor[j] = f;
-            }
+        for (int s = 0; s < cover.size; s++) {
+            double f = cover.factor[s];
+            n = scan(logProbs, sortedIds, cover.lo[s], cover.hi[s], typos.log(f), f, n, best, keys, bestFactor);
         }
         List<Suggestion> out = new ArrayList<Suggestion>(n);
         for (int i = 0; i < n; i++) {
@@ -300,6 +288,34 @@ final class Ranker {
             out.add(new Suggestion(vocab.tokenOf(best[i]), best[i], logProb, bestFactor[i] * modelProbability(logProb)));
         }
         return out;
+    }
+
+    /**
+     * Keeps in {@code best[0, n)} the best ids of {@code ids[from, to)} and those already there, by
+     * {@code key = ln p_m + logF} descending in double precision (ties by id ascending, NaN last),
+     * with their keys and factor f; returns the new count, at most {@code best.length}. The one
+     * scan every completion and suggestion runs (a float log-prob plus 0 is the same double, in the
+     * same order), so that the JIT compiles it once for all of them.
+     */
+    private static int scan(float[] logProbs, int[] ids, int from, int to, double logF, double f, int n, int[] best,
+                            double[] keys, double[] factors) {
+        int k = best.length;
+        for (int i = from; i < to; i++) {
+            int id = ids[i];
+            double key = (double) logProbs[id] + logF;
+            if (n == k && !before(key, id, keys[n - 1], best[n - 1])) continue;
+            int j = n < k ? n++ : n - 1;
+            while (j > 0 && before(key, id, keys[j - 1], best[j - 1])) {
+                best[j] = best[j - 1];
+                keys[j] = keys[j - 1];
+                factors[j] = factors[j - 1];
+                j--;
+            }
+            best[j] = id;
+            keys[j] = key;
+            factors[j] = f;
+        }
+        return n;
     }
 
     private static boolean before(double x, int a, double y, int b) {
@@ -335,33 +351,13 @@ final class Ranker {
 
     private List<Suggestion> top(float[] logProbs, int[] ids, int from, int to, int k) {
         if (k < 1) throw new IllegalArgumentException("k must be >= 1, got " + k);
-        int[] best = new int[Math.min(k, to - from)];
-        if (best.length == 0) return new ArrayList<Suggestion>();
-        int n = 0;
-        for (int i = from; i < to; i++) {
-            int id = ids[i];
-            if (n == best.length && !before(logProbs, id, best[n - 1])) continue;
-            int j = n < best.length ? n++ : n - 1;
-            while (j > 0 && before(logProbs, id, best[j - 1])) {
-                best[j] = best[j - 1];
-                j--;
-            }
-            best[j] = id;
-        }
+        int m = Math.min(k, to - from);
+        if (m <= 0) return new ArrayList<Suggestion>();
+        int[] best = new int[m];
+        int n = scan(logProbs, ids, from, to, 0.0, 1.0, 0, best, new double[m], new double[m]);
         List<Suggestion> out = new ArrayList<Suggestion>(n);
         for (int i = 0; i < n; i++) out.add(new Suggestion(vocab.tokenOf(best[i]), best[i], logProbs[best[i]]));
         return out;
-    }
-
-    private static boolean before(float[] logProbs, int a, int b) {
-        float x = logProbs[a];
-        float y = logProbs[b];
-        if (x != y) {
-            if (Float.isNaN(x)) return false;
-            if (Float.isNaN(y)) return true;
-            return x > y;
-        }
-        return a < b;
     }
 
     // -- the phrase table ---------------------------------------------------------------------------

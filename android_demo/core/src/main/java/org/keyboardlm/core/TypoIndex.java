@@ -17,13 +17,24 @@ import java.util.List;
  * after {@link #MAX_LETTERS}.
  *
  * <p>Built once per vocabulary (the {@link Ranker}'s suggestable words, in code point order, so
- * the words that start with a prefix are one range of them). Substitution and omission are looked
- * up in a deletion-neighbourhood index over prefixes (SymSpell, Garbe 2012) keyed by the position
- * deleted: every prefix p of 2 to {@code MAX_LETTERS + 1} letters is stored under (p without
- * letter j, j) for each j. Keys are 64-bit FNV-1a hashes of the code points and j, sorted with
- * their entry number in the low 24 bits; a hit is checked against the prefix's letters, so a
- * collision cannot add a candidate. About 12 bytes per key: 1.7 MB for the demo's 9,847 words.
- * Transposition and insertion are exact range lookups of t's own variants. Immutable.
+ * the words that start with a prefix are one range of them). Every prefix of 1 to
+ * {@code MAX_LETTERS + 1} letters is numbered once, with its range of words, and found by its
+ * letters in an open-addressing hash table: a lookup reads one or two slots, where a binary search
+ * over the words reads a dozen words scattered in the heap (a keystroke's lookups are cache misses,
+ * and those were most of its cost). Substitution and omission are looked up in a
+ * deletion-neighbourhood index over prefixes (SymSpell, Garbe 2012) keyed by the position deleted:
+ * every prefix p of 2 to {@code MAX_LETTERS + 1} letters is stored under (p without letter j, j)
+ * for each j, so one lookup of t without letter i gives every prefix that differs from t in letter
+ * i alone, by a neighbouring key or a far one. Keys are 64-bit FNV-1a hashes of the code points and
+ * j (39 bits kept), sorted with their entry number in the low 24 bits and bucketed by their top
+ * bits; a hit is checked against the prefix's letters, so a collision cannot add a candidate.
+ * Transposition and insertion are exact lookups of t's own variants.
+ *
+ * <p>Built for a {@link TypoModel}, the index also stores the candidates of every prefix of the
+ * vocabulary of {@link TypoModel#minLetters} to {@link #MAX_LETTERS} letters (4 bytes a
+ * candidate, 2.3 candidates a prefix): the letters a user types are mostly such prefixes, and a
+ * keystroke then reads their list, the one {@link #lookUp} gives, instead of a dozen lookups.
+ * Immutable.
  */
 final class TypoIndex {
     /** The longest typed word corrected (Python's MAX_LETTERS); the index holds prefixes one letter longer. */
@@ -35,8 +46,6 @@ final class TypoIndex {
     static final int NEIGHBOUR_DISTANCE_SQ = 25;
     private static final int[] KEY_X = new int[128];
     private static final int[] KEY_Y = new int[128];
-    /** Each letter's neighbours in alphabetical order. */
-    private static final int[][] NEIGHBOURS = new int[128][];
 
     static {
         Arrays.fill(KEY_X, -1000);
@@ -46,12 +55,6 @@ final class TypoIndex {
                 KEY_X[c] = 4 * col + ROW_SHIFT[row];
                 KEY_Y[c] = 4 * row;
             }
-        }
-        for (int a = 0; a < 128; a++) {
-            List<Integer> near = new ArrayList<Integer>();
-            for (int b = 0; b < 128; b++) if (neighbours(a, b)) near.add(b);
-            NEIGHBOURS[a] = new int[near.size()];
-            for (int i = 0; i < near.size(); i++) NEIGHBOURS[a][i] = near.get(i);
         }
     }
 
@@ -86,48 +89,133 @@ final class TypoIndex {
         }
     };
 
+
     private static final long ENTRY_BITS = 24;
     private static final long ENTRY_MASK = (1L << ENTRY_BITS) - 1;
-    private static final long HASH_MASK = ~ENTRY_MASK;
+    /** The hash bits a deletion key keeps: the sign bit cleared, so that sorted keys are in bucket order. */
+    private static final long HASH_MASK = ~ENTRY_MASK & Long.MAX_VALUE;
+    private static final long TAG_MASK = 0xffffffff00000000L;
+    /** A stored candidate: its prefix number in the low bits, its slip's factor (an index of {@link #factors}) above. */
+    private static final int SLIP_SHIFT = 28;
 
     private final int[][] words;
-    /** Hash (high 40 bits) and entry number (low 24 bits), ascending. */
+    /** Prefix k: the first {@code prefixLength[k]} letters of word {@code prefixLo[k]}; words [lo, {@code prefixHi[k]}) start with it. */
+    private final int[] prefixLo;
+    private final int[] prefixHi;
+    private final byte[] prefixLength;
+    /** Open addressing, linear probing: (a prefix hash's high 32 bits << 32) | (k + 1); 0 is an empty slot. */
+    private final long[] prefixSlots;
+    /** Hash (39 bits) and entry number (low 24 bits), ascending. */
     private final long[] keys;
-    /** Entry number -> first word * 32 + length of the prefix stored. */
+    /** Entry number -> the prefix stored under it. */
     private final int[] postings;
+    /** The first key of each bucket (the keys' top bits above {@link #bucketShift}), one more at the end. */
+    private final int[] buckets;
+    private final int bucketShift;
+    /** The model whose candidates are stored (null: none); its factors, by slip. */
+    private final TypoModel model;
+    private final double[] factors;
+    /** Prefix k's stored candidates: {@code stored[storedStart[k] .. storedStart[k + 1])}, in {@link #ORDER}. */
+    private final int[] storedStart;
+    private final int[] stored;
 
-    /** {@code words}: the suggestable words' code points, in code point order (shared, never written). */
+    /** {@code words}: the suggestable words' code points, in code point order (shared, never written); no candidates stored. */
     TypoIndex(int[][] words) {
+        this(words, null);
+    }
+
+    /** As {@link #TypoIndex(int[][])}, storing the candidates {@code model} gives every prefix of the words (null: none). */
+    TypoIndex(int[][] words, TypoModel model) {
         this.words = words;
+        // The prefixes, numbered in code point order: word i holds those longer than what it shares with word i - 1.
+        int count = 0;
         int entries = 0;
         for (int i = 0; i < words.length; i++) {
-            for (int len = newFrom(i); len <= Math.min(words[i].length, MAX_LETTERS + 1); len++) entries += len;
+            for (int len = common(i - 1, i) + 1; len <= Math.min(words[i].length, MAX_LETTERS + 1); len++) {
+                count++;
+                if (len >= 2) entries += len;
+            }
         }
-        if (entries > ENTRY_MASK) throw new IllegalArgumentException("vocabulary too large for the typo index: " + entries + " keys");
+        if (entries > ENTRY_MASK || count >= 1 << SLIP_SHIFT) {
+            throw new IllegalArgumentException("vocabulary too large for the typo index: " + entries + " keys");
+        }
+        prefixLo = new int[count];
+        prefixHi = new int[count];
+        prefixLength = new byte[count];
+        int[] open = new int[MAX_LETTERS + 2];  // length -> the current word's prefix of that length
+        for (int i = 0, k = 0; i < words.length; i++) {
+            int top = Math.min(words[i].length, MAX_LETTERS + 1);
+            for (int len = common(i - 1, i) + 1; len <= top; len++, k++) {
+                prefixLo[k] = i;
+                prefixLength[k] = (byte) len;
+                open[len] = k;
+            }
+            for (int len = common(i, i + 1) + 1; len <= top; len++) prefixHi[open[len]] = i + 1;  // word i + 1 leaves them
+        }
+        prefixSlots = new long[Math.max(16, Integer.highestOneBit(Math.max(1, count)) * 4)];  // at most half full
+        for (int k = 0; k < count; k++) {
+            long h = mix(hash(words[prefixLo[k]], prefixLength[k], -1, -1));
+            int s = (int) h & (prefixSlots.length - 1);
+            while (prefixSlots[s] != 0) s = (s + 1) & (prefixSlots.length - 1);
+            prefixSlots[s] = (h & TAG_MASK) | (k + 1);
+        }
         keys = new long[entries];
         postings = new int[entries];
         int e = 0;
-        for (int i = 0; i < words.length; i++) {
-            for (int len = newFrom(i); len <= Math.min(words[i].length, MAX_LETTERS + 1); len++) {
-                for (int j = 0; j < len; j++) {
-                    keys[e] = (hash(words[i], len, j, j) & HASH_MASK) | e;
-                    postings[e] = i * 32 + len;
-                    e++;
-                }
+        for (int k = 0; k < count; k++) {
+            for (int j = 0; prefixLength[k] >= 2 && j < prefixLength[k]; j++) {
+                keys[e] = (hash(words[prefixLo[k]], prefixLength[k], j, j) & HASH_MASK) | e;
+                postings[e++] = k;
             }
         }
         Arrays.sort(keys);
+        int bits = Math.max(1, 31 - Integer.numberOfLeadingZeros(Math.max(1, entries)) - 2);  // about 4 keys a bucket
+        bucketShift = 63 - bits;
+        buckets = new int[(1 << bits) + 1];
+        for (int at = 0, b = 0; b <= 1 << bits; b++) {
+            while (at < entries && (int) (keys[at] >>> bucketShift) < b) at++;
+            buckets[b] = at;
+        }
+        this.model = model;
+        if (model == null) {
+            factors = null;
+            storedStart = stored = null;
+            return;
+        }
+        factors = new double[] {model.nearSubstitution, model.farSubstitution, model.transposition, model.omission,
+                                model.nearInsertion, model.farInsertion};
+        storedStart = new int[count + 1];
+        int[] out = new int[count * 3];
+        int size = 0;
+        Found found = new Found();
+        int[] scratch = new int[MAX_LETTERS + 1];
+        for (int k = 0; k < count; k++) {
+            storedStart[k] = size;
+            int len = prefixLength[k];
+            if (len < model.minLetters || len > MAX_LETTERS) continue;
+            found.count = 0;
+            find(words[prefixLo[k]], len, model, found, scratch);
+            if (size + found.count > out.length) out = Arrays.copyOf(out, Math.max(2 * out.length, size + found.count));
+            for (int j = 0; j < found.count; j++) out[size++] = found.prefix[j] | slip(found.factor[j]) << SLIP_SHIFT;
+        }
+        storedStart[count] = size;
+        stored = Arrays.copyOf(out, size);
     }
 
-    /** The shortest prefix length of 2 or more that word {@code i} is the first to have (longer ones are new too). */
-    private int newFrom(int i) {
-        int common = 0;
-        if (i > 0) {
-            int[] a = words[i - 1];
-            int[] b = words[i];
-            while (common < Math.min(a.length, b.length) && a[common] == b[common]) common++;
-        }
-        return Math.max(2, common + 1);
+    /** The index in {@link #factors} of factor {@code f} of the stored model. */
+    private int slip(double f) {
+        for (int s = 0; s < factors.length; s++) if (factors[s] == f) return s;
+        throw new IllegalStateException("not a factor of the typo model: " + f);
+    }
+
+    /** How many code points words {@code a} and {@code b} share at their start (0 when either is out of range). */
+    private int common(int a, int b) {
+        if (a < 0 || b >= words.length) return 0;
+        int[] x = words[a];
+        int[] y = words[b];
+        int c = 0;
+        while (c < Math.min(x.length, y.length) && x[c] == y[c]) c++;
+        return c;
     }
 
     /** FNV-1a over the first {@code length} code points without the one at {@code skip} (-1: none), then {@code position}. */
@@ -140,22 +228,35 @@ final class TypoIndex {
         return (h ^ (0x110000 + position)) * 0x100000001b3L;
     }
 
-    /** Keys in the index. */
+    /** A finalizer (SplitMix64's), so that the low bits of a prefix's hash pick its slot evenly. */
+    private static long mix(long h) {
+        h = (h ^ (h >>> 30)) * 0xbf58476d1ce4e5b9L;
+        h = (h ^ (h >>> 27)) * 0x94d049bb133111ebL;
+        return h ^ (h >>> 31);
+    }
+
+    /** Keys in the deletion index. */
     int size() {
         return keys.length;
     }
 
-    /** (lo, hi): the words that start with the first {@code length} code points of {@code p}; lo == hi for none. */
-    int[] range(int[] p, int length) {
-        int lo = lowerBound(p, length);
-        return new int[] {lo, end(lo, p, length)};  // the words that start with p are contiguous from lo
+    /** Candidates stored, over every prefix. */
+    int storedCandidates() {
+        return stored == null ? 0 : stored.length;
     }
 
-    private static int comparePrefix(int[] w, int[] p, int length) {
-        for (int k = 0; k < Math.min(w.length, length); k++) {
-            if (w[k] != p[k]) return w[k] < p[k] ? -1 : 1;
+    /** The number of the prefix made of the first {@code length} code points of {@code p}; -1 when no word starts with them. */
+    private int prefix(int[] p, int length) {
+        if (length < 1 || length > MAX_LETTERS + 1) return -1;
+        long h = mix(hash(p, length, -1, -1));
+        for (int s = (int) h & (prefixSlots.length - 1); ; s = (s + 1) & (prefixSlots.length - 1)) {
+            long slot = prefixSlots[s];
+            if (slot == 0) return -1;
+            if ((slot & TAG_MASK) == (h & TAG_MASK)) {
+                int k = (int) slot - 1;
+                if (prefixLength[k] == length && startsWith(words[prefixLo[k]], p, length)) return k;
+            }
         }
-        return Integer.compare(w.length, length);
     }
 
     private static boolean startsWith(int[] w, int[] p, int length) {
@@ -167,46 +268,64 @@ final class TypoIndex {
     /**
      * The typo prefixes of {@code typed} (the normalized letters being typed, as code points) with
      * the largest factor among the slips that give each, in {@link #ORDER}; the letters as typed
-     * are not among them.
+     * are not among them. Read from the stored lists where {@code typed} is a prefix of the
+     * vocabulary and {@code model} the index's, else {@link #lookUp looked up}: the same list.
      */
     List<Prefix> candidates(int[] typed, TypoModel model) {
         int n = typed.length;
         if (n < model.minLetters || n > MAX_LETTERS) return Collections.emptyList();
+        int k = model == this.model ? prefix(typed, n) : -1;
+        if (k < 0) return lookUp(typed, model);
+        List<Prefix> out = new ArrayList<Prefix>(storedStart[k + 1] - storedStart[k]);
+        for (int j = storedStart[k]; j < storedStart[k + 1]; j++) {
+            int p = stored[j] & ((1 << SLIP_SHIFT) - 1);
+            out.add(new Prefix(prefixLo[p], prefixHi[p], prefixLength[p], factors[stored[j] >>> SLIP_SHIFT]));
+        }
+        return out;
+    }
+
+    /** {@link #candidates} found by lookups in the index, never from the stored lists. */
+    List<Prefix> lookUp(int[] typed, TypoModel model) {
+        int n = typed.length;
+        if (n < model.minLetters || n > MAX_LETTERS) return Collections.emptyList();
         Found found = new Found();
+        find(typed, n, model, found, new int[n]);
+        List<Prefix> out = new ArrayList<Prefix>(found.count);
+        for (int j = 0; j < found.count; j++) {
+            int p = found.prefix[j];
+            out.add(new Prefix(prefixLo[p], prefixHi[p], prefixLength[p], found.factor[j]));
+        }
+        return out;
+    }
+
+    /**
+     * Adds to {@code found} the typo prefixes of the first {@code n} letters of {@code typed}, each
+     * with its largest factor, by prefix number (which is {@link #ORDER}); {@code q}: n letters of scratch.
+     */
+    private void find(int[] typed, int n, TypoModel model, Found found, int[] q) {
         // A far key for the last letter gives a prefix that starts with typed[:-1], whose words the
         // insertion of that last letter offers with a factor at least farInsertion (Python's rule).
         // Below farMinLetters no far key (nor far extra key) is corrected: neighbouring keys only, everywhere.
         boolean nearOnly = n < model.farMinLetters;
         boolean lastNearOnly = nearOnly || model.farSubstitution <= model.farInsertion;
-        int[] q = new int[n + 1];
         for (int i = 0; i < n; i++) {
-            if (nearOnly || i == n - 1 && lastNearOnly) {
-                System.arraycopy(typed, 0, q, 0, n);
-                int c = typed[i];
-                if (c < 128) {
-                    for (int near : NEIGHBOURS[c]) {
-                        q[i] = near;
-                        addExact(found, q, n, model.nearSubstitution);
-                    }
-                }
-            } else {  // substitution: p[i] intended, typed[i] hit
-                long h = hash(typed, n, i, i) & HASH_MASK;
-                for (int at = lowerBound(h); at < keys.length && (keys[at] & HASH_MASK) == h; at++) {
-                    int posting = postings[(int) (keys[at] & ENTRY_MASK)];
-                    int lo = posting / 32;
-                    int length = posting % 32;
-                    if (length == n && deletedEquals(lo, length, i, typed, n, i)) {
-                        double f = neighbours(words[lo][i], typed[i]) ? model.nearSubstitution : model.farSubstitution;
-                        found.add(this, lo, length, f);
-                    }
-                }
+            // substitution: p[i] intended, typed[i] hit; p is typed without letter i, stored at i
+            boolean far = !(nearOnly || i == n - 1 && lastNearOnly);
+            long h = hash(typed, n, i, i) & HASH_MASK;
+            for (int at = buckets[(int) (h >>> bucketShift)], to = buckets[(int) (h >>> bucketShift) + 1]; at < to; at++) {
+                if ((keys[at] & HASH_MASK) != h) continue;
+                int k = postings[(int) (keys[at] & ENTRY_MASK)];
+                if (prefixLength[k] != n || !deletedEquals(prefixLo[k], n, i, typed, n, i)) continue;
+                int intended = words[prefixLo[k]][i];
+                if (intended == typed[i]) continue;  // the letters as typed
+                if (neighbours(intended, typed[i])) found.add(k, model.nearSubstitution);
+                else if (far) found.add(k, model.farSubstitution);
             }
-            long h = hash(typed, n, -1, i) & HASH_MASK;  // omission: p[i] left out
-            for (int at = lowerBound(h); at < keys.length && (keys[at] & HASH_MASK) == h; at++) {
-                int posting = postings[(int) (keys[at] & ENTRY_MASK)];
-                int lo = posting / 32;
-                int length = posting % 32;
-                if (length == n + 1 && deletedEquals(lo, length, i, typed, n, -1)) found.add(this, lo, length, model.omission);
+            h = hash(typed, n, -1, i) & HASH_MASK;  // omission: p[i] left out
+            for (int at = buckets[(int) (h >>> bucketShift)], to = buckets[(int) (h >>> bucketShift) + 1]; at < to; at++) {
+                if ((keys[at] & HASH_MASK) != h) continue;
+                int k = postings[(int) (keys[at] & ENTRY_MASK)];
+                if (prefixLength[k] == n + 1 && deletedEquals(prefixLo[k], n + 1, i, typed, n, -1)) found.add(k, model.omission);
             }
         }
         for (int i = 0; i + 1 < n; i++) {  // transposition of letters i and i + 1
@@ -214,7 +333,8 @@ final class TypoIndex {
             System.arraycopy(typed, 0, q, 0, n);
             q[i] = typed[i + 1];
             q[i + 1] = typed[i];
-            addExact(found, q, n, model.transposition);
+            int k = prefix(q, n);
+            if (k >= 0) found.add(k, model.transposition);
         }
         for (int i = 0; i < n; i++) {  // insertion: typed[i] is extra (a far one from farMinLetters on)
             boolean near = false;
@@ -224,86 +344,35 @@ final class TypoIndex {
             if (!near && nearOnly) continue;
             System.arraycopy(typed, 0, q, 0, i);
             System.arraycopy(typed, i + 1, q, i, n - i - 1);
-            addExact(found, q, n - 1, near ? model.nearInsertion : model.farInsertion);
+            int k = prefix(q, n - 1);
+            if (k >= 0) found.add(k, near ? model.nearInsertion : model.farInsertion);
         }
-        List<Prefix> out = new ArrayList<Prefix>(found.count);
-        for (int k = 0; k < found.count; k++) {
-            int lo = found.lo[k];
-            int length = found.length[k];
-            if (!(length == n && startsWith(words[lo], typed, n))) out.add(new Prefix(lo, found.hi[k], length, found.factor[k]));
-        }
-        Collections.sort(out, ORDER);
-        return out;
     }
 
-    /** The candidates found so far, each (first word, length) once with its largest factor; a few dozen at most. */
+    /** Candidates by prefix number, ascending, each once with its largest factor; a few dozen at most. */
     private static final class Found {
         int count;
-        int[] lo = new int[32];
-        int[] hi = new int[32];
-        int[] length = new int[32];
+        int[] prefix = new int[32];
         double[] factor = new double[32];
 
-        /** Keeps prefix (lo, length) with factor f if f is its largest; its range's end is found once. */
-        void add(TypoIndex index, int first, int len, double f) {
-            for (int k = 0; k < count; k++) {
-                if (lo[k] == first && length[k] == len) {
-                    if (f > factor[k]) factor[k] = f;
-                    return;
-                }
+        /** Keeps prefix {@code k} with factor f if f is its largest, in order. */
+        void add(int k, double f) {
+            int j = count;
+            while (j > 0 && prefix[j - 1] > k) j--;
+            if (j > 0 && prefix[j - 1] == k) {
+                if (f > factor[j - 1]) factor[j - 1] = f;
+                return;
             }
-            if (count == lo.length) {
-                lo = Arrays.copyOf(lo, 2 * count);
-                hi = Arrays.copyOf(hi, 2 * count);
-                length = Arrays.copyOf(length, 2 * count);
+            if (count == prefix.length) {
+                prefix = Arrays.copyOf(prefix, 2 * count);
                 factor = Arrays.copyOf(factor, 2 * count);
             }
-            lo[count] = first;
-            hi[count] = index.end(first, index.words[first], len);
-            length[count] = len;
-            factor[count++] = f;
+            System.arraycopy(prefix, j, prefix, j + 1, count - j);
+            System.arraycopy(factor, j, factor, j + 1, count - j);
+            prefix[j] = k;
+            factor[j] = f;
+            count++;
         }
-    }
-
-    /** Keeps the first {@code length} letters of {@code p} with factor {@code f} if words start with them. */
-    private void addExact(Found found, int[] p, int length, double f) {
-        int lo = lowerBound(p, length);
-        if (lo < words.length && startsWith(words[lo], p, length)) found.add(this, lo, length, f);
-    }
-
-    /** The first word at or after {@code lo} that does not start with the first {@code length} code points of {@code p}. */
-    private int end(int lo, int[] p, int length) {
-        int a = lo;
-        int b = words.length;
-        while (a < b) {
-            int mid = (a + b) >>> 1;
-            if (startsWith(words[mid], p, length)) a = mid + 1;
-            else b = mid;
-        }
-        return a;
-    }
-
-    /** The first word not before the first {@code length} code points of {@code p}. */
-    private int lowerBound(int[] p, int length) {
-        int a = 0;
-        int b = words.length;
-        while (a < b) {
-            int mid = (a + b) >>> 1;
-            if (comparePrefix(words[mid], p, length) < 0) a = mid + 1;
-            else b = mid;
-        }
-        return a;
-    }
-
-    private int lowerBound(long h) {
-        int a = 0;
-        int b = keys.length;
-        while (a < b) {
-            int mid = (a + b) >>> 1;
-            if (keys[mid] < h) a = mid + 1;
-            else b = mid;
-        }
-        return a;
     }
 
     /** Whether word {@code lo}'s first {@code length} letters without letter {@code position} are {@code t} without letter {@code skip}. */
@@ -321,55 +390,13 @@ final class TypoIndex {
     }
 
     /**
-     * Disjoint ranges {lo, hi} of the words and their factors: every word that starts with
-     * {@code typed} (factor 1) or a prefix of {@code typos} (in {@link #ORDER}), each with its
-     * largest factor (Python's {@code TypoIndex.cover}). {@code factors} receives one per range.
+     * Disjoint ranges of the words and their factors: every word that starts with {@code typed}
+     * (factor 1; at most {@link #MAX_LETTERS} letters, as a completion with typo prefixes has) or
+     * a prefix of {@code typos} (in {@link #ORDER}), each with its largest factor ({@link TypoCover}).
      */
-    List<int[]> cover(int[] typed, List<Prefix> typos, List<Double> factors) {
-        List<Prefix> all = new ArrayList<Prefix>(typos.size() + 1);
-        all.addAll(typos);
-        int[] own = range(typed, typed.length);
-        if (own[0] < own[1]) {
-            Prefix self = new Prefix(own[0], own[1], typed.length, 1.0);
-            int at = Collections.binarySearch(all, self, ORDER);
-            all.add(at < 0 ? -at - 1 : at, self);
-        }
-        List<Prefix> kept = new ArrayList<Prefix>();
-        List<Prefix> chain = new ArrayList<Prefix>();  // kept ancestors of the current prefix, innermost last
-        for (Prefix p : all) {
-            while (!chain.isEmpty() && !encloses(chain.get(chain.size() - 1), p)) chain.remove(chain.size() - 1);
-            if (!chain.isEmpty() && p.factor <= chain.get(chain.size() - 1).factor) continue;
-            chain.add(p);
-            kept.add(p);
-        }
-        List<int[]> segments = new ArrayList<int[]>();
-        List<int[]> enclosing = new ArrayList<int[]>();  // {hi, index in kept, next position not yet given out}
-        for (int k = 0; k <= kept.size(); k++) {
-            int lo = k < kept.size() ? kept.get(k).lo : Integer.MAX_VALUE;  // the last pass closes every range
-            while (!enclosing.isEmpty() && enclosing.get(enclosing.size() - 1)[0] <= lo) {
-                int[] e = enclosing.remove(enclosing.size() - 1);
-                if (e[2] < e[0]) segment(segments, factors, e[2], e[0], kept.get(e[1]).factor);
-            }
-            if (k == kept.size()) break;
-            Prefix p = kept.get(k);
-            if (!enclosing.isEmpty()) {
-                int[] parent = enclosing.get(enclosing.size() - 1);
-                if (parent[2] < p.lo) segment(segments, factors, parent[2], p.lo, kept.get(parent[1]).factor);
-                parent[2] = p.hi;
-            }
-            enclosing.add(new int[] {p.hi, k, p.lo});
-        }
-        return segments;
-    }
-
-    private static void segment(List<int[]> segments, List<Double> factors, int lo, int hi, double f) {
-        segments.add(new int[] {lo, hi});
-        factors.add(f);
-    }
-
-    /** Whether {@code p}'s words are among {@code ancestor}'s and {@code ancestor} is a proper prefix of {@code p}. */
-    private static boolean encloses(Prefix ancestor, Prefix p) {
-        return ancestor.lo <= p.lo && p.hi <= ancestor.hi && ancestor.length < p.length;
+    TypoCover cover(int[] typed, List<Prefix> typos) {
+        int k = prefix(typed, typed.length);
+        return k < 0 ? TypoCover.of(typos, 0, 0, typed.length) : TypoCover.of(typos, prefixLo[k], prefixHi[k], typed.length);
     }
 
     /** The candidate's letters. */
