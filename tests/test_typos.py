@@ -11,9 +11,11 @@ import zipfile
 import numpy as np
 import pytest
 
+from keyboard_lm.data.corpora import load_corpus
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference import Predictor, UserHistory
-from keyboard_lm.inference.ranker import Ranker
+from keyboard_lm.inference.ranker import Completion, Ranker
+from keyboard_lm.text import tokenizer
 from keyboard_lm.text.typos import MAX_LETTERS, TypoIndex, TypoModel, neighbours
 from tests.conftest import REPO
 
@@ -74,8 +76,9 @@ def test_each_slip_gets_its_factor():
     assert all(p != "week" for p, _ in index.candidates("week", MODEL)), "the letters as typed are no typo prefix"
 
 
-def _slip_factor(p: str, t: str, model: TypoModel) -> float:
-    """The largest factor of a single slip that turns the intended prefix ``p`` into the typed ``t`` (0: none)."""
+def _slip_factor(p: str, t: str, model: TypoModel, last_far: bool = True) -> float:
+    """The largest factor of a single slip that turns the intended prefix ``p`` into the typed ``t`` (0: none);
+    ``last_far``: a far key for the last typed letter counts."""
     n, best = len(t), 0.0
     if len(p) == n:
         diff = [i for i in range(n) if p[i] != t[i]]
@@ -83,7 +86,7 @@ def _slip_factor(p: str, t: str, model: TypoModel) -> float:
             i = diff[0]
             if neighbours(p[i], t[i]):
                 best = model.near_substitution
-            elif n >= model.far_min_letters:
+            elif n >= model.far_min_letters and (last_far or i < n - 1):
                 best = model.far_substitution
         if len(diff) == 2 and diff[1] == diff[0] + 1 and p[diff[0]] == t[diff[1]] and p[diff[1]] == t[diff[0]]:
             best = max(best, model.transposition)
@@ -127,6 +130,59 @@ def test_far_keys_are_looked_up_from_far_min_letters_and_at_the_last_letter_when
     for typed in ("thx", "sotre", "wprk", "becamse"):
         cover = {i: f for lo, hi, f in index.cover(typed, index.candidates(typed, model)) for i in range(lo, hi)}
         assert cover == _brute_force_factors(words, typed, model), typed
+
+
+def _brute_force_candidates(prefixes, alphabet, typed, model):
+    """``candidates`` by definition: every string one edit from ``typed`` (any letter of the vocabulary's alphabet
+    put in, swapped or left out) that is a vocabulary prefix, with its channel factor; a far key for the last letter
+    only where it outweighs a far extra one (that extra letter's prefix holds its words already)."""
+    n = len(typed)
+    if not model.min_letters <= n <= MAX_LETTERS:
+        return []
+    variants = {typed[:i] + typed[i + 1:] for i in range(n)}  # typed[i] extra
+    variants |= {typed[:i] + typed[i + 1] + typed[i] + typed[i + 2:] for i in range(n - 1)}
+    variants |= {typed[:i] + c + typed[i + 1:] for i in range(n) for c in alphabet}  # c intended
+    variants |= {typed[:i] + c + typed[i:] for i in range(n + 1) for c in alphabet}  # c left out
+    variants.discard(typed)
+    last_far = model.far_substitution > model.far_insertion
+    return sorted((p, f) for p in variants & prefixes if (f := _slip_factor(p, typed, model, last_far)) > 0)
+
+
+def _typed_with_slips(corpus_words, rng):
+    """Every prefix of 3+ letters of each word, and the same prefix with one slip by a seeded random key."""
+    out = set()
+    for w in corpus_words:
+        for n in range(3, min(len(w), MAX_LETTERS) + 1):
+            p, i, c = w[:n], int(rng.integers(n)), "abcdefghijklmnopqrstuvwxyz"[int(rng.integers(26))]
+            out |= {p, p[:i] + c + p[i + 1:], p[:i] + c + p[i:], p[:i] + p[i + 1:]}
+    return sorted(t for t in out if len(t) >= 3)
+
+
+def test_candidates_are_every_prefix_one_slip_away_on_the_embedded_corpus(words, index):
+    """The index's lookups give, for the typed prefixes of real text and slips of them, the list a scan of every
+    vocabulary prefix gives, factors included; under the default channel and one that corrects far keys from 3."""
+    corpus = load_corpus(None, "default")
+    text = " ".join(t for c in corpus.client_ids[:40] for t in corpus.clients[c])
+    corpus_words = sorted({w for w in tokenizer.tokenize(text) if w.isalpha()})[:120]
+    typed = _typed_with_slips(corpus_words, np.random.default_rng(0))
+    prefixes = {w[:m] for w in words for m in range(1, min(len(w), MAX_LETTERS + 1) + 1)}
+    alphabet = sorted({c for w in words for c in w})
+    far = TypoModel(far_substitution=0.009, far_insertion=0.001, far_min_letters=3)
+    assert len(typed) > 1000
+    for model in (MODEL, far):
+        found = 0
+        for t in typed:
+            want = _brute_force_candidates(prefixes, alphabet, t, model)
+            assert index.candidates(t, model) == want, t
+            found += bool(want)
+        assert found > len(typed) // 2
+
+
+def test_a_completion_weighs_a_word_by_the_largest_factor_of_the_prefixes_it_starts_with():
+    c = Completion("teh", (("te", 0.01), ("tej", 0.02), ("th", 0.01), ("the", 0.02)))
+    assert c.weight("teheran") == 1.0 and c.weight("them") == 0.02 and c.weight("thx") == 0.01
+    assert c.weight("tejas") == 0.02 and c.weight("ten") == 0.01 and c.weight("t") == 0.0 and c.weight("abc") == 0.0
+    assert c == Completion("teh", c.typos) and Completion("teh").weight("the") == 0.0
 
 
 def _brute_force_strip(predictor, session, typed, k, history=None, a=0.0):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import heapq
 import math
 import threading
@@ -135,20 +136,21 @@ class Completion:
 
     prefix: str
     typos: tuple = ()
-    _factors: dict = dataclasses.field(init=False, repr=False, compare=False)
-    _lengths: tuple = dataclasses.field(init=False, repr=False, compare=False)
 
-    def __post_init__(self):
-        object.__setattr__(self, "_factors", dict(self.typos))
-        object.__setattr__(self, "_lengths", tuple(sorted({len(p) for p, _ in self.typos})))
+    @functools.cached_property
+    def _factors(self) -> tuple[dict, tuple]:
+        # (factor of each typo prefix, their lengths): built at the first weight(), which only the phrase
+        # table's and the history's words ask for; most completions never do
+        return dict(self.typos), tuple(sorted({len(p) for p, _ in self.typos}))
 
     def weight(self, word: str) -> float:
         """The channel factor of ``word``: 1 if it starts with the letters typed, else the largest factor of
         the typo prefixes it starts with, 0 for none (not a candidate)."""
         if word.startswith(self.prefix):
             return 1.0
-        get = self._factors.get
-        return max((get(word[:n], 0.0) for n in self._lengths if n <= len(word)), default=0.0)
+        factors, lengths = self._factors
+        get = factors.get
+        return max((get(word[:n], 0.0) for n in lengths if n <= len(word)), default=0.0)
 
     def prefixes(self) -> list[str]:
         """The letters typed and every typo prefix."""
@@ -239,12 +241,17 @@ class Ranker:
         index = self.typo_index()
         completion = Completion(prefix, tuple(index.candidates(prefix, self.typos)))
         segments = index.cover(prefix, completion.typos)
-        lengths = [hi - lo for lo, hi, _ in segments]
-        factors = [f for _, _, f in segments]
-        arrays = (np.concatenate([self._sorted_ids[lo:hi] for lo, hi, _ in segments]) if segments
-                  else self._sorted_ids[:0],
-                  np.repeat(np.array(factors, np.float64), lengths),
-                  np.repeat(np.array([math.log(f) for f in factors], np.float64), lengths))
+        if len(segments) == 1:  # one range: a view of the sorted ids and two filled rows, no copy or repeat
+            lo, hi, f = segments[0]
+            ids = self._sorted_ids[lo:hi]
+            factors = np.empty((2, hi - lo))
+            factors[0], factors[1] = f, math.log(f)
+        else:
+            ids = (np.concatenate([self._sorted_ids[lo:hi] for lo, hi, _ in segments]) if segments
+                   else self._sorted_ids[:0])
+            factors = np.repeat(np.array([[f for _, _, f in segments], [math.log(f) for _, _, f in segments]]),
+                                [hi - lo for lo, hi, _ in segments], axis=1)  # [2, m]: factors, ln factors
+        arrays = (ids, factors[0], factors[1])
         for a in arrays:
             a.setflags(write=False)  # shared by every call that types these letters
         found = (completion, arrays)
