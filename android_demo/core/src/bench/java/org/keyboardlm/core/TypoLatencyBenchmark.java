@@ -1,6 +1,7 @@
 package org.keyboardlm.core;
 
 import java.io.IOException;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
@@ -16,15 +17,17 @@ import java.util.List;
  * <pre>java -cp CLASSES org.keyboardlm.core.TypoLatencyBenchmark MODEL.tflite TYPED.txt WARMUP PASSES</pre>
  *
  * TYPED.txt holds one word a line, "intended TAB typed" (the typed letters may carry a slip). Two
- * predictors share one loaded model, one with {@link TypoModel#DEFAULT} (made again for each pass,
- * so its cache of recent typed letters starts empty), one without typos; each has a session that
- * commits the intended words (untimed). For every word, after its predecessor is
- * committed, each prefix of the typed letters is completed ({@code complete(prefix, 3)}) by both
- * sessions, the order alternating prefix by prefix. WARMUP passes run first, untimed, so the JIT
- * compiles. Prints "on_us ..." and "off_us ..." (wall-clock microseconds per call over the timed
- * passes, in call order), "on_cpu_us ..." and "off_cpu_us ..." (the thread's CPU time of the same
- * calls), "letters ..." (each call's prefix length), "load_ms X" (the model and both predictors, the
- * typo index built) and "vm ...".
+ * predictors share one loaded model, one with {@link TypoModel#DEFAULT}, one without typos; each
+ * has a session that commits the intended words (untimed). At the start of each pass the first
+ * forgets the typed letters it completed ({@link Ranker#forgetTyped}: its cache of recent typed
+ * letters starts empty; its index, built with it as in the app, stays). For every word, after its
+ * predecessor is committed, each prefix of the typed letters is completed
+ * ({@code complete(prefix, 3)}) by both sessions, the order alternating prefix by prefix. WARMUP
+ * passes run first, untimed, so the JIT compiles. Prints "on_us ..." and "off_us ..." (wall-clock
+ * microseconds per call over the timed passes, in call order), "on_cpu_us ..." and "off_cpu_us ..."
+ * (the thread's CPU time of the same calls), "letters ..." (each call's prefix length), "load_ms X"
+ * (the model and both predictors, the typo index built), "jit_ms X" (the JIT's compile time during
+ * the timed passes, -1 where the VM does not tell) and "vm ...".
  */
 public final class TypoLatencyBenchmark {
     private TypoLatencyBenchmark() {}
@@ -36,6 +39,9 @@ public final class TypoLatencyBenchmark {
         Predictor off = new Predictor(model, Collections.<String>emptyList(), PrefixCache.DEFAULT_SIZE, null);
         long l1 = System.nanoTime();
         List<String> lines = Files.readAllLines(Paths.get(args[1]), StandardCharsets.UTF_8);
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
+        long jitMs = 0;
         int warmup = Integer.parseInt(args[2]);
         int passes = Integer.parseInt(args[3]);
         StringBuilder onUs = new StringBuilder("on_us");
@@ -47,9 +53,10 @@ public final class TypoLatencyBenchmark {
         int calls = 0;
         for (int pass = 0; pass < warmup + passes; pass++) {
             boolean timed = pass >= warmup;
-            if (pass > 0) on = new Predictor(model, Collections.<String>emptyList(), PrefixCache.DEFAULT_SIZE, TypoModel.DEFAULT);
-            Session a = on.session();  // a new predictor each pass: its cache of typed letters starts empty
+            on.ranker.forgetTyped();  // each pass types its letters for the first time
+            Session a = on.session();
             Session b = off.session();
+            long jit0 = jitTimed ? jit.getTotalCompilationTime() : 0;
             for (String line : lines) {
                 if (line.isEmpty()) continue;
                 String intended = line.substring(0, line.indexOf('\t'));
@@ -79,6 +86,7 @@ public final class TypoLatencyBenchmark {
                 a.commit(intended + " ");
                 b.commit(intended + " ");
             }
+            if (timed && jitTimed) jitMs += jit.getTotalCompilationTime() - jit0;
         }
         System.out.println(onUs);
         System.out.println(offUs);
@@ -86,6 +94,7 @@ public final class TypoLatencyBenchmark {
         System.out.println(offCpu);
         System.out.println(letters);
         System.out.println("load_ms " + (l1 - l0) / 1e6);
+        System.out.println("jit_ms " + (jitTimed ? jitMs : -1));
         System.out.println("vm " + (System.getProperty("java.vm.name") + " " + System.getProperty("os.arch") + " "
                 + System.getProperty("java.version")).replace(' ', '_'));
     }
