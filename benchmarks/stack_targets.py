@@ -123,6 +123,8 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
         info = json.load(f)
     with open(stack + ".card.json", encoding="utf-8") as f:
         card = json.load(f)
+    if STACK not in found["rows"]:  # a file without a table (a run under --dp): its stack is the model alone
+        found["rows"][STACK], found["rows"][STACK_HISTORY] = found["rows"]["model"], found["rows"]["model + history"]
     if corpus in NOISELESS:
         found["rows"][VERSUS_NOISELESS] = versus_noiseless(corpus, run_dir,
                                                            os.path.join(runs, f"{NOISELESS[corpus]}_s{seed}"))
