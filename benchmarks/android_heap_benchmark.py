@@ -13,7 +13,8 @@ compiled, as is this tree, with the same javac.
 
     python benchmarks/android_heap_benchmark.py MODEL.tflite [...] [--peak [--peak-from-bytes N]] [--out DIR]
 
-Writes android_heap_benchmark.json and .md (machine, date, command) into --out (default benchmarks/results).
+Writes NAME.json and .md (machine, date, command; --name, default android_heap_benchmark) into --out (default
+benchmarks/results).
 With ``--arm64`` the JVM is the emulated aarch64 one of ``benchmarks/arm64_env.sh --java`` (in
 KEYBOARD_LM_ARM64_ENV, default benchmarks/.arm64), which this script never builds.
 """
@@ -107,6 +108,7 @@ def main() -> int:
                     help="measure the peak only for models of at least this file size (default: all)")
     ap.add_argument("--arm64", action="store_true", help="run on the emulated aarch64 JVM (must exist)")
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--name", default="android_heap_benchmark", help="the result files' name (default %(default)s)")
     args = ap.parse_args()
     for tool in ("javac", "java", "git"):
         if not shutil.which(tool):
@@ -174,7 +176,7 @@ def main() -> int:
                       f"largest one the run completes beside (bisected to {STEP_KB} KB). Objects still in the 1 MB "
                       f"young generation at the peak are not counted, so it can read up to 1 MB below the retained "
                       f"heap; it compares loads with each other."]
-    path_json, path_md = _report.write("android_heap_benchmark", {"before": args.before, "jvm_flags": JVM_FLAGS, "vm": vm,
+    path_json, path_md = _report.write(args.name, {"before": args.before, "jvm_flags": JVM_FLAGS, "vm": vm,
                                                           "floor": floor, "floor_largest_ballast_kb": floor_kb,
                                                           "results": results}, "\n".join(lines), args.out)
     print("\n".join(lines))
