@@ -42,7 +42,8 @@ CORE_MAIN = "android_demo/core/src/main/java"
 BENCH_CLASS = REPO / "android_demo" / "core" / "src" / "bench" / "java" / "org" / "keyboardlm" / "core" / "HeapBenchmark.java"
 JVM_FLAGS = ["-XX:+UseSerialGC"]
 ARM64_JAVA = Path("java-root/usr/lib/jvm/java-17-openjdk-arm64/bin/java")
-MODES = {"before": ["path", "bytes"], "after": ["path", "bytes", "buffer", "stream"]}
+#: How HeapBenchmark loads a model -> the ModelFile entry point it calls; a core without one is not run in that mode.
+MODES = {"path": "load(", "bytes": "fromBytes(", "buffer": "fromBuffer(", "stream": "fromStream("}
 MB = 1024 * 1024
 PEAK_XMX_MB = 96
 STEP_KB = 64
@@ -63,6 +64,12 @@ def _tree_at(rev: str, dest: Path) -> Path:
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
         t.extractall(dest)
     return dest / CORE_MAIN
+
+
+def _modes(sources: Path) -> list[str]:
+    """The load modes a core's sources offer (an earlier revision may lack ``fromBuffer`` or ``fromStream``)."""
+    text = (sources / "org" / "keyboardlm" / "core" / "ModelFile.java").read_text(encoding="utf-8")
+    return [mode for mode, call in MODES.items() if f"public static ModelFile {call}" in text]
 
 
 def _run(java: list[str], classes: Path, mode: str, model: str, ballast_kb: int | None = None, env=None) -> dict:
@@ -124,8 +131,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="heap_benchmark_") as tmp:
         tmp = Path(tmp)
         classes = {"before": tmp / "before", "after": tmp / "after"}
-        _compile(_tree_at(args.before, tmp / "src_before"), classes["before"])
-        _compile(REPO / CORE_MAIN, classes["after"])
+        sources = {"before": _tree_at(args.before, tmp / "src_before"), "after": REPO / CORE_MAIN}
+        modes = {side: _modes(src) for side, src in sources.items()}
+        for side, src in sources.items():
+            _compile(src, classes[side])
         floor = {side: _run(java, classes[side], "none", args.models[0], env=env) for side in classes}
         floor_kb = ({side: _largest_ballast_kb(java, classes[side], "none", args.models[0], env) for side in classes}
                     if args.peak else {})
@@ -133,8 +142,8 @@ def main() -> int:
         for model in args.models:
             entry = {"model": os.path.relpath(model, REPO) if Path(model).resolve().is_relative_to(REPO) else Path(model).name,
                      **_describe(model), "runs": []}
-            for side, modes in MODES.items():
-                for mode in modes:
+            for side in classes:
+                for mode in modes[side]:
                     r = _run(java, classes[side], mode, model, env=env)
                     r["code"] = side
                     if args.peak and entry["file_bytes"] >= args.peak_from_bytes:
@@ -159,7 +168,7 @@ def main() -> int:
     lines += [header, sep]
     for e in results:
         by = {(r["code"], r["mode"]): r for r in e["runs"]}
-        for mode in MODES["after"]:
+        for mode in modes["after"]:
             a, b = by[("after", mode)], by.get(("before", mode))
             row = (f"| {e['model']} | {e['file_bytes'] / MB:.2f} MB {e['quantization']} | `{mode}` | "
                    f"{b['retained_bytes'] / MB:.2f} |" if b else f"| {e['model']} | {e['file_bytes'] / MB:.2f} MB "
