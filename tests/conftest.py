@@ -60,7 +60,7 @@ def pytest_sessionfinish(session, exitstatus):
 
     from tests.process_tree import listening, with_environment
 
-    runtime = sys.modules.get("keyboard_lm.federated.distributed.tff_runtime")
+    runtime = sys.modules.get("keyboard_lm.federated.runtime")
     if runtime is not None:  # tests ran in this very process (no xdist): its workers end now, as at its exit
         runtime.stop_workers()
     deadline = time.monotonic() + 15.0  # workers that were told to stop finish their own exit hooks first

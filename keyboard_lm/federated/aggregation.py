@@ -26,7 +26,7 @@ import math
 from keyboard_lm.federated.config import AggregationConfig
 from keyboard_lm.federated.fed_att import FedAttFactory
 from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.distributed.tff_runtime import import_tff
+from keyboard_lm.federated.runtime import import_tff
 
 tff = import_tff()
 

@@ -19,7 +19,7 @@ from keyboard_lm.data.preprocessing import batch_examples, encode_clients
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.split import SplitConfig, split_clients
 from keyboard_lm.errors import DataError
-from keyboard_lm.federated.distributed.tff_runtime import import_tff
+from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.text.vocabulary import Vocabulary
 
 tff = import_tff()

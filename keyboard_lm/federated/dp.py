@@ -41,7 +41,7 @@ from __future__ import annotations
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.process import client_optimizer_for, compose_fed_avg, model_fn_for
 from keyboard_lm.federated.robustness import UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
+from keyboard_lm.federated.runtime import import_tff, start_runtime
 from keyboard_lm.privacy.blt import BLT
 from keyboard_lm.privacy.config import FTRL_MECHANISMS, DPConfig
 

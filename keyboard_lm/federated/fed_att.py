@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from keyboard_lm.federated.distributed.tff_runtime import import_tff
+from keyboard_lm.federated.runtime import import_tff
 
 tff = import_tff()
 

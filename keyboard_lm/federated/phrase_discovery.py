@@ -182,7 +182,7 @@ def build_phrase_computations(spec: SketchSpec, config: PhraseDiscoveryConfig):
     import tensorflow as tf
 
     from keyboard_lm.federated import phrase_sketch
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff
 
     tff = import_tff()
     sentences = tff.SequenceType(tff.TensorType(np.int32, [None]))
@@ -244,7 +244,7 @@ def discover_phrases(client_sentences, vocab_size: int, config: PhraseDiscoveryC
         users, done, not_decoded = _load_state(state_path, fingerprint, len(cohorts))
         say(f"phrases: resuming after cohort {done} of {len(cohorts)} ({state_path})")
 
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
+    from keyboard_lm.federated.runtime import import_tff, start_runtime
 
     start_runtime()
     cohort_step, decode = build_phrase_computations(spec, config)

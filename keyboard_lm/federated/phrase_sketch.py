@@ -84,7 +84,7 @@ class SketchSpec:
 
     def encoder(self):
         """TFF's IBLT encoder for this shape (its hashes, chunker and checksum are the decoder's too)."""
-        from keyboard_lm.federated.distributed.tff_runtime import import_tff
+        from keyboard_lm.federated.runtime import import_tff
 
         iblt = import_tff().analytics.heavy_hitters.iblt
         return iblt.IbltEncoder(capacity=self.capacity, string_max_bytes=self.string_max_bytes,

@@ -28,7 +28,7 @@ from keyboard_lm.federated.client_optimizer import ClippedSGD
 from keyboard_lm.federated.config import AggregationConfig, FederatedConfig
 from keyboard_lm.federated.nesterov import NesterovSGD
 from keyboard_lm.federated.server_noise import NoisySGD
-from keyboard_lm.federated.distributed.tff_runtime import import_tff, start_runtime
+from keyboard_lm.federated.runtime import import_tff, start_runtime
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import build_model
 from keyboard_lm.models.metrics import loss_fn, metric_list

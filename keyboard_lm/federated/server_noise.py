@@ -18,7 +18,7 @@ import collections
 
 import tensorflow as tf
 
-from keyboard_lm.federated.distributed.tff_runtime import import_tff
+from keyboard_lm.federated.runtime import import_tff
 
 tff = import_tff()
 

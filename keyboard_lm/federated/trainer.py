@@ -187,7 +187,7 @@ class FederatedRun:
     def _process(self) -> None:
         """TFF's process and its first state (the base's weights when started from one)."""
         from keyboard_lm.federated.process import build_process
-        from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+        from keyboard_lm.federated.runtime import start_runtime
 
         tff = start_runtime()
         input_spec = (tf.TensorSpec([None, self.data_config.max_seq_len], tf.int32),) * 2

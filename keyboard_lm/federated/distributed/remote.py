@@ -346,7 +346,7 @@ def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None
     a worker that accepts TCP but not the channel is one clear error here, not
     a round that waits for it.
     """
-    from keyboard_lm.federated.distributed.tff_runtime import release_local_worker, start_runtime
+    from keyboard_lm.federated.runtime import release_local_worker, start_runtime
 
     credentials = None
     if tls is not None:

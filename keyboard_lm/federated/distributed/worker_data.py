@@ -33,7 +33,7 @@ import tensorflow as tf
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError, KeyboardLMError
 from keyboard_lm.federated.client_data import client_batches
-from keyboard_lm.federated.distributed.tff_runtime import import_tff
+from keyboard_lm.federated.runtime import import_tff
 from keyboard_lm.models.run_dir import atomic_write, read_json
 
 tff = import_tff()
