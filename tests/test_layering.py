@@ -1,5 +1,5 @@
-"""The dependency rule of STYLE.md: text and inference never import TensorFlow,
-export/ never imports TFF, and only keyboard_lm/federated imports TFF; checked
+"""The dependency rule of STYLE.md: text and inference never import TensorFlow
+(nor the exporter), keyboard_lm/export never imports TFF, and only keyboard_lm/federated imports TFF; checked
 on each file's own imports and transitively through the project's modules."""
 
 import ast
@@ -34,7 +34,8 @@ def test_text_and_inference_sources_import_no_tensorflow():
 
 
 def test_only_the_federated_layer_imports_tff():
-    for path in _py_files("keyboard_lm") + _py_files("export"):
+    assert _py_files("keyboard_lm", "export"), "the exporter is not where this test looks"
+    for path in _py_files("keyboard_lm"):
         if "federated" in path.relative_to(REPO).parts:
             continue
         assert "tensorflow_federated" not in _imports(path), path
@@ -48,14 +49,13 @@ def test_importing_text_loads_no_tensorflow_at_run_time():
 
 
 def _module_files() -> dict[str, pathlib.Path]:
-    """Project module name -> file, with export/ under its installed name keyboard_lm.export."""
+    """Project module name -> file, for every module of the installed package."""
     out = {}
-    for root, prefix in ((REPO / "keyboard_lm", "keyboard_lm"), (REPO / "export", "keyboard_lm.export")):
-        for path in root.rglob("*.py"):
-            parts = list(path.relative_to(root).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            out[".".join([prefix, *parts])] = path
+    for path in (REPO / "keyboard_lm").rglob("*.py"):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
     return out
 
 
@@ -97,10 +97,12 @@ def _transitive_closure(start: str, modules: dict) -> set[str]:
 
 def test_layering_holds_transitively():
     modules = _module_files()
+    assert "keyboard_lm.export.tflite_export" in modules
     for name in modules:
         reach = _transitive_closure(name, modules)
         if name.startswith(("keyboard_lm.text", "keyboard_lm.inference")):
             assert not reach & TF, f"{name} reaches {sorted(reach & TF)}"
+            assert not {m for m in reach if m.startswith("keyboard_lm.export")}, f"{name} reaches the exporter"
         if name.startswith("keyboard_lm.export"):
             assert "tensorflow_federated" not in reach, name
             assert not {m for m in reach if m.startswith("keyboard_lm.federated")}, name

@@ -6,10 +6,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.personal_words import CharEncoderFile, PersonalState, _byte_ids
 from keyboard_lm.char_encoder.model import CharEncoderConfig, build_char_encoder, encode_spellings
 
-try:
-    from keyboard_lm.export.char_encoder_export import export_char_encoder
-except ImportError:
-    from export.char_encoder_export import export_char_encoder
+from keyboard_lm.export.char_encoder_export import export_char_encoder
 
 
 def test_exported_encoder_matches_keras_and_ships_no_personal_word(tmp_path):
@@ -53,11 +50,7 @@ def test_a_char_encoder_with_one_changed_byte_is_refused_before_tflite_reads_it(
 
 
 def test_personal_budget_covers_model_and_encoder_files():
-    try:
-        from keyboard_lm.export.budget import (
-            DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget)
-    except ImportError:
-        from export.budget import DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
+    from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, DEFAULT_PERSONAL_BUDGET_BYTES, check_personal_budget
 
     # The default personalization budget is the model's budget plus 0.2 MiB for the char encoder.
     check_personal_budget(DEFAULT_BUDGET_BYTES, int(0.2 * 2**20))
@@ -74,10 +67,7 @@ def test_personal_budget_covers_model_and_encoder_files():
 
 
 def test_encoder_metadata_takes_numbers_only(tmp_path):
-    try:
-        from keyboard_lm.export.char_encoder_export import char_encoder_bytes
-    except ImportError:
-        from export.char_encoder_export import char_encoder_bytes
+    from keyboard_lm.export.char_encoder_export import char_encoder_bytes
 
     cfg = CharEncoderConfig(byte_dim=4, channels=8, kernel=3, max_bytes=8, embedding_dim=4)
     enc = build_char_encoder(cfg)

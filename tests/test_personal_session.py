@@ -19,10 +19,7 @@ from keyboard_lm.inference.predictor import Predictor
 from keyboard_lm.char_encoder.model import CharEncoderConfig, build_char_encoder
 from tests.conftest import assert_in_top_k
 
-try:
-    from keyboard_lm.export.char_encoder_export import export_char_encoder
-except ImportError:
-    from export.char_encoder_export import export_char_encoder
+from keyboard_lm.export.char_encoder_export import export_char_encoder
 
 # Made-up words: outside any vocabulary, long enough not to occur by chance in binary files.
 WORDS = ["zorblaxen", "quuxifying", "flimbertwig"]

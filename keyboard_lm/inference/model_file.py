@@ -1,7 +1,7 @@
 """A keyboard_lm .tflite file: checksum, structure, interpreters, signatures, vocabulary and metadata.
 
 The file is a TFLite flatbuffer followed by a zip archive of associated files
-(``keyboard_lm.json``, ``vocab.txt``); see ``export/tflite_export.py``. The
+(``keyboard_lm.json``, ``vocab.txt``); see ``keyboard_lm/export/tflite_export.py``. The
 archive's end-of-central-directory comment holds ``keyboard_lm-sha256:<64 hex>``,
 the sha256 of every byte before that comment (flatbuffer, zip entries, central
 directory and the end record itself), written by the exporter.

@@ -39,7 +39,7 @@ import numpy as np
 TYPE_SIZES = {0: 4, 1: 2, 2: 4, 3: 1, 4: 8, 6: 1, 7: 2, 9: 1}  # FLOAT32 FLOAT16 INT32 UINT8 INT64 BOOL INT16 INT8
 TYPE_NAMES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 6: "BOOL", 7: "INT16", 9: "INT8"}
 
-#: The builtin operators an exported step module may use (export/tflite_export.py converts with builtin ops
+#: The builtin operators an exported step module may use (keyboard_lm/export/tflite_export.py converts with builtin ops
 #: only): code -> (name, its BuiltinOptions union type or 0 for none, (fewest, most) inputs, (fewest, most)
 #: outputs, input positions that may be absent (-1), input positions that must be constants). TFLite's kernels
 #: dereference their required inputs without looking (an absent STRIDED_SLICE begin is a SIGSEGV), and the

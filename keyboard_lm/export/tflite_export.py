@@ -16,7 +16,7 @@ Quantization (``quantization=``; keyboard_lm.models.quantization):
 * ``dynamic-range``: TF's converter option; hybrid kernels keep the weights
   int8 in memory and round each matrix input to int8 at run time.
 * ``weight-only``: int8 weight tensors expanded once by DEQUANTIZE, float32
-  arithmetic (export.weight_quantization); 4x the weight memory at run time.
+  arithmetic (keyboard_lm.export.weight_quantization); 4x the weight memory at run time.
 * ``none``: float32.
 * ``auto`` (default): the mode the run was trained quantization-aware for,
   else dynamic-range.  Exported in its own mode, a quantization-aware run
@@ -124,7 +124,7 @@ def run_phrases(run: Run) -> tuple[bytes, dict, int] | None:
     table, or None if it has none.
 
     A table may be built for the run's vocabulary pruned to its most frequent words
-    (``export.pruning``: the room the table takes in the file). The table is checked against that
+    (``keyboard_lm.export.pruning``: the room the table takes in the file). The table is checked against that
     vocabulary and the gate against its format here, so a damaged or foreign table is refused at
     export (ConfigError naming the file), not on a phone.
     """
@@ -199,7 +199,7 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
 
     ``phrases``: include the run's phrase table when it has one (``keyboard-lm phrases``), with the
     vocabulary it was built for; the budget holds for the whole file. ``vocab_size``: keep only the
-    most frequent words (``export.pruning``; with a table, it must be the table's). Nothing is written
+    most frequent words (``keyboard_lm.export.pruning``; with a table, it must be the table's). Nothing is written
     unless conversion succeeds and the file fits the budget.
     """
     run = load_run(run_dir)

@@ -3,7 +3,7 @@
 A separate file rather than extra signatures in the model .tflite: the model
 exporter stays unchanged, the encoder can be updated or left out (apps without
 personal words ship nothing extra), and the budget check adds both files
-(``export.budget.check_personal_budget``).
+(``keyboard_lm.export.budget.check_personal_budget``).
 
 The archive's comment is the file's checksum, as in the model file
 (``keyboard_lm.inference.model_file.seal``).
