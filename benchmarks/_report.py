@@ -8,6 +8,13 @@ import os
 import platform
 import sys
 
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def results_dir(study: str) -> str:
+    """benchmarks/results/STUDY: where a study's scripts write their result files (one folder per study)."""
+    return os.path.join(RESULTS, study)
+
 
 def machine() -> dict:
     cpu = platform.processor() or ""

@@ -20,7 +20,7 @@ Both sides must also agree: the top-3 ids of every suggestion are compared.
 microseconds per step by operator and by builtin. The TFLite Python interpreter has no
 per-operator timer, so only its whole ``step_full`` is shown beside them.
 
-Writes benchmarks/results/android_engine_benchmark.{json,md} (machine, date, command).
+Writes benchmarks/results/android/android_engine_benchmark.{json,md} (machine, date, command).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def main() -> int:
     p.add_argument("models", nargs="*", metavar="MODEL.tflite",
                    default=[str(REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite")])
     p.add_argument("--passes", type=int, default=5)
-    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--out", default=_report.results_dir("android"))
     p.add_argument("--name", default="android_engine_benchmark", help="results file name (without .json/.md)")
     p.add_argument("--note", default="", help="where the models came from, written into the markdown")
     p.add_argument("--per-op", action="store_true", help="also time each operator of the Java engine's step_full")

@@ -114,7 +114,7 @@ def main() -> int:
     ap.add_argument("--peak-from-bytes", type=int, default=0,
                     help="measure the peak only for models of at least this file size (default: all)")
     ap.add_argument("--arm64", action="store_true", help="run on the emulated aarch64 JVM (must exist)")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=_report.results_dir("android"))
     ap.add_argument("--name", default="android_heap_benchmark", help="the result files' name (default %(default)s)")
     args = ap.parse_args()
     for tool in ("javac", "java", "git"):

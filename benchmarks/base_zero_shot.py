@@ -53,7 +53,7 @@ def main() -> int:
     p.add_argument("--corpus", choices=sorted(CORPORA), default="mail")
     p.add_argument("--vocab-size", type=int, default=10000)
     p.add_argument("--name", default="base_zero_shot")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("base"))
     args = p.parse_args()
     started = time.time()
     from keyboard_lm.data.corpora import load_corpus

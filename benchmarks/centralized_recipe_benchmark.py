@@ -164,7 +164,7 @@ def main():
     p.add_argument("--arms", default=",".join(str(i) for i in range(len(ARMS))),
                    help="indices of the arms to run and report, comma-separated (all)")
     p.add_argument("--analyse", type=int, default=10, help="index of the arm whose kept model the gap analysis uses")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args()
     args.arms = sorted({int(i) for i in args.arms.split(",")})
     if not set(args.arms) <= set(range(len(ARMS))) or args.analyse not in args.arms:

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=1, help="runs of each variant (1)")
     p.add_argument("--work", default=os.path.join("runs", "demo_benchmark"))
     p.add_argument("--name", default="demo")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args(argv)
     variants = {"from the base (default)": False} | ({"from random weights (--scratch)": True} if args.scratch else {})
     runs = {}

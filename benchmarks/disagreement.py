@@ -159,7 +159,7 @@ def main():
     p.add_argument("--order", type=int, default=5)
     p.add_argument("--limit", type=int, default=None, help="only the first N held-out sequences")
     p.add_argument("--name", default="disagreement")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args()
     result = analyse(args.run, args.data, args.format, args.order, limit=args.limit)
     text = markdown(result)

@@ -74,8 +74,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("runs", nargs="+")
     p.add_argument("--coordinates", type=int, default=20000)
-    p.add_argument("--name", default=None, help="also write benchmarks/results/NAME.{md,json}")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--name", default=None, help="also write benchmarks/results/privacy/NAME.{md,json}")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "privacy"))
     args = p.parse_args()
     lines = [f"The noise each DP-FTRL run leaves in its model after its rounds ({args.coordinates:,} coordinates "
              "of the run's own query and server step, every update zero).", "",

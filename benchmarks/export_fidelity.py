@@ -40,7 +40,7 @@ def main():
     p.add_argument("--data")
     p.add_argument("--format", default="default")
     p.add_argument("--name", default="export_fidelity")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("export"))
     args = p.parse_args()
     run = load_run(args.run_dir)
     corpus = load_corpus(args.data, args.format)

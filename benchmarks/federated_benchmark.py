@@ -47,7 +47,7 @@ def main():
     p.add_argument("--models", default="cifg,si-cifg")
     p.add_argument("--algorithms", default=",".join(SETTINGS))
     p.add_argument("--name", default="federated_benchmark", help="results file name")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args()
     corpus = load_shakespeare(args.data)
     curves, rows = {}, []

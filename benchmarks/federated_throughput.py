@@ -95,7 +95,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=40, help="federated rounds")
     p.add_argument("--epochs", type=int, default=1, help="centralized epochs")
     p.add_argument("--name", default="federated_throughput")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("speed"))
     args = p.parse_args()
     if args.rounds < 1 or args.epochs < 1:
         p.error("--rounds and --epochs must be at least 1")

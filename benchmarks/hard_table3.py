@@ -162,7 +162,7 @@ def main():
                         "than the federated CIFG sees)")
     p.add_argument("--work", default=os.path.join("runs", "hard_table3"))
     p.add_argument("--name", default="hard_table3")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("hard_table3"))
     args = p.parse_args()
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     if any(c not in ("mail", "shakespeare") for c in args.corpora):

@@ -92,7 +92,7 @@ def main() -> int:
     p.add_argument("--baseline", metavar="REF", help="also time the package at this git revision, same run")
     p.add_argument("--name", default="history_latency_benchmark", help="result file name (%(default)s)")
     p.add_argument("--aarch64", action="store_true", help="also time the package on the emulated aarch64 Python")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=os.path.join(HERE, "results", "latency"))
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sentences = os.path.join(tmp, "sentences.json")

@@ -22,13 +22,13 @@ emulated environment (idempotent; downloads Debian packages and the aarch64 whee
 
     python benchmarks/java_arm64_benchmark.py MODEL.tflite [--passes 3] [--rounds 2] [--emulated-passes 2] [--warmup 2]
 
-Writes benchmarks/results/java_arm64_benchmark.{json,md} (machine, date, command).
+Writes benchmarks/results/android/java_arm64_benchmark.{json,md} (machine, date, command).
 
 With ``--input-logic``, it measures instead the keyboard's whole path per key on both JVMs
 (``InputLogicBenchmark``: ``InputLogic`` over the tests' ``FakeEditor``, the ``StripRanker`` on its own thread,
 from a typed character to its strip shown), with and without a history save and a weight choice under way on a
 third thread; per key the editor reads and the bytes allocated (UI and ranking threads); and the model's load
-time and heap, memory-mapped. Writes benchmarks/results/java_arm64_input_logic.{json,md}.
+time and heap, memory-mapped. Writes benchmarks/results/android/java_arm64_input_logic.{json,md}.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="native processes per variant, run alternately")
     p.add_argument("--emulated-passes", type=int, default=2, help="timed passes in each emulated process")
     p.add_argument("--note", default="", help="where the model came from, written into the markdown")
-    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--out", default=_report.results_dir("android"))
     p.add_argument("--input-logic", action="store_true",
                    help="measure key to strip through InputLogic (save and weight choice pending), load and heap instead")
     args = p.parse_args()

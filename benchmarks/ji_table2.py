@@ -187,7 +187,7 @@ def main():
                         + f" (default: Ji's {', '.join(ALGORITHMS)}; {', '.join(CONTROLS)}: FedAvg at FedAtt's step)")
     p.add_argument("--work", default=os.path.join("runs", "ji_table2"))
     p.add_argument("--name", default="ji_table2")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("ji_table2"))
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     if not seeds or any(s not in SEEDS for s in seeds):

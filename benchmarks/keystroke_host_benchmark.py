@@ -95,7 +95,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=2, help="untimed passes per process (default 2)")
     ap.add_argument("--passes", type=int, default=3, help="timed passes per process (default 3)")
     ap.add_argument("--processes", type=int, default=2, help="fresh JVMs per variant, interleaved (default 2)")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=_report.results_dir("android"))
     args = ap.parse_args()
     for tool in ("javac", "java", "git"):
         if not shutil.which(tool):

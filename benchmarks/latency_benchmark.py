@@ -180,7 +180,7 @@ def main():
     p.add_argument("--table-off-too", action="store_true",
                    help="also measure each model with its phrase table set aside (the model alone), after it")
     p.add_argument("--name", help="result file name (default: latency_benchmark[_native])")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("latency"))
     args = p.parse_args()
     if min(args.repeats, args.rounds, args.emulated_rounds) < 1:
         p.error(f"--repeats, --rounds and --emulated-rounds must be >= 1, got {args.repeats}, {args.rounds} and "

@@ -320,7 +320,7 @@ def main() -> int:
     ap.add_argument("--java", action="store_true", help="also the Java core of both revisions (needs javac)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds a load may take before it counts as a hang")
     ap.add_argument("--repeats", type=int, default=20, help="loads of an unchanged model timed per loader")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results"))
+    ap.add_argument("--out", default=_report.results_dir("export"))
     args = ap.parse_args()
     started = time.time()
     asset = "android_demo/app/src/main/assets/model.tflite"

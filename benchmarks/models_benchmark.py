@@ -42,7 +42,7 @@ def main():
     p.add_argument("--lrs", default="0.1,0.3,1,3")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--units", type=int, default=670)
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args()
 
     corpus = load_shakespeare(args.data)

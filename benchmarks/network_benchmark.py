@@ -114,7 +114,7 @@ def main() -> int:
     p.add_argument("--rates", type=float, nargs="+", default=[100.0, 1000.0], help="Mbit/s per link")
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--clients", type=int, default=10)
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("speed"))
     args = p.parse_args()
     why = _netns.unavailable()
     if why is not None:

@@ -34,7 +34,7 @@ runs it on the SpamAssassin senders (with runs trained on them).
 Runs are centralized CIFGs (`keyboard-lm train --centralized --data $SH
 --format shakespeare --vocab-size V --epochs 4 --out runs/oov/vV`); the model
 and the char encoder are exported next to each run when missing. Results go to
-benchmarks/results/oov_benchmark.{md,json}.
+benchmarks/results/oov/oov_benchmark.{md,json}.
 """
 
 from __future__ import annotations
@@ -354,7 +354,7 @@ def main():
                    help="keep the vocabulary sizes already in --out/--name.json and run only the others")
     p.add_argument("--max-users", type=int, default=None, help="first N eligible users only (for a quick check)")
     p.add_argument("--tmp", default=os.path.join(REPO, "runs", "oov", "tmp"))
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("oov"))
     p.add_argument("--name", default="oov_benchmark")
     args = p.parse_args()
     os.makedirs(args.tmp, exist_ok=True)

@@ -76,7 +76,7 @@ def main():
     p.add_argument("--words", type=int, default=1000, help="personal words (1000, the cap)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--no-emulation", action="store_true", help="native only")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("latency"))
     args = p.parse_args()
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.inference import Predictor

@@ -96,7 +96,7 @@ def main():
     p.add_argument("--min-records", type=int, default=10)
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     p.add_argument("--name", default="personalization")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("personalization"))
     args = p.parse_args()
 
     from keyboard_lm.data.corpora import load_corpus

@@ -36,7 +36,7 @@ def main():
     p.add_argument("--budgets", default="16384,65536,131072",
                    help="phrase table byte budgets, comma-separated; the rarest words make room in the 1.4 MiB file")
     p.add_argument("--k", type=int, default=2, help="k-anonymity floor of discovery (2)")
-    p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--out", default=_report.results_dir("stack"))
     args = p.parse_args()
     started = time.time()
 

@@ -188,7 +188,7 @@ def main() -> int:
     p.add_argument("--emulated-passes", type=int, default=1, help="timed passes per emulated process")
     p.add_argument("--parts", action="store_true", help="time the Python strip's parts apart instead")
     p.add_argument("--name", help="result file name (default phrase_table_latency, or phrase_table_parts)")
-    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--out", default=_report.results_dir("latency"))
     args = p.parse_args()
     if min(args.passes, args.emulated_passes, args.processes) < 1 or args.warmup < 0:
         p.error("--passes, --emulated-passes and --processes must be >= 1, --warmup >= 0")

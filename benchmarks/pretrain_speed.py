@@ -26,7 +26,7 @@ the median over rounds of its tokens/s over the first's in that round; its
 share of peak is its model FLOP rate (``flops_per_position``, forward and
 backward, counted analytically) over the round's matmul rate.
 
-Writes benchmarks/results/NAME.{json,md} with the machine, date and command.
+Writes benchmarks/results/speed/NAME.{json,md} with the machine, date and command.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._report import write  # noqa: E402
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "speed")
 OPTIONS = ("unroll", "fused", "xla")
 D, H = 96, 670
 

@@ -14,7 +14,7 @@ noise multiplier 0.
 A row's run checkpoints every round: after a session ends, the same launch with
 --resume skips the finished rows and continues the others (`audit canaries --resume`).
 
-The table goes to benchmarks/results/privacy_benchmark.{md,json}.
+The table goes to benchmarks/results/privacy/privacy_benchmark.{md,json}.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "privacy")
 
 SGD = ["--server-optimizer", "sgd", "--server-momentum", "0"]
 NESTEROV = ["--server-optimizer", "nesterov"]

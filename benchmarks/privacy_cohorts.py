@@ -1,7 +1,7 @@
 """DP-FTRL from the base model at several cohort sizes: one table and one PNG from privacy_benchmark's results.
 
 Each cohort K is a `privacy_benchmark.py --rows base --clients-per-round K --name NAME` run (its
-results in benchmarks/results/NAME.json). This lines the DP-FTRL rows up by K: recall@3 without noise,
+results in benchmarks/results/privacy/NAME.json). This lines the DP-FTRL rows up by K: recall@3 without noise,
 at eps 10 and at eps 1, each DP row against the z = 0 row of the same K (same rounds, schedule, clip and
 start), the noise-batch ratio, how often each speech trained (K T / N), the canaries and the wall time.
 
@@ -14,7 +14,7 @@ import argparse
 import json
 import os
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "privacy")
 ROWS = ("base_ftrl_inf", "base_ftrl_eps10", "base_ftrl_eps1")
 
 

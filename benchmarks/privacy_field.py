@@ -54,7 +54,7 @@ def _share(result: dict) -> tuple[int, int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("privacy"))
     p.add_argument("--name", default="privacy_field")
     args = p.parse_args(argv)
     results, sections = {}, []

@@ -129,7 +129,7 @@ def main():
                    help="held-out recall@3 of the centralized recipe, when no collected run is one "
                         "(default: the kept recall@3 of the first run whose name starts with 'centralized')")
     p.add_argument("--name", default="recipe_benchmark", help="base name of the result files")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args()
 
     if args.collect:

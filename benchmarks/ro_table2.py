@@ -357,7 +357,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=25)
     p.add_argument("--work", default=os.path.join("runs", "ro_table2"))
     p.add_argument("--name", default="ro_table2")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("ro_table2"))
     args = p.parse_args()
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     unknown = [c for c in args.corpora if c not in ("mail", "shakespeare")]

@@ -152,7 +152,7 @@ def main():
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--work", default=os.path.join("runs", "ro_table4"))
     p.add_argument("--name", default="ro_table4")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("ro_table4"))
     args = p.parse_args()
     args.epsilons = [float(e) for e in args.epsilons.split(",") if e.strip()]
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()]

@@ -217,7 +217,7 @@ def main():
     p.add_argument("--runs", default=os.path.join("runs", "stack"), help="where the run directories go")
     p.add_argument("--collect", action="store_true", help="train nothing: export, evaluate and report finished runs")
     p.add_argument("--name", default="stack_targets")
-    p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--out", default=_report.results_dir("stack"))
     args = p.parse_args()
     started = time.time()
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]

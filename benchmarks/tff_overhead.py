@@ -126,7 +126,7 @@ def main():
     p.add_argument("--isolation", action="store_true",
                    help="only what `train` runs, on its isolated local worker and on TFF's own (direct TCP); "
                         "runs in a network namespace of its own")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("speed"))
     args = p.parse_args()
     if args.isolation and os.environ.get(_PRIVATE_NET) != "1":
         _reexec_in_private_network()

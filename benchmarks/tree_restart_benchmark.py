@@ -16,7 +16,7 @@ N // K rounds), side by side:
 
     python benchmarks/tree_restart_benchmark.py            # about a minute on 2 cores
 
-Results: benchmarks/results/tree_restart_benchmark.{json,md}.
+Results: benchmarks/results/privacy/tree_restart_benchmark.{json,md}.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dims", type=int, default=4000, help="coordinates of the measured noise (4000)")
     parser.add_argument("--seed", type=int, default=1, help="noise seed (1)")
-    parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--out", default=_report.results_dir("privacy"))
     args = parser.parse_args()
     rows = run(args.dims, args.seed)
     paths = _report.write("tree_restart_benchmark", {"dims": args.dims, "seed": args.seed, "rows": rows},

@@ -34,7 +34,7 @@ users with replacement, paired for the differences):
     python benchmarks/typo_completion.py [--corpora default,shakespeare,mail] [--model NAME=FILE ...]
         [--rate 0.1] [--seed 0] [--max-words 1000] [--name typo_completion]
 
-Writes benchmarks/results/NAME.{json,md} (machine, date, command, seeds).
+Writes benchmarks/results/personalization/NAME.{json,md} (machine, date, command, seeds).
 """
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ def main() -> int:
     p.add_argument("--typo-model", default="", metavar="FIELD=VALUE,...",
                    help="the channel's factors where they differ from TypoModel's defaults (a study, not the default)")
     p.add_argument("--name", default="typo_completion")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("personalization"))
     args = p.parse_args()
     if not 0.0 < args.rate <= 1.0 or args.max_words < 1:
         p.error(f"--rate must be in (0, 1] and --max-words >= 1, got {args.rate} and {args.max_words}")

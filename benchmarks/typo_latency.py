@@ -23,7 +23,7 @@ p99 no more than 1.5x off's (judged on CPU time: on a shared machine the wall-cl
 
     python benchmarks/typo_latency.py [MODEL.tflite] [--passes 3] [--emulated-passes 2] [--warmup 5] [--native-only]
 
-Writes benchmarks/results/typo_latency.{json,md} (machine, date, command).
+Writes benchmarks/results/latency/typo_latency.{json,md} (machine, date, command).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=5, help="untimed passes first on each JVM (JIT warm-up)")
     p.add_argument("--native-only", action="store_true", help="skip both emulated variants")
     p.add_argument("--name", default="typo_latency")
-    p.add_argument("--out", default=str(HERE / "results"))
+    p.add_argument("--out", default=_report.results_dir("latency"))
     args = p.parse_args()
     if min(args.passes, args.emulated_passes) < 1 or args.warmup < 0:
         p.error("--passes and --emulated-passes must be >= 1, --warmup >= 0")

@@ -119,7 +119,7 @@ def main():
     p.add_argument("--min-messages", type=int, default=10)
     p.add_argument("--static", action="store_true", help="do not learn during validation and test")
     p.add_argument("--name", default="user_history")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("personalization"))
     args = p.parse_args()
 
     from keyboard_lm.data.corpora import load_corpus

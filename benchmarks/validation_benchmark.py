@@ -67,7 +67,7 @@ def main():
     p.add_argument("--rounds", type=int, default=350, help="rounds per run (350, train's default)")
     p.add_argument("--work", default=os.path.join("runs", "validation_benchmark"), help="run directories")
     p.add_argument("--name", default="validation_benchmark", help="base name of the result files")
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("recipes"))
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     dirs, procs = {}, []

@@ -46,7 +46,7 @@ def main():
     p.add_argument("--widths", default="10000,20000,30000,40000,50000")
     p.add_argument("--vocab-size", type=int, default=10000, help="the target vocabulary's size (10000)")
     p.add_argument("--name", default="vocab_coverage")
-    p.add_argument("--out", default=os.path.join("benchmarks", "results"))
+    p.add_argument("--out", default=_report.results_dir("base"))
     args = p.parse_args()
     started = time.time()
 

@@ -188,7 +188,7 @@ def main():
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--no-ngram", action="store_true", help="skip the 5-gram reference")
     p.add_argument("--name", default="warm_start_sweep")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"))
+    p.add_argument("--out", default=_report.results_dir("base"))
     args = p.parse_args()
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     unknown = [c for c in corpora if c not in CORPORA]

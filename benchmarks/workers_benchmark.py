@@ -158,7 +158,7 @@ def main():
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--clients", type=int, nargs="+", default=[10, 50])
     p.add_argument("--probe-rounds", type=int, default=3)
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    p.add_argument("--out", default=_report.results_dir("speed"))
     p.add_argument("--probe", help=argparse.SUPPRESS)  # internal: run part 2 on these workers
     p.add_argument("--probe-clients", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker-data", help=argparse.SUPPRESS)

@@ -34,6 +34,6 @@ def test_every_script_is_listed():
 
 def test_every_result_file_belongs_to_a_listed_family():
     patterns = _patterns(_readme())
-    results = sorted(os.listdir(os.path.join(BENCH, "results")))
+    results = sorted(n for _, _, names in os.walk(os.path.join(BENCH, "results")) for n in names)
     missing = [n for n in results if not any(fnmatch.fnmatch(n, p) for p in patterns)]
     assert not missing, f"result files no row of benchmarks/README.md names: {missing}"
