@@ -34,7 +34,13 @@ def test_the_base_is_a_paper_size_cifg_in_float16_with_its_card(base):
     for name in debian:
         assert sources[name]["version"] and len(sources[name]["deb_sha256"]) == 64 and sources[name]["words"] > 0
     assert len(card["corpus"]["sha256"]) == 64 and card["command"].startswith("keyboard-lm train --centralized")
-    assert card["wall_seconds"] > 0 and card["heldout_metrics"]["float16"]["recall_at_3"] > 0.1
+    # the card records what docs/training.md and README state for the shipped weights (0.3178 / 89.7 on
+    # 803,892 held-out public-text events), to their printed precision
+    heldout = card["heldout_metrics"]["float16"]
+    assert heldout["num_events"] == 803_892
+    assert heldout["recall_at_3"] == pytest.approx(0.3178, abs=5e-5)
+    assert heldout["perplexity"] == pytest.approx(89.7, abs=0.05)
+    assert card["wall_seconds"] > 0
     # every stage of pretraining is on the card, its epochs numbered on and its wall time summed
     assert [int(e["epoch"]) for e in card["epochs"]] == list(range(1, len(card["epochs"]) + 1))
     assert sum(s["epochs"] for s in card["stages"]) == len(card["epochs"])
@@ -60,3 +66,7 @@ def test_the_base_suggests_english_before_any_user_text(base):
                                   vocab)["pooled"]
     assert pooled["num_events"] > 2000
     assert pooled["recall_at_3"] > 2 * unigram["recall_at_3"], (pooled, unigram)
+    # the shipped weights are a fixed file: docs/training.md records 0.2198 on these 2,871 events; 0.003 is
+    # about 9 events, room for top-3 near-ties that another CPU's float summation order may flip
+    assert pooled["num_events"] == 2871
+    assert pooled["recall_at_3"] == pytest.approx(0.2198, abs=0.003), pooled
