@@ -169,12 +169,33 @@ def test_held_out_users_are_named_by_a_stable_hash_not_their_address():
     assert set(b["clients"]) < set(a["clients"])  # the same user, the same key: runs still pair
 
 
-def test_the_committed_sweep_records_rank_the_pairs_the_report_selected(monkeypatch):
-    """The sweep's runs were lost with a checkout; their records, restored from its report, select as it did."""
-    monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    work = os.path.join("runs", "ro_table2")
-    assert ro_table2.ranked_pairs(work, "mail", "cifg")[0] == (0.1, 0.01)
-    assert ro_table2.ranked_pairs(work, "mail", "si-cifg")[0] == (1.0, 0.01)
-    assert ro_table2.ranked_pairs(work, "shakespeare", "si-cifg")[0] == (0.5, 0.01)
-    diverged = ro_table2.run_dir(work, "mail", "sweep", "cifg", 1.0, 0.01, 0)
+def test_the_sweep_ranks_pairs_that_trained_by_validation_loss_and_drops_diverged_ones(tmp_path):
+    """What the selection does with a record: a diverged run or one never run is not ranked, the rest are ordered
+    by the validation loss of the round each kept."""
+    work = str(tmp_path / "work")
+    records = {(0.1, 0.001): (7.48, None), (0.1, 0.01): (6.77, None), (0.5, 0.001): (7.43, None),
+               (0.5, 0.01): (6.10, 30), (1.0, 0.01): (float("nan"), None)}  # (1.0, 0.001) never ran
+    for (c, s), (loss, diverged_at) in records.items():
+        out = ro_table2.run_dir(work, "mail", "sweep", "cifg", c, s, 0)
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out + ".record.json", "w", encoding="utf-8") as f:
+            json.dump({"best": {"val_loss": loss}, "diverged_at": diverged_at}, f)
+    assert ro_table2.ranked_pairs(work, "mail", "cifg") == [(0.1, 0.01), (0.5, 0.001), (0.1, 0.001)]
+    diverged = ro_table2.run_dir(work, "mail", "sweep", "cifg", 0.5, 0.01, 0)
     assert ro_table2.validation_loss(diverged) == float("inf")
+
+
+def test_the_committed_sweep_records_rank_as_the_result_file_reports(monkeypatch):
+    """The sweep's runs were lost with a checkout and their records restored from its report: ranked by the code,
+    they give the order of the losses the result file printed, so the seeds phase resumes with the same pairs."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.chdir(root)
+    with open(os.path.join(root, "benchmarks", "results", "ro_table2", "ro_table2.json"), encoding="utf-8") as f:
+        result = json.load(f)
+    for corpus in ("mail", "shakespeare"):
+        for model in ("cifg", "si-cifg"):
+            losses = {(c, s): result[corpus]["sweep"][f"{model} c{c:g} s{s:g}"]
+                      for c in ro_table2.CLIENT_LRS for s in ro_table2.SERVER_LRS}
+            reported = sorted((loss, pair) for pair, loss in losses.items() if loss is not None)
+            assert ro_table2.ranked_pairs(os.path.join("runs", "ro_table2"), corpus, model) == \
+                [pair for _, pair in reported], (corpus, model)
