@@ -1,0 +1,67 @@
+"""Every result file says where its figures came from: a markdown result file's header (its first 8 lines) has
+`- date:`, `- machine:`, `- command:` and `- seeds:` lines, and the JSON beside it the same keys, none blank.
+
+Result files written before the header carried all four are listed in tests/result_file_gaps.txt, one
+"path: field" a line. The list may only shrink: a new blank fails, and so does a listed field once it is filled
+(remove its line), so the list is always exactly what is still missing."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIELDS = ("date", "machine", "command", "seeds")
+GAPS = os.path.join(ROOT, "tests", "result_file_gaps.txt")
+
+
+def header_gaps(path: str) -> list[str]:
+    """The fields a markdown result file's first 8 lines leave out or blank."""
+    with open(path, encoding="utf-8") as f:
+        head = "\n".join(f.read().splitlines()[:8])
+    return [field for field in FIELDS if not re.search(rf"^- {field}:[ \t]*\S", head, re.M)]
+
+
+def json_gaps(path: str) -> list[str]:
+    """The fields a JSON result file leaves out or empty."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    return [field for field in FIELDS if not isinstance(doc, dict) or doc.get(field) in (None, "", [], {})]
+
+
+def gaps(root: str = ROOT) -> set[str]:
+    """Every missing field of every result file under ``root``/benchmarks/results, as "path: field"."""
+    out = set()
+    results = os.path.join(root, "benchmarks", "results")
+    for path in glob.glob(os.path.join(results, "**", "*.md"), recursive=True):
+        out |= {f"{os.path.relpath(path, root)}: {f}" for f in header_gaps(path)}
+    for path in glob.glob(os.path.join(results, "**", "*.json"), recursive=True):
+        out |= {f"{os.path.relpath(path, root)}: {f}" for f in json_gaps(path)}
+    return out
+
+
+def known_gaps() -> set[str]:
+    with open(GAPS, encoding="utf-8") as f:
+        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
+
+
+def test_no_result_file_has_a_blank_beyond_the_listed_ones():
+    now, listed = gaps(), known_gaps()
+    assert not now - listed, f"result files with a blank date, machine, command or seeds: {sorted(now - listed)}"
+    assert not listed - now, f"filled since listed: remove from {os.path.relpath(GAPS, ROOT)}: {sorted(listed - now)}"
+
+
+def test_a_blank_field_is_found_in_a_header_and_in_json(tmp_path):
+    study = tmp_path / "benchmarks" / "results" / "study"
+    study.mkdir(parents=True)
+    (study / "full.md").write_text("# full\n\n- date: 2026-01-01\n- machine: AMD EPYC, 2 cores\n"
+                                   "- command: `python benchmarks/study/full.py`\n- seeds: 0, 1, 2\n")
+    (study / "full.json").write_text(json.dumps({"date": "2026-01-01", "machine": {"cpu": "AMD EPYC"},
+                                                 "command": "python benchmarks/study/full.py", "seeds": [0, 1, 2]}))
+    (study / "bare.md").write_text("# bare\n\n- date: 2026-01-01\n- machine:\n- command: `x`\n")
+    (study / "bare.json").write_text(json.dumps({"date": "2026-01-01", "command": ""}))
+    rel = os.path.join("benchmarks", "results", "study")
+    assert gaps(str(tmp_path)) == {f"{rel}/bare.md: machine", f"{rel}/bare.md: seeds", f"{rel}/bare.json: machine",
+                                   f"{rel}/bare.json: command", f"{rel}/bare.json: seeds"}
