@@ -4,8 +4,8 @@ import pytest
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.char_encoder.fit import train_char_encoder
-from keyboard_lm.char_encoder.model import (
-    CharEncoderConfig, build_char_encoder, encode_spellings, vocabulary_targets)
+from keyboard_lm.char_encoder.model import CharEncoderConfig, build_char_encoder, vocabulary_targets
+from keyboard_lm.text.spelling import encode_spellings
 
 
 def test_shenoy_sizes_fix_parameter_count_and_output_shape():

@@ -17,9 +17,9 @@ import pytest
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.export.char_encoder_export import RESERVED_KEYS, char_encoder_bytes
 from keyboard_lm.inference.personal_words import CharEncoderFile
+from keyboard_lm.text.spelling import encode_spellings
 from keyboard_lm.char_encoder.fit import fit_char_encoder, train_char_encoder
-from keyboard_lm.char_encoder.model import (
-    N_SPECIAL, CharEncoderConfig, ContextExamples, build_char_encoder, encode_spellings)
+from keyboard_lm.char_encoder.model import N_SPECIAL, CharEncoderConfig, ContextExamples, build_char_encoder
 from keyboard_lm.char_encoder.training import (
     build_char_encoder_file, model_contexts, run_training_clients)
 

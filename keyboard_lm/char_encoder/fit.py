@@ -17,9 +17,9 @@ import tensorflow as tf
 
 from keyboard_lm.char_encoder.heldout import (
     ContextPositions, Evaluator, HeldoutSplit, heldout_split, mean_row_reference, resolve_select_by)
-from keyboard_lm.char_encoder.model import (
-    CharEncoderConfig, CharEncoderFit, ContextExamples, build_char_encoder, encode_spellings)
+from keyboard_lm.char_encoder.model import CharEncoderConfig, CharEncoderFit, ContextExamples, build_char_encoder
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.text.spelling import encode_spellings
 
 
 def fit_char_encoder(

@@ -33,8 +33,8 @@ import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.spec import SPECIAL_TOKENS
-
-PAD, BOW, EOW = 0, 1, 2  # byte ids are shifted by 3 to leave room for these
+# The spelling encoding lives in text/ (no TensorFlow), so the device encodes exactly as training did.
+from keyboard_lm.text.spelling import ALPHABET_SIZE, fits, spelling_length
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,28 +55,10 @@ class CharEncoderConfig:
             raise ConfigError(f"char encoder max_bytes {self.max_bytes} + 2 is shorter than kernel {self.kernel}")
 
 
-def encode_spellings(words, max_bytes: int) -> np.ndarray:
-    """Words -> int32 [n, max_bytes + 2] byte ids with begin/end markers.
-
-    Raises ConfigError naming the word if it is empty/whitespace or longer than
-    ``max_bytes`` UTF-8 bytes (no silent truncation: two long words must not collide).
-    """
-    out = np.full((len(words), max_bytes + 2), PAD, dtype=np.int32)
-    for i, word in enumerate(words):
-        if not isinstance(word, str) or not word.strip():
-            raise ConfigError(f"word {i} is empty or whitespace: {word!r}")
-        raw = word.encode("utf-8")
-        if len(raw) > max_bytes:
-            raise ConfigError(f"word {i} {word[:40]!r} is {len(raw)} UTF-8 bytes, above the encoder's limit of {max_bytes}")
-        ids = [BOW] + [b + 3 for b in raw] + [EOW]
-        out[i, : len(ids)] = ids
-    return out
-
-
 def build_char_encoder(config: CharEncoderConfig = CharEncoderConfig()) -> tf.keras.Model:
     """Keras model: int32 [batch, max_bytes + 2] byte ids -> float [batch, embedding_dim]."""
     ids = tf.keras.Input(shape=(config.max_bytes + 2,), dtype=tf.int32, name="bytes")
-    x = tf.keras.layers.Embedding(256 + 3, config.byte_dim, name="byte_embedding")(ids)  # [b, L, E]
+    x = tf.keras.layers.Embedding(ALPHABET_SIZE, config.byte_dim, name="byte_embedding")(ids)  # [b, L, E]
     x = tf.keras.layers.Conv1D(config.channels, config.kernel, activation="relu", name="conv")(x)  # [b, L-K+1, D]
     # padding positions also pass the conv; they are mostly ReLU(bias) and the
     # max-pool over the whole window keeps the encoder one fixed-shape graph for TFLite
@@ -169,7 +151,7 @@ def vocabulary_word_ids(tokens: Sequence[str], max_bytes: int) -> tuple[list[str
     for i, tok in enumerate(tokens):
         if i < N_SPECIAL:
             continue
-        if len(tok.encode("utf-8")) > max_bytes:
+        if not fits(tok, max_bytes):
             too_long += 1
             continue
         words.append(tok)
@@ -232,6 +214,6 @@ def vocabulary_targets(vocab, embedding_table: np.ndarray, *, max_bytes: int | N
     """The trainable (word, embedding row) pairs of a vocabulary: specials (and, given ``max_bytes``,
     words longer than that) left out."""
     if max_bytes is None:
-        max_bytes = max((len(t.encode("utf-8")) for t in vocab.tokens), default=0)
+        max_bytes = max((spelling_length(t) for t in vocab.tokens), default=0)
     words, ids, _ = vocabulary_word_ids(vocab.tokens, max_bytes)
     return words, np.asarray(embedding_table)[ids]

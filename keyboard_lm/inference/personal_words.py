@@ -18,6 +18,7 @@ import numpy as np
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.user_files import read_limited, write_atomic
+from keyboard_lm.text.spelling import encode_spellings
 
 MAX_PERSONAL_WORDS = 1000
 STATE_FORMAT = "keyboard_lm-personal-1"
@@ -481,23 +482,10 @@ class CharEncoderFile:
 
     def encode(self, words) -> np.ndarray:
         """[len(words), d] zero-shot embeddings; empty/whitespace or over-long words raise ConfigError."""
-        ids = _byte_ids(list(words), self.max_bytes)
+        ids = encode_spellings(list(words), self.max_bytes)
         with self._lock:
             self._interp.resize_tensor_input(self._in["index"], ids.shape)
             self._interp.allocate_tensors()
             self._interp.set_tensor(self._in["index"], ids)
             self._interp.invoke()
             return self._interp.get_tensor(self._out["index"]).copy()
-
-
-def _byte_ids(words, max_bytes: int) -> np.ndarray:
-    # the same spelling encoding as keyboard_lm.char_encoder.model.encode_spellings (tested equal)
-    out = np.zeros((len(words), max_bytes + 2), np.int32)
-    for i, word in enumerate(words):
-        if not isinstance(word, str) or not word.strip():
-            raise ConfigError(f"word {i} is empty or whitespace: {word!r}")
-        raw = word.encode("utf-8")
-        if len(raw) > max_bytes:
-            raise ConfigError(f"word {i} {word[:40]!r} is {len(raw)} UTF-8 bytes, above the encoder's limit of {max_bytes}")
-        out[i, : len(raw) + 2] = [1] + [b + 3 for b in raw] + [2]
-    return out

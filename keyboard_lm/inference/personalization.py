@@ -14,6 +14,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.inference.personal_words import MAX_PERSONAL_WORDS, PersonalState
 from keyboard_lm.inference.user_history import UserHistory
 from keyboard_lm.text import tokenizer
+from keyboard_lm.text.spelling import fits
 
 #: The weights ``personalize`` chooses the user's history weight from, on their held-out text.
 HISTORY_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -278,8 +279,8 @@ def prepare_words(session, sentences, max_words: int, validation_fraction: float
     existing = set(session.personal.words) if session.personal is not None else set()
     limit = session.predictor.char_encoder.max_bytes
     candidates = [w for w, _ in counts.most_common() if w not in existing]
-    unencodable = [w for w in candidates if len(w.encode("utf-8")) > limit]
-    candidates = [w for w in candidates if len(w.encode("utf-8")) <= limit]
+    unencodable = [w for w in candidates if not fits(w, limit)]
+    candidates = [w for w in candidates if fits(w, limit)]
     room = min(max_words, MAX_PERSONAL_WORDS - len(existing))
     added = add_personal_words(session, candidates[:room])["added"] if candidates[:room] else []
     return sentences, {"sentences": len(sentences), "words_added": added, "not_added": len(candidates) - len(added),
