@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 CORE = REPO / "android_demo" / "core" / "src"
 WORDS = 300
@@ -259,7 +259,7 @@ def main() -> int:
     p.add_argument("models", nargs="*", metavar="MODEL.tflite",
                    default=[str(REPO / "tests" / "golden" / "models" / "cifg_dynamic-range.tflite")])
     p.add_argument("--passes", type=int, default=5)
-    p.add_argument("--out", default=_report.results_dir("android"))
+    p.add_argument("--out", default=result_file.results_dir("android"))
     p.add_argument("--name", default="android_engine_benchmark", help="results file name (without .json/.md)")
     p.add_argument("--note", default="", help="where the models came from, written into the markdown")
     p.add_argument("--per-op", action="store_true", help="also time each operator of the Java engine's step_full")
@@ -278,7 +278,7 @@ def main() -> int:
             print(f"{name}: Java / TFLite p50 suggestion {q['suggestion']['p50_ms']:.2f}, "
                   f"raw step {q['raw_step']['p50_ms']:.2f}", flush=True)
     md = markdown(results, args.passes) + (f"\n\nModels: {args.note}" if args.note else "")
-    _report.write(args.name, {"passes": args.passes, "words": WORDS, "note": args.note, "models": results},
+    result_file.write(args.name, {"passes": args.passes, "words": WORDS, "note": args.note, "models": results},
                   md, args.out)
     print(md)
     return 0

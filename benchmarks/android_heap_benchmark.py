@@ -22,13 +22,11 @@ KEYBOARD_LM_ARM64_ENV, default benchmarks/.arm64), which this script never build
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -36,12 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.java import CORE_MAIN, JAVA_ARM64, JVM_FLAGS, tree_at  # noqa: E402
 
-CORE_MAIN = "android_demo/core/src/main/java"
 BENCH_CLASS = REPO / "android_demo" / "core" / "src" / "bench" / "java" / "org" / "keyboardlm" / "core" / "HeapBenchmark.java"
-JVM_FLAGS = ["-XX:+UseSerialGC"]
-ARM64_JAVA = Path("java-root/usr/lib/jvm/java-17-openjdk-arm64/bin/java")
 #: How HeapBenchmark loads a model -> the ModelFile entry point it calls; a core without one is not run in that mode.
 MODES = {"path": "load(", "bytes": "fromBytes(", "buffer": "fromBuffer(", "stream": "fromStream("}
 MB = 1024 * 1024
@@ -55,15 +51,6 @@ def _compile(sources: Path, classes: Path) -> None:
     classes.mkdir(parents=True)
     subprocess.run(["nice", "-n", "10", "javac", "--release", "8", "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
                     *files], check=True, capture_output=True, text=True)
-
-
-def _tree_at(rev: str, dest: Path) -> Path:
-    """The core's main sources at ``rev``, unpacked into dest (git archive: the working tree is not touched)."""
-    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, CORE_MAIN], check=True,
-                          capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        t.extractall(dest)
-    return dest / CORE_MAIN
 
 
 def _modes(sources: Path) -> list[str]:
@@ -114,7 +101,7 @@ def main() -> int:
     ap.add_argument("--peak-from-bytes", type=int, default=0,
                     help="measure the peak only for models of at least this file size (default: all)")
     ap.add_argument("--arm64", action="store_true", help="run on the emulated aarch64 JVM (must exist)")
-    ap.add_argument("--out", default=_report.results_dir("android"))
+    ap.add_argument("--out", default=result_file.results_dir("android"))
     ap.add_argument("--name", default="android_heap_benchmark", help="the result files' name (default %(default)s)")
     args = ap.parse_args()
     for tool in ("javac", "java", "git"):
@@ -124,14 +111,14 @@ def main() -> int:
     if args.arm64:
         root = Path(os.environ.get("KEYBOARD_LM_ARM64_ENV", REPO / "benchmarks" / ".arm64")) / "java-root"
         qemu = shutil.which("qemu-aarch64-static")
-        if not qemu or not (root.parent / ARM64_JAVA).exists():
+        if not qemu or not (root.parent / JAVA_ARM64).exists():
             sys.exit(f"heap_benchmark: no emulated aarch64 JVM under {root} (bash benchmarks/arm64_env.sh --java builds it)")
-        java, env = [qemu, str(root.parent / ARM64_JAVA)], {**os.environ, "QEMU_LD_PREFIX": str(root)}
+        java, env = [qemu, str(root.parent / JAVA_ARM64)], {**os.environ, "QEMU_LD_PREFIX": str(root)}
 
     with tempfile.TemporaryDirectory(prefix="heap_benchmark_") as tmp:
         tmp = Path(tmp)
         classes = {"before": tmp / "before", "after": tmp / "after"}
-        sources = {"before": _tree_at(args.before, tmp / "src_before"), "after": REPO / CORE_MAIN}
+        sources = {"before": tree_at(args.before, tmp / "src_before"), "after": REPO / CORE_MAIN}
         modes = {side: _modes(src) for side, src in sources.items()}
         for side, src in sources.items():
             _compile(src, classes[side])
@@ -185,7 +172,7 @@ def main() -> int:
                       f"largest one the run completes beside (bisected to {STEP_KB} KB). Objects still in the 1 MB "
                       f"young generation at the peak are not counted, so it can read up to 1 MB below the retained "
                       f"heap; it compares loads with each other."]
-    path_json, path_md = _report.write(args.name, {"before": args.before, "jvm_flags": JVM_FLAGS, "vm": vm,
+    path_json, path_md = result_file.write(args.name, {"before": args.before, "jvm_flags": JVM_FLAGS, "vm": vm,
                                                           "floor": floor, "floor_largest_ballast_kb": floor_kb,
                                                           "results": results}, "\n".join(lines), args.out)
     print("\n".join(lines))

@@ -22,7 +22,6 @@ the same command again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import statistics
@@ -31,9 +30,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.recipe_benchmark import ngram_result  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA, _collect, _finished, _slug, _train, ngram_args  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.heldout import cached, heldout_by_user  # noqa: E402
+from benchmarks.common.ngram import ngram_by_user  # noqa: E402
+from benchmarks.common.runs import collect_run, finished, slug, train_from_base  # noqa: E402
 
 #: Bootstrap draws of held-out users for each seed's paired interval.
 DRAWS = 1000
@@ -79,63 +80,6 @@ def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]
 def targets_summary(results: dict, ngrams: dict) -> dict:
     """{target: summarize(its ratios)} for every target with at least one paired run."""
     return {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
-
-
-def _cached(path: str, compute, key: str = "") -> dict:
-    """``compute()``, saved as JSON at ``path`` and read from there while ``key`` (what it was computed from)
-    is the same."""
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        if saved.get("key", "") == key:
-            return saved
-    result = compute()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)  # a --collect before any run has no work directory
-    tmp = f"{path}.{os.getpid()}.tmp"  # two benchmarks side by side may compute the same one
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"key": key, "pooled": result["pooled"], "clients": result["clients"]}, f)
-    os.replace(tmp, path)
-    return result
-
-
-def heldout_by_user(run_dir: str, corpus_args: list[str], start: bool = False) -> dict:
-    """The kept model of a run evaluated on its held-out users, pooled and per user (cached in the run while its
-    weights stay the same); with ``start``, the model the run started from (its base, as training loaded it)
-    on the same users."""
-
-    def evaluate():
-        import argparse
-        import dataclasses
-
-        from keyboard_lm.cli.args import add_data_args, add_split_args, load_corpus_from_args
-        from keyboard_lm.data.split import SplitConfig, split_clients
-        from keyboard_lm.evaluation import evaluate_model
-        from keyboard_lm.models.run_dir import build_loaded_model, load_run
-        from keyboard_lm.models.warm_start import start_weights
-
-        run = load_run(run_dir)
-        if start:
-            weights, why = start_weights(run)
-            if weights is None:
-                raise SystemExit(f"{run_dir}: its start cannot be rebuilt: {why}")
-            run = dataclasses.replace(run, weights=weights)
-        # the clients the run trained on: the corpus flags read as `train` reads them (--partition included)
-        flags = argparse.ArgumentParser(add_help=False)
-        add_data_args(flags)
-        add_split_args(flags)
-        corpus = load_corpus_from_args(flags.parse_known_args(corpus_args)[0])
-        heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
-        return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
-
-    from keyboard_lm.models.run_dir import WEIGHTS_FILE, sha256_file
-
-    if start:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            key = (json.load(f).get("init_from") or {}).get("weights_sha256", "")
-        return _cached(os.path.join(run_dir, "start_by_user.json"), evaluate, key=key)
-    # keyed by the weights: a run resumed and finished after a first collect is evaluated again
-    return _cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate,
-                   key=sha256_file(os.path.join(run_dir, WEIGHTS_FILE)))
 
 
 def paired(by_user: dict, ngram_by_user: dict) -> dict:
@@ -217,10 +161,6 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
     return "\n".join(lines) + "\n"
 
 
-def _ngram_by_user(corpus_args: list[str]) -> dict:
-    return ngram_result(*ngram_args(corpus_args))
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
@@ -230,7 +170,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-intervals", action="store_true",
                    help="skip each seed's interval over held-out users (it evaluates every run per user once)")
     p.add_argument("--name", default="base_targets")
-    p.add_argument("--out", default=_report.results_dir("base"))
+    p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args(argv)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
@@ -244,28 +184,28 @@ def main(argv=None) -> int:
     for seed in seeds:
         for row in rows:
             corpus, extra = ROWS[row]
-            run_dir = os.path.join(args.work, _slug(row), f"seed{seed}")
-            if not args.collect and not _finished(run_dir):
-                _train(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir)
+            run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
+            if not args.collect and not finished(run_dir):
+                train_from_base(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir)
     for row in ROWS:
         for seed in seeds:
-            run_dir = os.path.join(args.work, _slug(row), f"seed{seed}")
-            r = _collect(run_dir) if os.path.isdir(run_dir) else None
+            run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
+            r = collect_run(run_dir) if os.path.isdir(run_dir) else None
             if r:
                 results[row][seed] = r
     corpora = sorted({ROWS[r][0] for r in ROWS if results[r]})
     os.makedirs(args.work, exist_ok=True)
-    ngram_by_user = {c: _cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
-                                lambda c=c: _ngram_by_user(CORPORA[c])) for c in corpora}
-    ngrams = {c: ngram_by_user[c]["pooled"] for c in corpora}
+    ngram_users = {c: cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
+                              lambda c=c: ngram_by_user(CORPORA[c])) for c in corpora}
+    ngrams = {c: ngram_users[c]["pooled"] for c in corpora}
     intervals = None
     if not args.no_intervals:
         by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
                    for row, runs in results.items()}
-        intervals = paired(by_user, ngram_by_user)
+        intervals = paired(by_user, ngram_users)
     text = report(results, ngrams, seeds, intervals)
     summary = targets_summary(results, ngrams)
-    paths = _report.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
+    paths = result_file.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}

@@ -21,7 +21,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 CORPORA = {"mail": ("../shared/data/spamassassin-ham/ham.mbox", "mbox"),
            "shakespeare": ("../shared/data/tinyshakespeare/input.txt", "shakespeare"),
@@ -53,7 +53,7 @@ def main() -> int:
     p.add_argument("--corpus", choices=sorted(CORPORA), default="mail")
     p.add_argument("--vocab-size", type=int, default=10000)
     p.add_argument("--name", default="base_zero_shot")
-    p.add_argument("--out", default=_report.results_dir("base"))
+    p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args()
     started = time.time()
     from keyboard_lm.data.corpora import load_corpus
@@ -85,7 +85,7 @@ def main() -> int:
         "counted as `keyboard-lm eval` counts it (a word outside the vocabulary is a miss).", "", *rows, "",
         *(f"- {b}: {r['target_words_covered']:.1%} of the target vocabulary's words start trained"
           for b, r in found.items())])
-    _report.publish(args.name, data, markdown, args.out, started)
+    result_file.publish(args.name, data, markdown, args.out, started)
     return 0
 
 

@@ -31,7 +31,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 
 def _recipe(dropout, weight_drop=0, weight_average=0, teacher=0, lr=0.002, epochs=20, batch=32,
@@ -164,7 +164,7 @@ def main():
     p.add_argument("--arms", default=",".join(str(i) for i in range(len(ARMS))),
                    help="indices of the arms to run and report, comma-separated (all)")
     p.add_argument("--analyse", type=int, default=10, help="index of the arm whose kept model the gap analysis uses")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args()
     args.arms = sorted({int(i) for i in args.arms.split(",")})
     if not set(args.arms) <= set(range(len(ARMS))) or args.analyse not in args.arms:
@@ -191,7 +191,7 @@ def main():
     lines += ["", "| combination | recall@3 |", "|---|---|"]
     lines += [f"| {k} | {v:.4f} |" for k, v in gap["recall_at_3"].items()]
     lines += [f"| either model's top 3 (union, an upper bound) | {gap['union']:.4f} |"]
-    paths = _report.write("centralized_recipe_benchmark", {"arms": rows, "gap": gap}, "\n".join(lines), args.out)
+    paths = result_file.write("centralized_recipe_benchmark", {"arms": rows, "gap": gap}, "\n".join(lines), args.out)
     print("\n".join(lines))
     print("written:", *paths)
 

@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 
 def run_demo(out: str, scratch: bool) -> dict:
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=1, help="runs of each variant (1)")
     p.add_argument("--work", default=os.path.join("runs", "demo_benchmark"))
     p.add_argument("--name", default="demo")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args(argv)
     variants = {"from the base (default)": False} | ({"from random weights (--scratch)": True} if args.scratch else {})
     runs = {}
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     for name, r in results.items():
         lines += ["", f"{name}, `{r['command']}`:", ""] + [f"- {s}" for s in r["strips"]]
     text = "\n".join(lines) + "\n"
-    paths = _report.write(args.name, {"variants": results, "runs": runs, "repeats": args.repeats}, text, args.out)
+    paths = result_file.write(args.name, {"variants": results, "runs": runs, "repeats": args.repeats}, text, args.out)
     print(text)
     print("written:", *paths)
     return 0

@@ -30,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 RANKS = ((0, 100, "top 100 words"), (100, 1000, "ranks 100-1,000"), (1000, 10**9, "rank 1,000 and beyond"))
 MIXTURES = (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
@@ -159,12 +159,12 @@ def main():
     p.add_argument("--order", type=int, default=5)
     p.add_argument("--limit", type=int, default=None, help="only the first N held-out sequences")
     p.add_argument("--name", default="disagreement")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args()
     result = analyse(args.run, args.data, args.format, args.order, limit=args.limit)
     text = markdown(result)
     print(text)
-    print("written:", *_report.write(args.name, result, text, args.out))
+    print("written:", *result_file.write(args.name, result, text, args.out))
 
 
 if __name__ == "__main__":

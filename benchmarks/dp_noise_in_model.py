@@ -91,9 +91,9 @@ def main():
     text = "\n".join(lines) + "\n"
     print(text)
     if args.name:
-        from benchmarks import _report
+        from benchmarks.common import result_file
 
-        print("written:", *_report.write(args.name, {"runs": results}, text, args.out))
+        print("written:", *result_file.write(args.name, {"runs": results}, text, args.out))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES  # noqa: E402
 from keyboard_lm.export.tflite_export import export_run  # noqa: E402
 from keyboard_lm.data.corpora import load_corpus  # noqa: E402
@@ -40,7 +40,7 @@ def main():
     p.add_argument("--data")
     p.add_argument("--format", default="default")
     p.add_argument("--name", default="export_fidelity")
-    p.add_argument("--out", default=_report.results_dir("export"))
+    p.add_argument("--out", default=result_file.results_dir("export"))
     args = p.parse_args()
     run = load_run(args.run_dir)
     corpus = load_corpus(args.data, args.format)
@@ -106,7 +106,7 @@ def main():
           f"up to {r['quantization']['max_rounding_error_steps']:.2f} quantization steps from the evaluated ones"
           for m, r in modes.items()),
     ])
-    _report.write(args.name, result, md, args.out)
+    result_file.write(args.name, result, md, args.out)
     print(md)
 
 

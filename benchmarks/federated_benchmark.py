@@ -19,7 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.data.corpora import load_shakespeare  # noqa: E402
 from keyboard_lm.data.config import ClientDataConfig  # noqa: E402
 from keyboard_lm.data.split import SplitConfig  # noqa: E402
@@ -47,7 +47,7 @@ def main():
     p.add_argument("--models", default="cifg,si-cifg")
     p.add_argument("--algorithms", default=",".join(SETTINGS))
     p.add_argument("--name", default="federated_benchmark", help="results file name")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args()
     corpus = load_shakespeare(args.data)
     curves, rows = {}, []
@@ -81,7 +81,7 @@ def main():
     note = ("\nTiny Shakespeare by role (269 training roles, 30 held-out), paper-size models (V=10k, D=96, H=670), "
             f"10 clients per round, client SGD lr 0.5, batch 10, up to 120 batches per client, {args.rounds} rounds. "
             f"Curves: {args.name}.png.\n")
-    _report.write(args.name, {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out)
+    result_file.write(args.name, {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))
 
 

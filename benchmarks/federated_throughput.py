@@ -27,7 +27,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 CORPORA = {"mail": ["--data", "../shared/data/spamassassin-ham/ham.mbox", "--format", "mbox"],
            "shakespeare": ["--data", "../shared/data/tinyshakespeare/input.txt", "--format", "shakespeare"],
@@ -95,7 +95,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=40, help="federated rounds")
     p.add_argument("--epochs", type=int, default=1, help="centralized epochs")
     p.add_argument("--name", default="federated_throughput")
-    p.add_argument("--out", default=_report.results_dir("speed"))
+    p.add_argument("--out", default=result_file.results_dir("speed"))
     args = p.parse_args()
     if args.rounds < 1 or args.epochs < 1:
         p.error("--rounds and --epochs must be at least 1")
@@ -117,7 +117,7 @@ def main() -> int:
     fed, cen = result["federated"], result["centralized"]
     result["ratio_command"] = fed["words_per_second"] / cen["words_per_second"]
     result["ratio_loop"] = fed["loop_words_per_second"] / cen["loop_words_per_second"]
-    _report.publish(args.name, result, report(result), args.out, started)
+    result_file.publish(args.name, result, report(result), args.out, started)
     return 0
 
 

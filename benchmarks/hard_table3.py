@@ -35,10 +35,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _records, _report  # noqa: E402
-from benchmarks.base_targets import _cached, _ngram_by_user  # noqa: E402
-from benchmarks.ro_table2 import _kept, _train, diverged_at, is_result as _result  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA  # noqa: E402
+from benchmarks.common import result_file, run_records  # noqa: E402
+from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.heldout import cached  # noqa: E402
+from benchmarks.common.ngram import ngram_by_user  # noqa: E402
+from benchmarks.common.run_records import diverged_at, kept_round, train_recorded  # noqa: E402
+from benchmarks.common.run_records import is_result as _result  # noqa: E402
 
 SERVER_LRS = (0.5, 1.0, 2.0)
 SEEDS = (0, 1, 2)
@@ -60,7 +62,7 @@ def train_args(corpus: str, row: str, seed: int, out: str, lr: float | None = No
                epochs: int | None = None) -> list[str]:
     """`keyboard-lm` arguments of one run; a run stopped with a checkpoint (a federated round's, a server
     run's epoch) is resumed."""
-    if _records.resumable(out):
+    if run_records.resumable(out):
         return ["train", *CORPORA[corpus], "--out", out, *(FEDERATED[:1] if row != "server" else []), "--resume"]
     args = ["train", *CORPORA[corpus], "--out", out, "--seed", str(seed), "--overwrite"]
     if row == "server":
@@ -86,7 +88,7 @@ def pending(work: str, corpus: str, rows=ROWS) -> list[tuple[str, int, float | N
 
 
 def _val_recall(out: str) -> float:
-    return float(_records.load(out)["best"].get("val_recall_at_3") or 0.0)
+    return float(run_records.load(out)["best"].get("val_recall_at_3") or 0.0)
 
 
 def server_lr(work: str, corpus: str) -> float | None:
@@ -96,7 +98,7 @@ def server_lr(work: str, corpus: str) -> float | None:
     return max(found)[1] if found else None
 
 
-def _spread(values):
+def spread(values):
     if not values:
         return "-"
     return (f"{values[0]:.4f} (1 seed)" if len(values) == 1 else
@@ -113,24 +115,24 @@ def collect(args) -> tuple[dict, str]:
                        f"Held-out users; intervals are 95%, paired, over held-out users ({DRAWS} draws).", ""]
     for corpus in args.corpora:
         lr = server_lr(args.work, corpus)
-        ng = _records.pseudonymous(_cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
-                                           lambda: _ngram_by_user(CORPORA[corpus])))
+        ng = run_records.pseudonymous(cached(os.path.join(args.work, f"ngram_{corpus}_by_user.json"),
+                                           lambda: ngram_by_user(CORPORA[corpus])))
         runs, diverged = {"server": {}, "federated": {}}, []
         for seed in SEEDS:
             for row in runs:
                 out = run_dir(args.work, corpus, row, seed, lr if row == "server" else None)
                 if (row != "server" or lr is not None) and _result(out):
-                    runs[row][seed] = _records.heldout(out, CORPORA[corpus])
+                    runs[row][seed] = run_records.heldout(out, CORPORA[corpus])
                     at = diverged_at(out)
                     if at is not None:
                         diverged.append(f"the {row} CIFG of seed {seed} diverged at round {at}; its row is its best "
-                                        f"model before, of round {_kept(out)}")
+                                        f"model before, of round {kept_round(out)}")
         lines += [f"## {corpus}: `{shlex.join(CORPORA[corpus])}`", "",
                   "| model | recall@1 | recall@3 |", "|---|---|---|",
                   f"| Kneser-Ney 5-gram | {ng['pooled']['recall_at_1']:.4f} | {ng['pooled']['recall_at_3']:.4f} |"]
         for row, label in (("server", f"server CIFG (SGD {'-' if lr is None else f'{lr:g}'})"),
                            ("federated", "federated CIFG")):
-            lines.append(f"| {label} | " + " | ".join(_spread([r["pooled"][m] for r in runs[row].values()])
+            lines.append(f"| {label} | " + " | ".join(spread([r["pooled"][m] for r in runs[row].values()])
                                                        for m in METRICS) + " |")
         pairs = {}
         for seed in sorted(set(runs["server"]) & set(runs["federated"])):
@@ -162,7 +164,7 @@ def main():
                         "than the federated CIFG sees)")
     p.add_argument("--work", default=os.path.join("runs", "hard_table3"))
     p.add_argument("--name", default="hard_table3")
-    p.add_argument("--out", default=_report.results_dir("hard_table3"))
+    p.add_argument("--out", default=result_file.results_dir("hard_table3"))
     args = p.parse_args()
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     if any(c not in ("mail", "shakespeare") for c in args.corpora):
@@ -179,10 +181,10 @@ def main():
                     break
                 row, seed, lr = todo[0]
                 out = run_dir(args.work, corpus, row, seed, lr)
-                _train(train_args(corpus, row, seed, out, lr, args.epochs), out)
-                _records.heldout(out, CORPORA[corpus])
+                train_recorded(train_args(corpus, row, seed, out, lr, args.epochs), out)
+                run_records.heldout(out, CORPORA[corpus])
     data, text = collect(args)
-    _report.publish(args.name, data, text, args.out, start)
+    result_file.publish(args.name, data, text, args.out, start)
 
 
 if __name__ == "__main__":

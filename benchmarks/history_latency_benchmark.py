@@ -84,7 +84,7 @@ def _in_subprocess(package_root: str, model: str, passes: int, sentences_file: s
 
 def main() -> int:
     sys.path.insert(0, REPO)
-    from benchmarks import _report
+    from benchmarks.common import result_file
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model", metavar="MODEL.tflite")
@@ -100,9 +100,9 @@ def main() -> int:
             json.dump(workload(), f)
         variants = {"now": _in_subprocess(REPO, args.model, args.passes, sentences)}
         if args.aarch64:
-            from benchmarks import _arm64
+            from benchmarks.common import arm64
 
-            python, env = _arm64.emulated_python(REPO)
+            python, env = arm64.emulated_python(REPO)
             variants["now, aarch64 (qemu)"] = _in_subprocess(REPO, os.path.abspath(args.model), args.passes,
                                                              sentences, python, env)
         if args.baseline:
@@ -130,7 +130,7 @@ def main() -> int:
                   f"{r['suggest_history']['p50_ms'] / r['suggest']['p50_ms']:.2f}x, p99 "
                   f"{r['suggest_history']['p99_ms'] / r['suggest']['p99_ms']:.2f}x")
     text = "\n".join(md)
-    _report.write(args.name, {"model": args.model, "passes": args.passes, "variants": variants}, text, args.out)
+    result_file.write(args.name, {"model": args.model, "passes": args.passes, "variants": variants}, text, args.out)
     print(text)
     return 0
 

@@ -49,12 +49,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _arm64, _report  # noqa: E402
+from benchmarks.common import arm64, result_file  # noqa: E402
+from benchmarks.common.java import CORE, JAVA_ARM64, JVM_FLAGS, WORDS, typed_words  # noqa: E402
 
-CORE = REPO / "android_demo" / "core" / "src"
-WORDS = 300
-JAVA_ARM64 = Path("java-root/usr/lib/jvm/java-17-openjdk-arm64/bin/java")
-JVM_FLAGS = ["-XX:+UseSerialGC"]
 PY_WARMUP = 1  # the predictor has no JIT; one pass fills its caches as a JVM's warm-up would
 
 PYTHON_RUNNER = """
@@ -96,14 +93,6 @@ CALLS = {"session": "session `commit(word + \" \")` + `suggestions(3)`",
          "stateless_cached": "the same, with the prefix cache (default)"}
 VARIANTS = {"java_aarch64_qemu": "Java, aarch64 JVM (qemu)", "java_host": "Java, host JVM",
             "python_aarch64_qemu": "Python, aarch64 (qemu)", "python_native": "Python, native"}
-
-
-def _words() -> list[str]:
-    """The first WORDS words of the embedded corpus (as latency_benchmark.py and android_engine_benchmark.py)."""
-    from keyboard_lm.data.corpora import load_default
-
-    corpus = load_default()
-    return " ".join(" ".join(t for c in corpus.client_ids[:200] for t in corpus.clients[c]).split()[:WORDS]).split()
 
 
 def _java(argv: list[str], classes: Path, model: str, words_file: Path, warmup: int, passes: int, env=None) -> dict:
@@ -178,7 +167,7 @@ def _input_logic(args, model: str, aarch64_java: list[str], java_env: dict) -> i
         sources = sorted(str(f) for d in ("main", "bench") for f in (CORE / d).rglob("*.java"))
         sources.append(str(CORE / "test" / "java" / "org" / "keyboardlm" / "core" / "FakeEditor.java"))
         subprocess.run(["javac", "--release", "8", "-nowarn", "-d", str(classes), *sources], check=True)
-        words = _words()
+        words = typed_words()
         words_file = tmp / "words.txt"
         words_file.write_text("\n".join(words) + "\n", encoding="utf-8")
         for name, pending in IL_VARIANTS:
@@ -226,7 +215,7 @@ def _input_logic(args, model: str, aarch64_java: list[str], java_env: dict) -> i
               "", "Caveats: a shared, loaded 2-core machine (qemu's emulation and the pending thread compete with the "
               "key's two threads for 2 cores); HotSpot under qemu, not ART on a phone; the editor is in-process."]
     md = "\n".join(lines)
-    _report.write("java_arm64_input_logic", {"model": name, "model_bytes": os.path.getsize(model), "words": WORDS,
+    result_file.write("java_arm64_input_logic", {"model": name, "model_bytes": os.path.getsize(model), "words": WORDS,
                                              "warmup": args.warmup, "passes": args.passes,
                                              "emulated_passes": args.emulated_passes, "jvm_flags": JVM_FLAGS,
                                              "variants": results}, md, args.out)
@@ -242,7 +231,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="native processes per variant, run alternately")
     p.add_argument("--emulated-passes", type=int, default=2, help="timed passes in each emulated process")
     p.add_argument("--note", default="", help="where the model came from, written into the markdown")
-    p.add_argument("--out", default=_report.results_dir("android"))
+    p.add_argument("--out", default=result_file.results_dir("android"))
     p.add_argument("--input-logic", action="store_true",
                    help="measure key to strip through InputLogic (save and weight choice pending), load and heap instead")
     args = p.parse_args()
@@ -253,13 +242,13 @@ def main() -> int:
     if not shutil.which("javac") or not shutil.which("java"):
         p.error("needs a JDK (javac, java) on PATH")
     model = os.path.abspath(args.model)
-    env_dir = Path(subprocess.run(["bash", str(HERE / "arm64_env.sh"), "--java"], check=True, capture_output=True,
+    env_dir = Path(subprocess.run(["bash", arm64.ENV_SCRIPT, "--java"], check=True, capture_output=True,
                                   text=True).stdout.strip().splitlines()[-1])
     java_env = dict(os.environ, QEMU_LD_PREFIX=str(env_dir / "java-root"))
     aarch64_java = ["qemu-aarch64-static", str(env_dir / JAVA_ARM64)]
     if args.input_logic:
         return _input_logic(args, model, aarch64_java, java_env)
-    aarch64_python, python_env = _arm64.emulated_python(str(REPO))
+    aarch64_python, python_env = arm64.emulated_python(str(REPO))
     samples: dict[str, list[dict]] = {n: [] for n in VARIANTS}
     seconds = dict.fromkeys(VARIANTS, 0.0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -267,7 +256,7 @@ def main() -> int:
         classes = tmp / "classes"
         sources = sorted(str(f) for d in ("main", "bench") for f in (CORE / d).rglob("*.java"))
         subprocess.run(["javac", "--release", "8", "-nowarn", "-d", str(classes), *sources], check=True)
-        words = _words()
+        words = typed_words()
         words_file = tmp / "words.txt"
         words_file.write_text("\n".join(words) + "\n", encoding="utf-8")
         runs = {"java_host": lambda: _java(["java"], classes, model, words_file, args.warmup, args.passes),
@@ -347,7 +336,7 @@ def main() -> int:
     if args.note:
         lines += ["", f"Model: {args.note}"]
     md = "\n".join(lines)
-    _report.write("java_arm64_benchmark", {"model": name, "model_bytes": os.path.getsize(model), "words": WORDS,
+    result_file.write("java_arm64_benchmark", {"model": name, "model_bytes": os.path.getsize(model), "words": WORDS,
                                            "warmup": args.warmup, "passes": args.passes, "rounds": args.rounds,
                                            "emulated_passes": args.emulated_passes, "note": args.note,
                                            "variants": results, "top3_ids_equal_to_python_native": agreement,

@@ -31,9 +31,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _records, _report  # noqa: E402
-from benchmarks.ro_table2 import _diverged, _train, curve, diverged_at, is_result, settled  # noqa: E402
-from benchmarks.warm_start_sweep import SHAKESPEARE  # noqa: E402
+from benchmarks.common import result_file, run_records  # noqa: E402
+from benchmarks.common.corpora import SHAKESPEARE  # noqa: E402
+from benchmarks.common.run_records import curve, diverged, diverged_at, is_result, settled, train_recorded  # noqa: E402
 
 CORPUS = ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "iid", "--num-clients", "100"]
 #: Ji et al.'s model and client: a tied GRU of 300, SGD with momentum 0.5 at 0.01, 5 local epochs of
@@ -139,7 +139,7 @@ def seed_ratios(data: dict, pairs: list[tuple[str, str]]) -> dict[str, dict[int,
 def collect(args) -> tuple[dict, str]:
     data = {}
     def started(out):  # its directory, or its kept record once the directory is gone
-        return os.path.exists(out) or os.path.exists(_records.record_path(out))
+        return os.path.exists(out) or os.path.exists(run_records.record_path(out))
 
     columns = list(ALGORITHMS) + [c for c in CONTROLS  # a control's column once any of its runs exists
                                   if any(started(run_dir(args.work, c, f, s)) for f in FRACTIONS for s in SEEDS)]
@@ -155,7 +155,7 @@ def collect(args) -> tuple[dict, str]:
             found = {}
             for seed in SEEDS:
                 out = run_dir(args.work, algorithm, fraction, seed)
-                if _diverged(out) or is_result(out):
+                if diverged(out) or is_result(out):
                     found[seed] = kept_result(out)
             data[f"{algorithm} C={fraction:g}"] = found
             cells.append(cell(found))
@@ -187,7 +187,7 @@ def main():
                         + f" (default: Ji's {', '.join(ALGORITHMS)}; {', '.join(CONTROLS)}: FedAvg at FedAtt's step)")
     p.add_argument("--work", default=os.path.join("runs", "ji_table2"))
     p.add_argument("--name", default="ji_table2")
-    p.add_argument("--out", default=_report.results_dir("ji_table2"))
+    p.add_argument("--out", default=result_file.results_dir("ji_table2"))
     args = p.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     if not seeds or any(s not in SEEDS for s in seeds):
@@ -203,10 +203,10 @@ def main():
                     out = run_dir(args.work, algorithm, fraction, seed)
                     if settled(out):
                         continue
-                    resume = _records.resumable(out)
-                    _train(train_args(algorithm, fraction, seed, args.rounds, args.eval_every, out, resume), out)
+                    resume = run_records.resumable(out)
+                    train_recorded(train_args(algorithm, fraction, seed, args.rounds, args.eval_every, out, resume), out)
     data, text = collect(args)
-    paths = _report.write(args.name, {"runs": data, "seconds_this_call": time.time() - start}, text, args.out)
+    paths = result_file.write(args.name, {"runs": data, "seconds_this_call": time.time() - start}, text, args.out)
     print(text)
     print("written:", *paths)
 

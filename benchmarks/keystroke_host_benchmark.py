@@ -37,13 +37,11 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.android_heap_benchmark import CORE_MAIN, _tree_at  # noqa: E402
-from benchmarks.java_arm64_benchmark import WORDS, _words  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.java import CORE_MAIN, JVM_FLAGS, WORDS, tree_at, typed_words  # noqa: E402
 
 BENCH = REPO / "android_demo" / "core" / "src" / "bench" / "java" / "org" / "keyboardlm" / "core" / "FieldKeystrokeBenchmark.java"
 DEFAULT_MODEL = REPO / "android_demo" / "app" / "src" / "main" / "assets" / "model.tflite"
-JVM_FLAGS = ["-XX:+UseSerialGC"]
 VARIANTS = [("before", False), ("before", True), ("after", False), ("after", True)]
 
 
@@ -95,7 +93,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=2, help="untimed passes per process (default 2)")
     ap.add_argument("--passes", type=int, default=3, help="timed passes per process (default 3)")
     ap.add_argument("--processes", type=int, default=2, help="fresh JVMs per variant, interleaved (default 2)")
-    ap.add_argument("--out", default=_report.results_dir("android"))
+    ap.add_argument("--out", default=result_file.results_dir("android"))
     args = ap.parse_args()
     for tool in ("javac", "java", "git"):
         if not shutil.which(tool):
@@ -103,7 +101,7 @@ def main() -> int:
     if not Path(args.model).is_file():
         sys.exit(f"keystroke_host_benchmark: model {args.model} not found")
 
-    words = _words()
+    words = typed_words()
     typed = "".join(w + " " for w in words)
     is_space = np.array([c == " " for c in typed])
     samples: dict = {v: [] for v in VARIANTS}
@@ -112,7 +110,7 @@ def main() -> int:
         words_file = tmp / "words.txt"
         words_file.write_text("\n".join(words) + "\n", encoding="utf-8")
         classes = {"before": tmp / "before", "after": tmp / "after"}
-        _compile(_tree_at(args.before, tmp / "src_before"), classes["before"])
+        _compile(tree_at(args.before, tmp / "src_before"), classes["before"])
         _compile(REPO / CORE_MAIN, classes["after"])
         t0 = time.time()
         for p in range(args.processes):
@@ -153,7 +151,7 @@ def main() -> int:
                      f"{a['p99_ms'] / b['p99_ms']:.2f} | {a['alloc_mean_bytes'] / b['alloc_mean_bytes']:.2f} |")
     lines += ["", "Final strip of the last pass (same words, both cores): "
               + "; ".join(f"{n}: {' | '.join(r['final_strip'])}" for n, r in results.items())]
-    path_json, path_md = _report.write("keystroke_host_benchmark", {
+    path_json, path_md = result_file.write("keystroke_host_benchmark", {
         "model": model, "model_bytes": os.path.getsize(args.model), "before": args.before, "words": WORDS,
         "keys_per_pass": len(typed), "warmup": args.warmup, "passes": args.passes, "processes": args.processes,
         "jvm_flags": JVM_FLAGS, "vm": vm, "wall_seconds": round(seconds, 1), "results": results},

@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _arm64, _report  # noqa: E402
+from benchmarks.common import arm64, result_file  # noqa: E402
 
 RUNNER = """
 import json, sys, time
@@ -180,7 +180,7 @@ def main():
     p.add_argument("--table-off-too", action="store_true",
                    help="also measure each model with its phrase table set aside (the model alone), after it")
     p.add_argument("--name", help="result file name (default: latency_benchmark[_native])")
-    p.add_argument("--out", default=_report.results_dir("latency"))
+    p.add_argument("--out", default=result_file.results_dir("latency"))
     args = p.parse_args()
     if min(args.repeats, args.rounds, args.emulated_rounds) < 1:
         p.error(f"--repeats, --rounds and --emulated-rounds must be >= 1, got {args.repeats}, {args.rounds} and "
@@ -207,7 +207,7 @@ def main():
         f.write(text)
     text_path = os.path.abspath(text_path)
     if not args.native_only:
-        aarch64_python, env = _arm64.emulated_python(REPO)
+        aarch64_python, env = arm64.emulated_python(REPO)
     results, lines = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         baseline_dir = _baseline_tree(args.baseline, tmp) if args.baseline else None
@@ -288,7 +288,7 @@ def main():
     if args.table_off_too:
         lines += _table_ratios(results)
     name = args.name or ("latency_benchmark_native" if args.native_only else "latency_benchmark")
-    _report.write(name, {"models": results, "baseline": args.baseline}, "\n".join(lines), args.out)
+    result_file.write(name, {"models": results, "baseline": args.baseline}, "\n".join(lines), args.out)
     print("\n".join(lines))
     return 0 if all(r.get("gate_pass", True) for r in results.values()) else 1
 

@@ -48,7 +48,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.inference.model_file import end_record, seal  # noqa: E402
 from keyboard_lm.inference.tflite_flatbuffer import read_model  # noqa: E402
 
@@ -320,7 +320,7 @@ def main() -> int:
     ap.add_argument("--java", action="store_true", help="also the Java core of both revisions (needs javac)")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds a load may take before it counts as a hang")
     ap.add_argument("--repeats", type=int, default=20, help="loads of an unchanged model timed per loader")
-    ap.add_argument("--out", default=_report.results_dir("export"))
+    ap.add_argument("--out", default=result_file.results_dir("export"))
     args = ap.parse_args()
     started = time.time()
     asset = "android_demo/app/src/main/assets/model.tflite"
@@ -359,7 +359,7 @@ def main() -> int:
               "seconds": round(time.time() - started, 1)}
     markdown = (_table(result, args.variants) + "\n\n" + _times_table(result)
                 + f"\n\nTook {result['seconds']} s.")
-    paths = _report.write("model_fuzz", result, markdown, args.out)
+    paths = result_file.write("model_fuzz", result, markdown, args.out)
     print(markdown)
     print("written:", *paths)
     return 0

@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.baselines.ngram import KneserNey  # noqa: E402
 from keyboard_lm.data.corpora import load_shakespeare  # noqa: E402
 from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
@@ -42,7 +42,7 @@ def main():
     p.add_argument("--lrs", default="0.1,0.3,1,3")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--units", type=int, default=670)
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args()
 
     corpus = load_shakespeare(args.data)
@@ -86,7 +86,7 @@ def main():
     note = (f"\nTiny Shakespeare by role: {len(train_ids)} training roles, {len(heldout_ids)} held-out roles "
             f"(split seed 0), V={len(vocab)}, sequence length 20, batch {args.batch_size}, "
             f"{args.epochs} epochs of plain SGD without clipping for every neural run.\n")
-    paths = _report.write("models_benchmark", {"rows": rows, "epochs": args.epochs}, "\n".join(lines) + note, args.out)
+    paths = result_file.write("models_benchmark", {"rows": rows, "epochs": args.epochs}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))
     print("written:", *paths)
 

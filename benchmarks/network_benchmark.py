@@ -1,7 +1,7 @@
 """Seconds and bytes per federated round across a shaped network, against the cost model for N machines.
 
 The driver and two `keyboard-lm worker`s run on three hosts that are network
-namespaces on this machine, joined by a bridge (`_netns.py`); every link is
+namespaces on this machine, joined by a bridge (`netns.py`); every link is
 limited by a tbf qdisc in each direction, at each bandwidth of --rates. For
 each bandwidth, one `keyboard-lm train --workers` run with plain uploads and
 one with `--compression`, train's defaults otherwise (the embedded corpus,
@@ -38,7 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _netns, _report  # noqa: E402
+from benchmarks.common import netns, result_file  # noqa: E402
 from keyboard_lm.federated.distributed import worker_relay  # noqa: E402
 
 PORT = 8001
@@ -66,7 +66,7 @@ def _rows(path: str) -> list[dict]:
         return []
 
 
-def train(net: _netns.Network, out: str, flag: str, args, extra: list[str]) -> dict:
+def train(net: netns.Network, out: str, flag: str, args, extra: list[str]) -> dict:
     """One `train` run in the driver's namespace; the link counters when each metrics row appeared."""
     cmd = [*CLI, "train", "--out", out, "--rounds", str(args.rounds), "--clients-per-round", str(args.clients),
            "--eval-every", str(10 * args.rounds), "--workers", flag, "--no-phrases", *extra]
@@ -114,16 +114,16 @@ def main() -> int:
     p.add_argument("--rates", type=float, nargs="+", default=[100.0, 1000.0], help="Mbit/s per link")
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--clients", type=int, default=10)
-    p.add_argument("--out", default=_report.results_dir("speed"))
+    p.add_argument("--out", default=result_file.results_dir("speed"))
     args = p.parse_args()
-    why = _netns.unavailable()
+    why = netns.unavailable()
     if why is not None:
         raise SystemExit(f"network_benchmark: {why}")
     import platform
 
     variants = (("plain", []), ("compression", ["--compression"]))
     results, params = {}, None
-    with _netns.Network(3) as net, tempfile.TemporaryDirectory(prefix="network_bench_") as tmp:
+    with netns.Network(3) as net, tempfile.TemporaryDirectory(prefix="network_bench_") as tmp:
         workers = []
         try:
             for i in (1, 2):
@@ -180,7 +180,7 @@ def main() -> int:
               f"{platform.machine()}) joined by a bridge; each link shaped by tbf in each direction; RTT not "
               f"shaped (no netem qdisc in this kernel). Model: docs/distributed.md, c and b scaled by "
               f"{params:,} / 1.4M parameters."]
-    _report.write("network_benchmark", {"parameters": params, "rounds": args.rounds, "clients": args.clients,
+    result_file.write("network_benchmark", {"parameters": params, "rounds": args.rounds, "clients": args.clients,
                                         "workers": 2, "cost_model": MODEL, "results": results,
                                         "compressed_over_plain_bytes": ratios, "slower_seconds": slower,
                                         "bytes_over_bandwidth_seconds": moved}, "\n".join(lines), args.out)

@@ -52,7 +52,7 @@ sys.path.insert(0, REPO)
 
 import numpy as np  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from benchmarks.oov_finetune import SIGMA_GRID, FineTuner, JointTuner  # noqa: E402
 
 METHODS = ("global", "zero_shot", "adapter", "finetune", "oracle")
@@ -354,7 +354,7 @@ def main():
                    help="keep the vocabulary sizes already in --out/--name.json and run only the others")
     p.add_argument("--max-users", type=int, default=None, help="first N eligible users only (for a quick check)")
     p.add_argument("--tmp", default=os.path.join(REPO, "runs", "oov", "tmp"))
-    p.add_argument("--out", default=_report.results_dir("oov"))
+    p.add_argument("--out", default=result_file.results_dir("oov"))
     p.add_argument("--name", default="oov_benchmark")
     args = p.parse_args()
     os.makedirs(args.tmp, exist_ok=True)
@@ -379,7 +379,7 @@ def main():
         t0 = time.time()
         results.append(evaluate(v, runs[v], oracles.get(v), corpus, args, log))
         results[-1]["seconds"] = time.time() - t0
-        _report.write(args.name, {"results": results}, markdown(results, args), args.out)
+        result_file.write(args.name, {"results": results}, markdown(results, args), args.out)
     print(markdown(results, args))
     return 0
 

@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _arm64, _report  # noqa: E402
+from benchmarks.common import arm64, result_file  # noqa: E402
 
 RUNNER = """
 import json, os, sys, time
@@ -76,7 +76,7 @@ def main():
     p.add_argument("--words", type=int, default=1000, help="personal words (1000, the cap)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--no-emulation", action="store_true", help="native only")
-    p.add_argument("--out", default=_report.results_dir("latency"))
+    p.add_argument("--out", default=result_file.results_dir("latency"))
     args = p.parse_args()
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.inference import Predictor
@@ -101,7 +101,7 @@ def main():
     results = {"native": json.loads(subprocess.run([sys.executable, "-c", RUNNER, *cmd], cwd=REPO, check=True,
                                                    capture_output=True, text=True).stdout)}
     if not args.no_emulation:
-        aarch64_python, env = _arm64.emulated_python(REPO)
+        aarch64_python, env = arm64.emulated_python(REPO)
         results["aarch64_qemu"] = json.loads(subprocess.run(
             [*aarch64_python, "-c", RUNNER, *cmd],
             cwd=REPO, env=env, check=True, capture_output=True, text=True).stdout)
@@ -124,7 +124,7 @@ def main():
     gate = all(r[k]["suggestion"]["p99_ms"] <= 20.0 and r[k]["completion"]["p99_ms"] <= 20.0
                for r in results.values() for k in ("zero", "personal"))
     lines += ["", f"- gate p99 <= 20 ms everywhere measured: {'PASS' if gate else 'FAIL'}"]
-    _report.write("personal_latency_benchmark", {"results": results, "state_bytes": state_bytes,
+    result_file.write("personal_latency_benchmark", {"results": results, "state_bytes": state_bytes,
                                                  "personal_words": len(words)}, "\n".join(lines), args.out)
     print("\n".join(lines))
     return 0 if gate else 1

@@ -48,8 +48,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.user_history_benchmark import _split, new_counts, open_run, stream  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.user_stream import new_counts, open_run, split_in_time, stream  # noqa: E402
 
 METHODS = ("global", "history@0.3", "history", "zero_shot", "adapter", "shenoy", "bias", "history+adapter",
            "history+shenoy", "history+bias")
@@ -96,7 +96,7 @@ def main():
     p.add_argument("--min-records", type=int, default=10)
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     p.add_argument("--name", default="personalization")
-    p.add_argument("--out", default=_report.results_dir("personalization"))
+    p.add_argument("--out", default=result_file.results_dir("personalization"))
     args = p.parse_args()
 
     from keyboard_lm.data.corpora import load_corpus
@@ -111,7 +111,7 @@ def main():
     users = [c for c in heldout if len(corpus.clients[c]) >= args.min_records]
     if not users:
         raise SystemExit(f"no held-out client has {args.min_records} records")
-    splits = {u: [[s for text in part for s in sentences(text)] for part in _split(corpus.clients[u])] for u in users}
+    splits = {u: [[s for text in part for s in sentences(text)] for part in split_in_time(corpus.clients[u])] for u in users}
 
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -160,7 +160,7 @@ def main():
               "encoder_bytes": os.path.getsize(args.char_encoder),
               "corpus": f"{args.format}:{os.path.basename(args.data)}", "partition": args.partition,
               "num_clients": args.num_clients, "users": len(users), "min_records": args.min_records,
-              "history_weight": HISTORY_WEIGHT, "methods": results, "machine": _report.machine(),
+              "history_weight": HISTORY_WEIGHT, "methods": results, "machine": result_file.machine(),
               "command": "python benchmarks/personalization_benchmark.py " + " ".join(sys.argv[1:])}
     g = results.get("global")
     words = next(iter(results.values()))["words"]
@@ -182,7 +182,7 @@ def main():
             f"{m}: " + ", ".join(f"{c} x{k}" for c, k in v.items()) for m, v in chosen.items())]
     text = "\n".join(lines) + "\n"
     print(text)
-    print("written:", *_report.write(args.name, result, text, args.out))
+    print("written:", *result_file.write(args.name, result, text, args.out))
 
 
 if __name__ == "__main__":

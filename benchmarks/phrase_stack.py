@@ -20,7 +20,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 
 def _clients(run, corpus):
@@ -36,7 +36,7 @@ def main():
     p.add_argument("--budgets", default="16384,65536,131072",
                    help="phrase table byte budgets, comma-separated; the rarest words make room in the 1.4 MiB file")
     p.add_argument("--k", type=int, default=2, help="k-anonymity floor of discovery (2)")
-    p.add_argument("--out", default=_report.results_dir("stack"))
+    p.add_argument("--out", default=result_file.results_dir("stack"))
     args = p.parse_args()
     started = time.time()
 
@@ -120,7 +120,7 @@ def main():
     data = {"run": os.path.basename(os.path.normpath(args.run)), "k": args.k, "discovery": counts.info,
             "tables": tables, "rows": {n: r["pooled"] for n, r in rows.items()}, "seconds": timings,
             "per_user": {n: r["clients"] for n, r in rows.items()}}
-    _report.publish(args.name, data, "\n".join(lines) + "\n", args.out, started)
+    result_file.publish(args.name, data, "\n".join(lines) + "\n", args.out, started)
 
 
 if __name__ == "__main__":

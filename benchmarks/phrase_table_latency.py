@@ -48,8 +48,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _arm64, _report  # noqa: E402
-from benchmarks.java_arm64_benchmark import CORE, JAVA_ARM64, JVM_FLAGS, _words  # noqa: E402
+from benchmarks.common import arm64, result_file  # noqa: E402
+from benchmarks.common.java import CORE, JAVA_ARM64, JVM_FLAGS, typed_words  # noqa: E402
 
 PY_RUNNER = """
 import json, sys, time
@@ -188,7 +188,7 @@ def main() -> int:
     p.add_argument("--emulated-passes", type=int, default=1, help="timed passes per emulated process")
     p.add_argument("--parts", action="store_true", help="time the Python strip's parts apart instead")
     p.add_argument("--name", help="result file name (default phrase_table_latency, or phrase_table_parts)")
-    p.add_argument("--out", default=_report.results_dir("latency"))
+    p.add_argument("--out", default=result_file.results_dir("latency"))
     args = p.parse_args()
     if min(args.passes, args.emulated_passes, args.processes) < 1 or args.warmup < 0:
         p.error("--passes, --emulated-passes and --processes must be >= 1, --warmup >= 0")
@@ -199,13 +199,13 @@ def main() -> int:
     platforms = {"python_native": ([sys.executable], None, args.passes),
                  "java_host": (["java"], None, args.passes)}
     if not args.native_only:
-        env_dir = Path(subprocess.run(["bash", str(HERE / "arm64_env.sh"), "--java"], check=True,
+        env_dir = Path(subprocess.run(["bash", arm64.ENV_SCRIPT, "--java"], check=True,
                                       capture_output=True, text=True).stdout.strip().splitlines()[-1])
-        python, python_env = _arm64.emulated_python(str(REPO))
+        python, python_env = arm64.emulated_python(str(REPO))
         platforms["python_aarch64"] = (python, python_env, args.emulated_passes)
         platforms["java_aarch64"] = (["qemu-aarch64-static", str(env_dir / JAVA_ARM64)],
                                      dict(os.environ, QEMU_LD_PREFIX=str(env_dir / "java-root")), args.emulated_passes)
-    words = _words()
+    words = typed_words()
     if args.parts:
         return _parts(args, words, {k: v for k, v in platforms.items() if k.startswith("python")})
     is_space = np.array([c == " " for c in "".join(w + " " for w in words)])
@@ -260,7 +260,7 @@ def _write(args, words: list[str], is_space: np.ndarray, results: dict, seconds:
               "the CPU time is given too; only the ratios in one run mean much); qemu's speed, not a phone's, and "
               "HotSpot, not ART."]
     md = "\n".join(lines)
-    _report.write(args.name or "phrase_table_latency", {
+    result_file.write(args.name or "phrase_table_latency", {
         "model": os.path.basename(args.model), "model_bytes": os.path.getsize(args.model), "words": len(words),
         "keys_per_pass": int(is_space.size), "warmup": args.warmup, "passes": args.passes,
         "emulated_passes": args.emulated_passes, "processes": args.processes, "jvm_flags": JVM_FLAGS,
@@ -307,7 +307,7 @@ def _parts(args, words: list[str], platforms: dict) -> int:
         "the merge; another the top-K step, the lookup and the graph's top 3. Without it: the top-K step and the "
         "graph's top 3. Wall-clock, a shared machine: the p50s are what to read."]
     md = "\n".join(lines)
-    _report.write(args.name or "phrase_table_parts", {"model": os.path.basename(args.model), "words": len(words),
+    result_file.write(args.name or "phrase_table_parts", {"model": os.path.basename(args.model), "words": len(words),
                                                       "passes": args.passes, "emulated_passes": args.emulated_passes,
                                                       "results": results}, md, args.out)
     print(md)

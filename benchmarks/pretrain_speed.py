@@ -40,7 +40,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks._report import write  # noqa: E402
+from benchmarks.common.result_file import write  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "speed")
 OPTIONS = ("unroll", "fused", "xla")

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.privacy import field as fl  # noqa: E402
 
 COHORTS = [25, 50, 100, 200, 400, 800, 1600]
@@ -54,7 +54,7 @@ def _share(result: dict) -> tuple[int, int]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=_report.results_dir("privacy"))
+    p.add_argument("--out", default=result_file.results_dir("privacy"))
     p.add_argument("--name", default="privacy_field")
     args = p.parse_args(argv)
     results, sections = {}, []
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         sections.append(f"## {name}\n\n{fl.format_field(result)}\n\n{budget} lowers the ratio more than the "
                         f"cohort doubled in {wins} of {cells} cells. ![{name}]({png})\n")
         print(f"{name}: {result['seconds']} s", flush=True)
-    _, md = _report.write(args.name, {"fields": results}, "\n".join(sections), args.out)
+    _, md = result_file.write(args.name, {"fields": results}, "\n".join(sections), args.out)
     print(f"written: {md}")
     return 0
 

@@ -20,7 +20,6 @@ directories made by those same commands and writes the table and PNG.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import shlex
@@ -30,7 +29,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.curves import kept_within, metrics_curve  # noqa: E402
+from benchmarks.common.ngram import ngram_pooled  # noqa: E402
 from keyboard_lm.training.config import FINE_TUNE  # noqa: E402
 
 #: name -> train arguments (after --data/--format/--out).  The first federated one is `train`'s default.
@@ -52,69 +53,6 @@ RECIPES = {
 }
 
 
-def _rows(run_dir: str) -> list[dict]:
-    path = os.path.join(run_dir, "metrics.csv")
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [r for r in csv.DictReader(f) if r.get("recall_at_3")]
-
-
-def _curve(run_dir: str) -> list[dict]:
-    """(elapsed seconds, examples seen, recall@3, perplexity, step) at every evaluation."""
-    out = []
-    for r in _rows(run_dir):
-        step = int(r.get("round") or r.get("epoch"))
-        point = {"step": step, "seconds": float(r["elapsed_seconds"]), "examples": int(float(r["examples_seen"])),
-                 "recall_at_3": float(r["recall_at_3"]), "perplexity": float(r["perplexity"])}
-        if r.get("recall_at_1"):
-            point["recall_at_1"] = float(r["recall_at_1"])
-        if r.get("val_recall_at_3"):
-            point.update(val_recall_at_3=float(r["val_recall_at_3"]), val_loss=float(r["val_loss"]))
-        out.append(point)
-    return out
-
-
-def kept_within(curve: list[dict], budget: float) -> dict | None:
-    """The evaluation a run stopped at ``budget`` seconds would keep, chosen without held-out data.
-
-    With validation clients: the best validation recall@3 (ties: lower
-    validation loss, then the earlier one), as the trainers choose; without:
-    the last evaluation within the budget.
-    """
-    within = [c for c in curve if c["seconds"] <= budget]
-    if not within:
-        return None
-    if all("val_recall_at_3" in c for c in within):
-        return max(within, key=lambda c: (c["val_recall_at_3"], -c["val_loss"], -c["step"]))
-    return within[-1]
-
-
-def _ngram(data: str, fmt: str, partition: str = "natural", num_clients: int | None = None) -> dict:
-    """The Kneser-Ney 5-gram on the default split and a 10k vocabulary of the training clients, pooled.
-
-    ``partition``/``num_clients`` re-partition the corpus as `train --partition` does (seeded by the
-    default split seed).
-    """
-    return ngram_result(data, fmt, partition, num_clients)["pooled"]
-
-
-def ngram_result(data: str, fmt: str, partition: str = "natural", num_clients: int | None = None) -> dict:
-    """``_ngram``'s evaluation whole: pooled and per held-out user."""
-    from keyboard_lm.baselines.ngram import KneserNey
-    from keyboard_lm.data.corpora import load_corpus
-    from keyboard_lm.data.partition import apply_partition
-    from keyboard_lm.data.split import SplitConfig, split_clients
-    from keyboard_lm.evaluation import evaluate_predict_fn
-    from keyboard_lm.text.vocabulary import Vocabulary
-
-    corpus = apply_partition(load_corpus(data, fmt), partition, num_clients, SplitConfig().seed)
-    train_ids, heldout_ids = split_clients(corpus.client_ids, SplitConfig())
-    vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), 10_000)
-    kn = KneserNey(len(vocab), 5).fit(vocab.encode(s) for s in corpus.sentences(train_ids))
-    return evaluate_predict_fn(kn.predict_log_probs, corpus, heldout_ids, vocab, 20, batch_size=32)
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join("..", "shared", "data", "tinyshakespeare", "input.txt"))
@@ -129,7 +67,7 @@ def main():
                    help="held-out recall@3 of the centralized recipe, when no collected run is one "
                         "(default: the kept recall@3 of the first run whose name starts with 'centralized')")
     p.add_argument("--name", default="recipe_benchmark", help="base name of the result files")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args()
 
     if args.collect:
@@ -156,13 +94,13 @@ def main():
         for proc, log in procs:
             proc.wait()
             log.close()
-    ngram = _ngram(args.data, args.format)
+    ngram = ngram_pooled(args.data, args.format)
     budget = args.budget_minutes * 60
     results = []
     for name, run_dir in runs.items():
         with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
             info = json.load(f)
-        curve = _curve(run_dir)
+        curve = metrics_curve(run_dir)
         within = [c for c in curve if c["seconds"] <= budget]
         best = max(within or curve, key=lambda c: c["recall_at_3"]) if curve else None
         chosen = kept_within(curve, budget)
@@ -199,7 +137,7 @@ def main():
             "held-out figure is shown for reference only: choosing by it would peek at the test clients.\n")
     if args.reference is not None:
         note += f"'vs centralized' divides by {args.reference:.4f}, the centralized recipe's held-out recall@3 given.\n"
-    paths = _report.write(args.name, {"ngram": ngram, "runs": results, "budget_seconds": budget,
+    paths = result_file.write(args.name, {"ngram": ngram, "runs": results, "budget_seconds": budget,
                                       "centralized_reference": ref},
                           "\n".join(lines) + note, args.out)
     print("\n".join(lines))

@@ -38,15 +38,17 @@ import math
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _records, _report  # noqa: E402
-from benchmarks.warm_start_sweep import CORPORA  # noqa: E402
+from benchmarks.common import result_file, run_records  # noqa: E402
+from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.result_file import spread  # noqa: E402
+from benchmarks.common.run_records import (curve, diverged, diverged_at, is_result, kept_round, settled,  # noqa: E402
+                                           train_recorded)
 
 MODELS = ("cifg", "si-cifg")
 CLIENT_LRS = (0.1, 0.5, 1.0)
@@ -75,65 +77,24 @@ def train_args(corpus: str, model: str, client_lr: float, server_lr: float, seed
                    "--overwrite"]
 
 
-def _train(args: list[str], out: str) -> None:
-    cmd = [sys.executable, "-m", "keyboard_lm.cli", *args]
-    print("$", shlex.join(["keyboard-lm", *args]), flush=True)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with open(out + ".log", "a", encoding="utf-8") as log:
-        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
-    # a diverged run stops with its own message and keeps its last good round: it is a result, not a failure
-    if done.returncode and _records.log_diverged_at(out) is None:
-        raise SystemExit(f"{out}: train exited with {done.returncode}; see {out}.log")
-    _records.load(out)  # its record, now it is a result
-
-
-def settled(out: str) -> bool:
-    """Whether there is nothing left to train: the run is a result, or it diverged before it kept a round."""
-    return is_result(out) or _records.log_diverged_at(out) is not None
-
-
 def ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out) -> None:
     """Train the run unless it is settled; a stopped run resumes."""
     if settled(out):
         return
-    resume = _records.resumable(out)
-    _train(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
+    resume = run_records.resumable(out)
+    train_recorded(train_args(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out, resume), out)
 
 
 def ensure_evaluated(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out) -> None:
     """`ensure`, then the kept model's held-out figures into the run's record while its weights are here."""
     ensure(corpus, model, client_lr, server_lr, seed, rounds, cohort, eval_every, out)
     if is_result(out):
-        _records.heldout(out, CORPORA[corpus])
-
-
-def diverged_at(out: str) -> int | None:
-    """The round at which the run stopped on divergence (0 if not known), or None if it did not: from its
-    record, or, for a run that diverged before it kept a round, from its log."""
-    record = _records.load(out)
-    return record["diverged_at"] if record is not None else _records.log_diverged_at(out)
-
-
-def _diverged(out: str) -> bool:
-    """Whether the run stopped on divergence."""
-    return diverged_at(out) is not None
-
-
-def is_result(out: str) -> bool:
-    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before (it
-    has a record)."""
-    return _records.load(out) is not None
-
-
-def curve(out: str) -> list[dict]:
-    """The evaluated rows of a run's metrics.csv (round, held-out and validation figures)."""
-    record = _records.load(out)
-    return record["curve"] if record is not None else _records.read_curve(out)
+        run_records.heldout(out, CORPORA[corpus])
 
 
 def validation_loss(out: str) -> float:
     """The validation loss at the round the run keeps (inf for a run that diverged or never evaluated)."""
-    record = _records.load(out)
+    record = run_records.load(out)
     if record is None or record["diverged_at"] is not None:
         return math.inf
     loss = record["best"].get("val_loss")
@@ -164,7 +125,7 @@ def pairs_in_order(work: str, corpus: str, model: str) -> list[tuple[float, floa
 
 def _pair_diverged(work: str, corpus: str, model: str, pair: tuple[float, float]) -> bool:
     """Whether a seed of ``model`` at ``pair`` diverged in the seeds phase."""
-    return any(_diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS)
+    return any(diverged(run_dir(work, corpus, "seeds", model, *pair, seed)) for seed in SEEDS)
 
 
 def no_stable_pair(work: str, corpus: str, model: str, tried: list | None = None) -> bool:
@@ -223,7 +184,7 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
             for seed in SEEDS:
                 out = run_dir(work, corpus, "seeds", model, *pair, seed)
                 run(corpus, model, *pair, seed, rounds, cohort, eval_every, out)
-                if _diverged(out):  # the pair is out: its other seeds would not bring it back
+                if diverged(out):  # the pair is out: its other seeds would not bring it back
                     break
         done = pairs
     if no_stable_pair(work, corpus, model, done):  # reported at the sweep's pick: every seed there
@@ -231,21 +192,6 @@ def seeds_phase(work: str, corpus: str, model: str, rounds: int, cohort: int, ev
         for seed in SEEDS:
             run(corpus, model, *pick, seed, rounds, cohort, eval_every, run_dir(work, corpus, "seeds", model, *pick,
                                                                                 seed))
-
-
-def _kept(out: str) -> int | None:
-    """The round of the model a run keeps (its best validation round), or None."""
-    record = _records.load(out)
-    best = record["best"] if record is not None else {}
-    return int(best["round"]) if best.get("round") is not None else None
-
-
-def _spread(values: list[float]) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.4g} (1 seed)"
-    return f"{statistics.fmean(values):.4g} ± {statistics.stdev(values):.2g} ({len(values)} seeds)"
 
 
 def collect(args) -> tuple[dict, str]:
@@ -267,7 +213,7 @@ def collect(args) -> tuple[dict, str]:
             for c in CLIENT_LRS:
                 for s in SERVER_LRS:
                     out = run_dir(args.work, corpus, "sweep", model, c, s, 0)
-                    v = validation_loss(out) if is_result(out) or _diverged(out) else None
+                    v = validation_loss(out) if is_result(out) or diverged(out) else None
                     data[corpus]["sweep"][f"{model} c{c:g} s{s:g}"] = v
                     cells.append("not run" if v is None else ("diverged" if math.isinf(v) else f"{v:.4f}"))
             lines.append(f"| {model} | " + " | ".join(cells) + " |")
@@ -284,8 +230,8 @@ def collect(args) -> tuple[dict, str]:
                 for seed in SEEDS:
                     out = run_dir(args.work, corpus, "seeds", model, *other, seed)
                     if is_result(out):
-                        runs[seed] = {"out": out, "diverged_at": diverged_at(out), "kept_round": _kept(out),
-                                      "result": _records.heldout(out, CORPORA[corpus])}
+                        runs[seed] = {"out": out, "diverged_at": diverged_at(out), "kept_round": kept_round(out),
+                                      "result": run_records.heldout(out, CORPORA[corpus])}
                 if other != pair or any(r["diverged_at"] is not None for r in runs.values()):
                     unstable.append((model, other, runs))
                     data[corpus]["diverged_pairs"][model].append(
@@ -306,7 +252,7 @@ def collect(args) -> tuple[dict, str]:
                   "perplexity_no_eos |", "|---|---|" + "---|" * (len(METRICS) + 1)]
         for model in MODELS:
             pair, runs = data[corpus]["selected"].get(model), per_model.get(model, {})
-            cells = [_spread([r["pooled"][m] for r in runs.values()]) for m in METRICS]
+            cells = [spread([r["pooled"][m] for r in runs.values()]) for m in METRICS]
             ivs = [intervals(r, ("perplexity_no_eos",), replicates=DRAWS, seed=s)["perplexity_no_eos"]
                    for s, r in sorted(runs.items())]
             data[corpus]["seeds"][model] = {"pair": pair, "pooled": {s: r["pooled"] for s, r in runs.items()},
@@ -357,7 +303,7 @@ def main():
     p.add_argument("--eval-every", type=int, default=25)
     p.add_argument("--work", default=os.path.join("runs", "ro_table2"))
     p.add_argument("--name", default="ro_table2")
-    p.add_argument("--out", default=_report.results_dir("ro_table2"))
+    p.add_argument("--out", default=result_file.results_dir("ro_table2"))
     args = p.parse_args()
     args.corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     unknown = [c for c in args.corpora if c not in ("mail", "shakespeare")]
@@ -377,7 +323,7 @@ def main():
             for model in MODELS:
                 seeds_phase(args.work, corpus, model, args.rounds, args.cohort, args.eval_every)
     data, text = collect(args)
-    paths = _report.write(args.name, {**data, "protocol": PROTOCOL, "seconds_this_call": time.time() - start},
+    paths = result_file.write(args.name, {**data, "protocol": PROTOCOL, "seconds_this_call": time.time() - start},
                           text, args.out)
     print(text)
     print("written:", *paths)

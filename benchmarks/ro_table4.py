@@ -29,10 +29,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _records, _report  # noqa: E402
-from benchmarks.base_targets import heldout_by_user  # noqa: E402
-from benchmarks.ro_table2 import _diverged, _spread, _train  # noqa: E402
-from benchmarks.warm_start_sweep import SHAKESPEARE, _finished  # noqa: E402
+from benchmarks.common import result_file, run_records  # noqa: E402
+from benchmarks.common.corpora import SHAKESPEARE  # noqa: E402
+from benchmarks.common.heldout import heldout_by_user  # noqa: E402
+from benchmarks.common.result_file import spread  # noqa: E402
+from benchmarks.common.run_records import diverged, train_recorded  # noqa: E402
+from benchmarks.common.runs import finished  # noqa: E402
 
 #: Tiny Shakespeare with one client per speech: 6,387 training "users", as in the privacy tables.
 SPEECHES = ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "record"]
@@ -59,10 +61,10 @@ def train_args(args, mechanism: str, epsilon: float, model: str, seed: int, out:
 
 def ensure(args, mechanism: str, epsilon: float, model: str, seed: int) -> None:
     out = run_dir(args.work, mechanism, epsilon, model, seed)
-    if _finished(out) or _diverged(out):
+    if finished(out) or diverged(out):
         return
-    resume = _records.resumable(out)
-    _train(train_args(args, mechanism, epsilon, model, seed, out, resume), out)
+    resume = run_records.resumable(out)
+    train_recorded(train_args(args, mechanism, epsilon, model, seed, out, resume), out)
 
 
 def _record(out: str) -> dict:
@@ -88,7 +90,7 @@ def collect(args) -> tuple[dict, str]:
             for model in MODELS:
                 for seed in SEEDS:
                     out = run_dir(args.work, mechanism, epsilon, model, seed)
-                    if _finished(out):
+                    if finished(out):
                         per_model.setdefault(model, {})[seed] = heldout_by_user(out, SPEECHES)
                         records.setdefault(model, {})[seed] = _record(out)
             name = {"ftrl": "tree", "blt": "BLT"}[mechanism]
@@ -104,7 +106,7 @@ def collect(args) -> tuple[dict, str]:
                 cell["models"][model] = {"pooled": {s: r["pooled"] for s, r in runs.items()}, "intervals": ivs,
                                          "runs": records.get(model, {})}
                 lines.append(f"| {model} | {', '.join(f'{z:.4g}' for z in zs) or '-'} | "
-                             + " | ".join(_spread([r["pooled"][m] for r in runs.values()]) for m in METRICS)
+                             + " | ".join(spread([r["pooled"][m] for r in runs.values()]) for m in METRICS)
                              + " | " + ("; ".join(f"[{lo:.1f}, {hi:.1f}]" for lo, hi in ivs) or "not run") + " |")
             # Each base before any DP round, on the same held-out speeches: where the DP run started.
             starts = {model: heldout_by_user(run_dir(args.work, mechanism, epsilon, model, min(runs)), SPEECHES,
@@ -152,7 +154,7 @@ def main():
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--work", default=os.path.join("runs", "ro_table4"))
     p.add_argument("--name", default="ro_table4")
-    p.add_argument("--out", default=_report.results_dir("ro_table4"))
+    p.add_argument("--out", default=result_file.results_dir("ro_table4"))
     args = p.parse_args()
     args.epsilons = [float(e) for e in args.epsilons.split(",") if e.strip()]
     mechanisms = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
@@ -167,7 +169,7 @@ def main():
                     for model in MODELS:
                         ensure(args, mechanism, epsilon, model, seed)
     data, text = collect(args)
-    _report.publish(args.name, data, text, args.out, start)
+    result_file.publish(args.name, data, text, args.out, start)
 
 
 if __name__ == "__main__":

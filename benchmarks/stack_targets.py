@@ -32,7 +32,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.models.run_dir import atomic_write  # noqa: E402
 
 MAIL = ["--data", "../shared/data/spamassassin-ham/ham.mbox", "--format", "mbox"]
@@ -217,7 +217,7 @@ def main():
     p.add_argument("--runs", default=os.path.join("runs", "stack"), help="where the run directories go")
     p.add_argument("--collect", action="store_true", help="train nothing: export, evaluate and report finished runs")
     p.add_argument("--name", default="stack_targets")
-    p.add_argument("--out", default=_report.results_dir("stack"))
+    p.add_argument("--out", default=result_file.results_dir("stack"))
     args = p.parse_args()
     started = time.time()
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
@@ -234,7 +234,7 @@ def main():
     results = {c: dict(sorted(results[c].items())) for c in corpora if c in results}
     if not results:
         raise SystemExit("stack_targets: no finished run to report")
-    _report.publish(args.name, {"results": results}, report(results), args.out, started)
+    result_file.publish(args.name, {"results": results}, report(results), args.out, started)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 from keyboard_lm.data.corpora import load_default, load_shakespeare  # noqa: E402
 from keyboard_lm.data.preprocessing import encode_clients  # noqa: E402
 from keyboard_lm.data.config import ClientDataConfig  # noqa: E402
@@ -126,7 +126,7 @@ def main():
     p.add_argument("--isolation", action="store_true",
                    help="only what `train` runs, on its isolated local worker and on TFF's own (direct TCP); "
                         "runs in a network namespace of its own")
-    p.add_argument("--out", default=_report.results_dir("speed"))
+    p.add_argument("--out", default=result_file.results_dir("speed"))
     args = p.parse_args()
     if args.isolation and os.environ.get(_PRIVATE_NET) != "1":
         _reexec_in_private_network()
@@ -232,7 +232,7 @@ def main():
                  f"[{rows[-1]['ci95'][0]:.3f}, {rows[-1]['ci95'][1]:.3f}]; medians "
                  f"{isolated['tff_seconds']:.2f} s vs {own['tff_seconds']:.2f} s.\n")
     name = "tff_overhead_isolation" if args.isolation else "tff_overhead"
-    _report.write(name, {"rows": rows}, "\n".join(lines) + note, args.out)
+    result_file.write(name, {"rows": rows}, "\n".join(lines) + note, args.out)
     print("\n".join(lines))
 
 

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 #: (name, population N, clients per round K, rounds T, delta, target eps).  The fixed-noise column
 #: uses the z that meets the target without restarts (z = 7.0 for Gboard's es-ES vector).
@@ -119,10 +119,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dims", type=int, default=4000, help="coordinates of the measured noise (4000)")
     parser.add_argument("--seed", type=int, default=1, help="noise seed (1)")
-    parser.add_argument("--out", default=_report.results_dir("privacy"))
+    parser.add_argument("--out", default=result_file.results_dir("privacy"))
     args = parser.parse_args()
     rows = run(args.dims, args.seed)
-    paths = _report.write("tree_restart_benchmark", {"dims": args.dims, "seed": args.seed, "rows": rows},
+    paths = result_file.write("tree_restart_benchmark", {"dims": args.dims, "seed": args.seed, "rows": rows},
                   markdown(rows, args.dims), args.out)
     print("written: " + ", ".join(paths))
 

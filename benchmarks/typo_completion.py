@@ -52,7 +52,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.typos import KINDS, inject, neighbour_keys  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 #: corpus name -> (path or None, format, default model file)
@@ -69,7 +70,6 @@ MODEL_NOTES = {"default": "the embedded corpus's stack run (`train --init-from b
                               "runs/typo/shakespeare_s0.tflite`",
                "mail": "the demo keyboard's model (runs/stack/mail_s0 exported; android_demo's assets README)"}
 K = 3
-KINDS = ("substitution", "transposition", "omission", "insertion")
 _TYPED = re.compile(r"[a-z']+")  # words typed on the letter layer: the ones measured
 _INJECTED = re.compile(r"[a-z]{3,}")  # words a typo is injected into
 #: Per-user sums: name -> (numerator, denominator) of each pooled share.
@@ -89,36 +89,6 @@ SHARES = {"typo_in_strip_at_end_before": ("typo_end_before", "typo_words"),
           "clean_keystrokes_saved_after": ("clean_saved_after", "clean_keys_plain")}
 PAIRS = ["typo_in_strip_at_end", "typo_in_strip_any_key", "clean_in_strip_at_end", "keystrokes_saved",
          "keystrokes_saved_fixing", "typo_keystrokes_saved", "clean_keystrokes_saved"]
-
-
-def _neighbour_keys() -> dict:
-    from keyboard_lm.text.typos import QWERTY_ROWS, neighbours
-
-    letters = "".join(QWERTY_ROWS)
-    return {a: [b for b in letters if neighbours(a, b)] for a in letters}
-
-
-def inject(word: str, rng: np.random.Generator, near: dict | None = None) -> tuple[str, str]:
-    """(the word with one typo of the injection model, its kind); the word must be 3+ letters a-z."""
-    near = near or _neighbour_keys()
-    while True:
-        kind = KINDS[rng.integers(len(KINDS))]
-        n = len(word)
-        if kind == "substitution":
-            i = int(rng.integers(n))
-            return word[:i] + near[word[i]][rng.integers(len(near[word[i]]))] + word[i + 1:], kind
-        if kind == "transposition":
-            spots = [i for i in range(n - 1) if word[i] != word[i + 1]]
-            if spots:
-                i = spots[rng.integers(len(spots))]
-                return word[:i] + word[i + 1] + word[i] + word[i + 2:], kind
-            continue
-        if kind == "omission":
-            i = int(rng.integers(n))
-            return word[:i] + word[i + 1:], kind
-        i = int(rng.integers(n))
-        keys = [word[i], *near[word[i]]]
-        return word[:i + 1] + keys[rng.integers(len(keys))] + word[i + 1:], kind
 
 
 def _first_hit(strips: dict, word: str, last: int) -> int | None:
@@ -156,7 +126,7 @@ def measure_user(session, rankers: dict, sentences, vocab, rng: np.random.Genera
 
     sums = dict.fromkeys({x for pair in SHARES.values() for x in pair}, 0)
     sums.update({f"kind_{k}": 0 for k in KINDS}, words=0, in_vocab=0)
-    done, near = 0, _neighbour_keys()
+    done, near = 0, neighbour_keys()
     for sentence in sentences:
         if done >= max_words:
             break
@@ -334,7 +304,7 @@ def main() -> int:
     p.add_argument("--typo-model", default="", metavar="FIELD=VALUE,...",
                    help="the channel's factors where they differ from TypoModel's defaults (a study, not the default)")
     p.add_argument("--name", default="typo_completion")
-    p.add_argument("--out", default=_report.results_dir("personalization"))
+    p.add_argument("--out", default=result_file.results_dir("personalization"))
     args = p.parse_args()
     if not 0.0 < args.rate <= 1.0 or args.max_words < 1:
         p.error(f"--rate must be in (0, 1] and --max-words >= 1, got {args.rate} and {args.max_words}")
@@ -360,7 +330,7 @@ def main() -> int:
     md = _markdown(results, args)
     import dataclasses
 
-    _report.write(args.name, {"rate": args.rate, "seed": args.seed, "max_words": args.max_words, "k": K,
+    result_file.write(args.name, {"rate": args.rate, "seed": args.seed, "max_words": args.max_words, "k": K,
                               "evaluated": "validation users" if args.validation else "held-out users",
                               "typo_model": dataclasses.asdict(typos), "results": results}, md, args.out)
     print(md)

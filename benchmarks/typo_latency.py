@@ -7,7 +7,7 @@ typo correction ("off": the letters typed matched as a prefix, as before), the t
 one thread, from the same position (Python: one session, its ranker swapped; Java: two sessions of two
 predictors over one loaded model); then the intended word is committed (untimed). Four variants:
 
-- the Python predictor natively and on the emulated aarch64 Python (qemu-aarch64-static, benchmarks/_arm64.py);
+- the Python predictor natively and on the emulated aarch64 Python (qemu-aarch64-static, benchmarks/arm64.py);
   the "on" ranker is new at each pass, so its cache of recent typed letters starts empty;
 - the Java core (``android_demo/core/src/bench/java/org/keyboardlm/core/TypoLatencyBenchmark.java``) on the
   host JVM and on Debian's arm64 OpenJDK 17 under qemu (``benchmarks/arm64_env.sh --java``), after untimed
@@ -44,8 +44,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from benchmarks import _arm64, _report  # noqa: E402
-from benchmarks.typo_completion import _neighbour_keys, inject  # noqa: E402
+from benchmarks.common import arm64, result_file  # noqa: E402
+from benchmarks.common.typos import inject, neighbour_keys  # noqa: E402
 
 CORE = REPO / "android_demo" / "core" / "src"
 MODEL = REPO / "android_demo" / "app" / "src" / "main" / "assets" / "model.tflite"
@@ -104,7 +104,7 @@ def typed_words() -> list[tuple[str, str]]:
 
     corpus = load_default()
     words = " ".join(" ".join(t for c in corpus.client_ids[:200] for t in corpus.clients[c]).split()[:WORDS]).split()
-    rng, near, out = np.random.default_rng(SEED), _neighbour_keys(), []
+    rng, near, out = np.random.default_rng(SEED), neighbour_keys(), []
     for w in words:
         typo = len(w) >= 3 and w.isascii() and w.isalpha() and w.islower() and rng.random() < RATE
         out.append((w, inject(w, rng, near)[0] if typo else w))
@@ -153,7 +153,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=5, help="untimed passes first on each JVM (JIT warm-up)")
     p.add_argument("--native-only", action="store_true", help="skip both emulated variants")
     p.add_argument("--name", default="typo_latency")
-    p.add_argument("--out", default=_report.results_dir("latency"))
+    p.add_argument("--out", default=result_file.results_dir("latency"))
     args = p.parse_args()
     if min(args.passes, args.emulated_passes) < 1 or args.warmup < 0:
         p.error("--passes and --emulated-passes must be >= 1, --warmup >= 0")
@@ -175,8 +175,8 @@ def main() -> int:
         runs = {"python_native": lambda: _python([sys.executable], model, typed_file, args.passes),
                 "java_host": lambda: _java(["java"], classes, model, typed_file, args.warmup, args.passes)}
         if not args.native_only:
-            aarch64_python, python_env = _arm64.emulated_python(str(REPO))
-            env_dir = Path(subprocess.run(["bash", str(HERE / "arm64_env.sh"), "--java"], check=True,
+            aarch64_python, python_env = arm64.emulated_python(str(REPO))
+            env_dir = Path(subprocess.run(["bash", arm64.ENV_SCRIPT, "--java"], check=True,
                                           capture_output=True, text=True).stdout.strip().splitlines()[-1])
             java_env = dict(os.environ, QEMU_LD_PREFIX=str(env_dir / "java-root"))
             runs["python_aarch64_qemu"] = lambda: _python(aarch64_python, model, typed_file, args.emulated_passes,
@@ -217,7 +217,7 @@ def main() -> int:
               "(about 4 ms a time here), which hits the longer call more often, so the budget is judged on the "
               "thread's CPU time, measured around the same calls; qemu, not a phone; HotSpot, not ART."]
     md = "\n".join(lines)
-    _report.write(args.name, {"model": os.path.basename(model), "model_bytes": os.path.getsize(model), "words": WORDS,
+    result_file.write(args.name, {"model": os.path.basename(model), "model_bytes": os.path.getsize(model), "words": WORDS,
                               "rate": RATE, "seed": SEED, "typo_words": typos, "passes": args.passes,
                               "emulated_passes": args.emulated_passes, "warmup": args.warmup, "budget_p99_ratio": BUDGET,
                               "variants": results, "within_budget": verdict}, md, args.out)

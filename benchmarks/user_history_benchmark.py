@@ -26,67 +26,16 @@ import argparse
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import numpy as np  # noqa: E402
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.user_stream import new_counts, open_run, split_in_time, stream  # noqa: E402
 
 WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
-
-
-def _split(records: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """8:1:1 in time order: past, validation, future (at least one message each)."""
-    n_val = n_test = max(1, len(records) // 10)
-    n_train = len(records) - n_val - n_test
-    return records[:n_train], records[n_train:n_train + n_val], records[n_train + n_val:]
-
-
-def open_run(run_dir: str, model: str | None = None, char_encoder: str | None = None):
-    """(run, model path, predictor, the vocabulary's words): the run's .tflite, exported next to it if missing."""
-    from keyboard_lm.inference.predictor import Predictor
-    from keyboard_lm.models.run_dir import load_run
-    from keyboard_lm.text.spec import SPECIAL_TOKENS
-
-    run = load_run(run_dir)
-    model_path = model or os.path.join(run_dir, "model.tflite")
-    if not os.path.exists(model_path):
-        from keyboard_lm.export.tflite_export import export_run
-
-        export_run(run_dir, model_path)
-    predictor = Predictor.load(model_path, char_encoder=char_encoder)
-    return run, model_path, predictor, {w for w in predictor.vocab.tokens if w not in SPECIAL_TOKENS.tokens}
-
-
-def stream(session, sentences, known, counts: dict) -> None:
-    """Suggest before each word, then commit it (a history keeps learning if the session learns; adapters
-    do not); adds to ``counts`` what EMR3, KEMR3 and the OOV rates need. OOV after: a word outside the
-    vocabulary that is neither a personal word nor in the history when it is typed."""
-    for sentence in sentences:
-        session.reset()
-        for word in sentence:
-            t0 = time.perf_counter()
-            top = [w for w, _ in session.suggestions(3)]
-            counts["seconds"] += time.perf_counter() - t0
-            hit = word in top
-            counts["words"] += 1
-            counts["hits"] += hit
-            if word in known:
-                counts["known"] += 1
-                counts["known_hits"] += hit
-            else:
-                counts["oov"] += 1
-                personal = session.personal is not None and session.personal.index_of(word) is not None
-                learnt = session.history is not None and session.history.count(word) > 0
-                counts["oov_after"] += not (personal or learnt)
-            session.commit_word(word)
-
-
-def new_counts() -> dict:
-    return dict.fromkeys(("words", "hits", "known", "known_hits", "oov", "oov_after", "seconds"), 0)
 
 
 def _stream(predictor, history, texts, weight: float, learn: bool, known) -> dict:
@@ -119,7 +68,7 @@ def main():
     p.add_argument("--min-messages", type=int, default=10)
     p.add_argument("--static", action="store_true", help="do not learn during validation and test")
     p.add_argument("--name", default="user_history")
-    p.add_argument("--out", default=_report.results_dir("personalization"))
+    p.add_argument("--out", default=result_file.results_dir("personalization"))
     args = p.parse_args()
 
     from keyboard_lm.data.corpora import load_corpus
@@ -135,7 +84,7 @@ def main():
         raise SystemExit(f"no held-out client has {args.min_messages} messages")
     learnt, state_bytes = {}, []
     for user in users:
-        past, _, _ = _split(corpus.clients[user])
+        past, _, _ = split_in_time(corpus.clients[user])
         h = UserHistory()
         for text in past:
             for sentence in sentences(text):
@@ -146,7 +95,7 @@ def main():
     def run_split(part: int, weight: float) -> dict:
         total: dict = {}
         for user in users:
-            texts = _split(corpus.clients[user])[part]
+            texts = split_in_time(corpus.clients[user])[part]
             c = _stream(predictor, UserHistory.from_dict(learnt[user]), texts, weight, not args.static, known)
             for k, v in c.items():
                 total[k] = total.get(k, 0) + v
@@ -160,7 +109,7 @@ def main():
               "min_messages": args.min_messages, "learning_during_test": not args.static,
               "state_bytes": {"median": int(np.median(state_bytes)), "max": int(max(state_bytes))},
               "validation": validation, "test": test, "chosen_weight": chosen,
-              "machine": _report.machine()}
+              "machine": result_file.machine()}
     g, t = test[0.0], test[chosen]
     lines = [f"{len(users)} held-out clients (senders, roles) with at least {args.min_messages} records "
              f"(messages, speeches) ({args.format}:{os.path.basename(args.data)}), run `{result['run']}`; "
@@ -182,7 +131,7 @@ def main():
               f"{result['state_bytes']['median']:,} bytes, largest {result['state_bytes']['max']:,} bytes."]
     text = "\n".join(lines) + "\n"
     print(text)
-    print("written:", *_report.write(args.name, result, text, args.out))
+    print("written:", *result_file.write(args.name, result, text, args.out))
 
 
 if __name__ == "__main__":

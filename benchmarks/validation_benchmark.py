@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 COMPARISONS = {
     "validation": {"validation (train default)": [],
@@ -67,7 +67,7 @@ def main():
     p.add_argument("--rounds", type=int, default=350, help="rounds per run (350, train's default)")
     p.add_argument("--work", default=os.path.join("runs", "validation_benchmark"), help="run directories")
     p.add_argument("--name", default="validation_benchmark", help="base name of the result files")
-    p.add_argument("--out", default=_report.results_dir("recipes"))
+    p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     dirs, procs = {}, []
@@ -96,7 +96,7 @@ def main():
                      f"{r['seconds']:.0f} |")
     note = ("\nBoth runs at the same time on the same machine. Dropout masks are drawn unseeded inside TFF's "
             "runtime, so a repeat moves the figures a little.\n")
-    paths = _report.write(args.name, {"compare": args.compare, "rounds": args.rounds, "train_args": train_args,
+    paths = result_file.write(args.name, {"compare": args.compare, "rounds": args.rounds, "train_args": train_args,
                                       "arms": results},
                           "\n".join(lines) + note, args.out)
     print("\n".join(lines))

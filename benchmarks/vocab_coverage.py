@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 #: name -> (path or None, format): the evaluation corpora, as `train` reads them.
 CORPORA = {"mail": ("../shared/data/spamassassin-ham/ham.mbox", "mbox"),
@@ -46,7 +46,7 @@ def main():
     p.add_argument("--widths", default="10000,20000,30000,40000,50000")
     p.add_argument("--vocab-size", type=int, default=10000, help="the target vocabulary's size (10000)")
     p.add_argument("--name", default="vocab_coverage")
-    p.add_argument("--out", default=_report.results_dir("base"))
+    p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args()
     started = time.time()
 
@@ -76,7 +76,7 @@ def main():
              "| base vocabulary | " + " | ".join(found) + " |", "|---|" + "---:|" * len(found)]
     for b in bases:
         lines.append(f"| {b} | " + " | ".join(f"{found[c][b]:.1%}" for c in found) + " |")
-    _report.publish(args.name, {"coverage": found, "base_tokens": sum(counts.values()), "distinct": len(counts)},
+    result_file.publish(args.name, {"coverage": found, "base_tokens": sum(counts.values()), "distinct": len(counts)},
                     "\n".join(lines) + "\n", args.out, started)
 
 

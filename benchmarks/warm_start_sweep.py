@@ -20,115 +20,17 @@ being stopped and can be extended with more recipes or corpora later.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from benchmarks import _report  # noqa: E402
-from benchmarks.recipe_benchmark import _curve, _ngram, kept_within  # noqa: E402
-
-SHARED = os.path.join("..", "shared", "data")
-MAIL = os.path.join(SHARED, "spamassassin-ham", "ham.mbox")
-SHAKESPEARE = os.path.join(SHARED, "tinyshakespeare", "input.txt")
-
-#: name -> the corpus arguments of `keyboard-lm train`.
-CORPORA = {
-    "mail": ["--data", MAIL, "--format", "mbox"],
-    "shakespeare": ["--data", SHAKESPEARE, "--format", "shakespeare"],
-    "embedded": ["--format", "default"],
-    # the same lines dealt IID to about as many clients as there are roles: rounds cost the same, and only
-    # the users' skew differs from "shakespeare"
-    "shakespeare-iid300": ["--data", SHAKESPEARE, "--format", "shakespeare", "--partition", "iid",
-                           "--num-clients", "300"],
-}
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
-
-
-def _finished(run_dir: str) -> bool:
-    path = os.path.join(run_dir, "run.json")
-    if not os.path.exists(path):
-        return False
-    with open(path, encoding="utf-8") as f:
-        return _completed(json.load(f))
-
-
-def _completed(info: dict) -> bool:
-    """Whether a run.json is of a run that did all its rounds or epochs: a federated run stopped early
-    (SIGTERM, a lost worker) writes its final metrics too, at the round it reached, and so does a centralized
-    run after each epoch; both are resumed rather than read as done. A centralized run that validation
-    stopped (--patience) is done."""
-    federated, hyper = info.get("federated"), info.get("hyperparameters") or {}
-    rounds_left = federated is not None and info.get("rounds_done", 0) < federated.get("rounds", 0)
-    epochs_left = (info.get("trainer") == "centralized" and not info.get("stopped_early")
-                   and info.get("epochs_done", 0) < hyper.get("epochs", 0))
-    return bool(info.get("final_metrics")) and not rounds_left and not epochs_left
-
-
-def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:
-    """`keyboard-lm` arguments of one run from the base, or of its continuation from its checkpoint."""
-    args = ["train", *corpus_args, "--out", run_dir]
-    args += ["--rounds", str(rounds)] if rounds is not None else []
-    args += [] if "--centralized" in recipe_args else ["--no-phrases"]  # the model's recipe is measured alone
-    if resume:
-        # A resumed run takes its recipe and its start from its own run.json; `train` refuses --init-from there.
-        return args + ["--resume"]
-    args += ["--eval-every", str(eval_every)] if eval_every is not None else []
-    return args + ["--init-from", "base", *recipe_args, "--overwrite"]
-
-
-def _train(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None) -> float:
-    """Train (or resume) one run from the base; returns the wall seconds this call took.
-
-    ``rounds``/``eval_every`` None leave `train`'s own defaults.
-    """
-    resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
-    cmd = [sys.executable, "-m", "keyboard_lm.cli", *train_args(corpus_args, recipe_args, run_dir, rounds, eval_every,
-                                                               resume)]
-    print("$", shlex.join(["keyboard-lm", *cmd[3:]]), flush=True)
-    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
-    start = time.time()
-    with open(run_dir + ".log", "a", encoding="utf-8") as log:
-        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
-    if done.returncode:
-        raise SystemExit(f"{run_dir}: train exited with {done.returncode}; see {run_dir}.log")
-    return time.time() - start
-
-
-def _ngram_on(corpus_args) -> dict:
-    """The 5-gram reference on a corpus given as train arguments."""
-    return _ngram(*ngram_args(corpus_args))
-
-
-def ngram_args(corpus_args) -> tuple:
-    """(data, format, partition, num_clients) of a corpus given as train arguments, as the 5-gram takes them."""
-    num_clients = _arg(corpus_args, "--num-clients")
-    return (_arg(corpus_args, "--data"), _arg(corpus_args, "--format"), _arg(corpus_args, "--partition") or "natural",
-            int(num_clients) if num_clients else None)
-
-
-def _arg(args, flag):
-    return args[args.index(flag) + 1] if flag in args else None
-
-
-def _collect(run_dir: str) -> dict | None:
-    curve = _curve(run_dir)
-    if not curve:
-        return None
-    kept = kept_within(curve, float("inf"))
-    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    return {"run_dir": run_dir, "command": info.get("command"), "curve": curve, "kept": kept,
-            "finished": _completed(info), "seconds": curve[-1]["seconds"]}
-
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.ngram import ngram_on  # noqa: E402
+from benchmarks.common.runs import collect_run, finished, slug, train_from_base  # noqa: E402
 
 def rank(results: dict, recipes: list[str], corpora: list[str]) -> list[dict]:
     """Recipes by mean validation recall@3 relative to the first recipe, over the corpora where all ran."""
@@ -188,7 +90,7 @@ def main():
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--no-ngram", action="store_true", help="skip the 5-gram reference")
     p.add_argument("--name", default="warm_start_sweep")
-    p.add_argument("--out", default=_report.results_dir("base"))
+    p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args()
     corpora = [c.strip() for c in args.corpora.split(",") if c.strip()]
     unknown = [c for c in corpora if c not in CORPORA]
@@ -207,15 +109,15 @@ def main():
     results = {c: {} for c in corpora}
     for corpus in corpora:
         for name, recipe_args in args.recipes_:
-            run_dir = os.path.join(args.work, corpus, _slug(name))
-            if not args.collect and not _finished(run_dir):
-                _train(CORPORA[corpus], recipe_args, run_dir, args.rounds, args.eval_every)
-            r = _collect(run_dir) if os.path.isdir(run_dir) else None
+            run_dir = os.path.join(args.work, corpus, slug(name))
+            if not args.collect and not finished(run_dir):
+                train_from_base(CORPORA[corpus], recipe_args, run_dir, args.rounds, args.eval_every)
+            r = collect_run(run_dir) if os.path.isdir(run_dir) else None
             if r:
                 results[corpus][name] = r
-    ngrams = {} if args.no_ngram else {c: _ngram_on(CORPORA[c]) for c in corpora}
+    ngrams = {} if args.no_ngram else {c: ngram_on(CORPORA[c]) for c in corpora}
     text = report(results, ngrams, recipes, corpora, args)
-    paths = _report.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
+    paths = result_file.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
                                       "ngram": ngrams, "runs": results,
                                       "ranking": rank(results, recipes, corpora)}, text, args.out)
     print(text)

@@ -35,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
-from benchmarks import _report  # noqa: E402
+from benchmarks.common import result_file  # noqa: E402
 
 
 def run(out: str, args, clients: int, workers: str | None, worker_data: str | None) -> dict:
@@ -158,7 +158,7 @@ def main():
     p.add_argument("--rounds", type=int, default=4)
     p.add_argument("--clients", type=int, nargs="+", default=[10, 50])
     p.add_argument("--probe-rounds", type=int, default=3)
-    p.add_argument("--out", default=_report.results_dir("speed"))
+    p.add_argument("--out", default=result_file.results_dir("speed"))
     p.add_argument("--probe", help=argparse.SUPPRESS)  # internal: run part 2 on these workers
     p.add_argument("--probe-clients", type=int, help=argparse.SUPPRESS)
     p.add_argument("--worker-data", help=argparse.SUPPRESS)
@@ -216,7 +216,7 @@ def main():
               f"role; rounds: median of rounds 2-{args.rounds}; transport: median of {args.probe_rounds} rounds. "
               f"Workers on this machine ({os.cpu_count()} cores, {platform.machine()}), sharing its cores with "
               f"the driver; {time.strftime('%Y-%m-%d')}."]
-    _report.write("workers_benchmark", {"results": results, "transport": transport, "rounds": args.rounds},
+    result_file.write("workers_benchmark", {"results": results, "transport": transport, "rounds": args.rounds},
                   "\n".join(lines), args.out)
     print("\n".join(lines))
     return 0

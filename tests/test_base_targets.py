@@ -4,6 +4,7 @@ package's card numbering a continued pretraining's epochs on."""
 import pytest
 
 from benchmarks import base_targets as bt
+from benchmarks.common import heldout
 from benchmarks.package_base import _stages
 
 
@@ -86,6 +87,6 @@ def test_the_per_user_cache_is_recomputed_when_what_it_was_computed_from_changes
         return {"pooled": {"recall_at_3": len(calls) / 10}, "clients": {}}
 
     path = str(tmp_path / "by_user.json")
-    assert bt._cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1
-    assert bt._cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1 and len(calls) == 1
-    assert bt._cached(path, compute, key="b")["pooled"]["recall_at_3"] == 0.2  # e.g. a resumed run's new weights
+    assert heldout.cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1
+    assert heldout.cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1 and len(calls) == 1
+    assert heldout.cached(path, compute, key="b")["pooled"]["recall_at_3"] == 0.2  # e.g. a resumed run's new weights

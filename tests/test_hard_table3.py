@@ -41,7 +41,7 @@ def test_the_server_cifg_trains_10_epochs_of_shakespeare_and_4_of_the_mail_unles
 
 
 def test_a_server_run_is_a_result_once_it_trained_its_epochs_or_validation_stopped_it():
-    from benchmarks.warm_start_sweep import _completed
+    from benchmarks.common.runs import completed as _completed
 
     run = {"trainer": "centralized", "final_metrics": {"loss": 5.0}, "hyperparameters": {"epochs": 10}}
     assert not _completed({**run, "epochs_done": 3})  # stopped by the session: resumed
@@ -83,7 +83,7 @@ def test_the_server_rate_is_the_one_whose_kept_epoch_validates_best(tmp_path):
 def test_a_run_stopped_before_its_first_checkpoint_starts_again(tmp_path):
     """An empty checkpoints/ (the run was stopped while its first round or epoch trained) is not a run to
     resume: `train --resume` would refuse it and end the benchmark's lane."""
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
 
     out = str(tmp_path / "server_lr1_seed0")
     os.makedirs(os.path.join(out, "checkpoints"))

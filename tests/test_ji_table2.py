@@ -63,7 +63,7 @@ def test_the_step_size_control_is_fedavg_at_fedatts_eps_and_shows_once_run(tmp_p
     text = ji_table2.collect(collect)[1]
     assert "| fraction C | FedAtt | FedAvg | FedSGD | FedAvg 1.2 |" in text and "Control (not Ji's)" in text
     os.rmdir(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0))  # only its kept record left
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
     with open(_records.record_path(ji_table2.run_dir(str(tmp_path), "FedAvg 1.2", 0.1, 0)), "w") as f:
         json.dump({"best": None, "curve": [], "diverged_at": None, "finished": True}, f)
     assert "| FedAvg 1.2 |" in ji_table2.collect(collect)[1]
@@ -75,7 +75,7 @@ def test_the_step_size_control_is_fedavg_at_fedatts_eps_and_shows_once_run(tmp_p
 
 def test_a_run_that_diverged_after_its_kept_round_counts_and_the_cell_says_so(tmp_path):
     """Ji's protocol keeps each run's best validation round, so a later divergence does not drop the run."""
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
 
     def record(name, curve, diverged_at):
         path = _records.record_path(str(tmp_path / name))

@@ -1,5 +1,5 @@
 """`keyboard-lm train --workers` across a network: the driver and two workers on hosts that are network
-namespaces joined by a switch (benchmarks/_netns.py), each worker reached at its host's address."""
+namespaces joined by a switch (benchmarks/common/netns.py), each worker reached at its host's address."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from benchmarks import _netns
+from benchmarks.common import netns as _netns
 from tests.conftest import worker_isolation_unavailable
 from tests.test_remote_workers import SMALL, _checkpointed, _losses
 

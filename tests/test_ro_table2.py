@@ -49,7 +49,7 @@ def test_overtaking_round_is_where_si_stays_below_cifg_on_the_seed_mean():
 def test_a_diverged_sweep_run_counts_as_a_result_with_infinite_loss(tmp_path, lines, diverged):
     out = tmp_path / "run"
     (tmp_path / "run.log").write_text("\n".join(lines))
-    assert ro_table2._diverged(str(out)) is diverged
+    assert ro_table2.diverged(str(out)) is diverged
     if diverged:
         assert ro_table2.validation_loss(str(out)) == float("inf")
 
@@ -127,7 +127,7 @@ def test_a_runs_record_outlives_its_directory(tmp_path):
     """A new checkout has no runs/: what the report reads of a finished run is in its record."""
     import shutil
 
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
 
     out = ro_table2.run_dir(str(tmp_path), "mail", "seeds", "cifg", 0.1, 0.01, 0)
     assert not ro_table2.is_result(out)
@@ -141,18 +141,18 @@ def test_a_runs_record_outlives_its_directory(tmp_path):
     with open(os.path.join(out, "run.json"), "w") as f:
         json.dump({"best": {"round": 50, "val_loss": 6.8}, "federated": {"rounds": 300}, "rounds_done": 300,
                    "final_metrics": {"perplexity": 480.0}}, f)
-    before = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2._kept(out), ro_table2.curve(out))
+    before = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2.kept_round(out), ro_table2.curve(out))
     assert before[:3] == (True, 6.8, 50) and [r["round"] for r in before[3]] == [25.0, 50.0]
     # the record has no held-out figures and the run is gone: said, not guessed
     shutil.rmtree(out)
-    after = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2._kept(out), ro_table2.curve(out))
+    after = (ro_table2.is_result(out), ro_table2.validation_loss(out), ro_table2.kept_round(out), ro_table2.curve(out))
     assert after == before
     with pytest.raises(SystemExit, match="no held-out figures and its run"):
         _records.heldout(out, ["--format", "default"])
 
 
 def test_records_of_runs_under_runs_are_kept_in_the_repository(tmp_path, monkeypatch):
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
 
     monkeypatch.chdir(tmp_path)
     assert _records.record_path(os.path.join("runs", "ro_table2", "mail", "seeds", "x")) == os.path.join(
@@ -161,7 +161,7 @@ def test_records_of_runs_under_runs_are_kept_in_the_repository(tmp_path, monkeyp
 
 
 def test_held_out_users_are_named_by_a_stable_hash_not_their_address():
-    from benchmarks import _records
+    from benchmarks.common import run_records as _records
 
     a = _records.pseudonymous({"pooled": {"n": 2}, "clients": {"jo@example.org": {"n": 1}, "al@example.org": {"n": 1}}})
     b = _records.pseudonymous({"pooled": {"n": 1}, "clients": {"jo@example.org": {"n": 3}}})

@@ -20,7 +20,7 @@ def test_a_run_is_dp_ftrl_from_its_base_and_is_evaluated_on_its_own_speeches(sma
     from keyboard_lm.data.split import SplitConfig, split_clients
     from keyboard_lm.federated.dp_run import PUBLIC_VOCABULARY
     from keyboard_lm.models.run_dir import load_run
-    from benchmarks.base_targets import heldout_by_user
+    from benchmarks.common.heldout import heldout_by_user
 
     options = SimpleNamespace(cifg_base=small_run, si_base="unused", cohort=20, rounds=2)
     out = str(tmp_path / "run")

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from benchmarks import warm_start_sweep as sweep
+from benchmarks.common import runs
 
 
 def _run(tmp_path, name, rows, finished=True):
@@ -26,18 +27,18 @@ def _run(tmp_path, name, rows, finished=True):
 
 
 def test_kept_round_is_chosen_by_validation_not_heldout(tmp_path):
-    r = sweep._collect(_run(tmp_path, "a", [(25, 0.20, 0.30), (50, 0.22, 0.10), (75, 0.21, 0.40)]))
+    r = runs.collect_run(_run(tmp_path, "a", [(25, 0.20, 0.30), (50, 0.22, 0.10), (75, 0.21, 0.40)]))
     assert r["kept"]["step"] == 50
     assert r["kept"]["recall_at_3"] == pytest.approx(0.10)
 
 
 def test_rank_needs_every_corpus_and_averages_ratios(tmp_path):
     results = {
-        "mail": {"ref": sweep._collect(_run(tmp_path, "m0", [(25, 0.20, 0.2)])),
-                 "new": sweep._collect(_run(tmp_path, "m1", [(25, 0.22, 0.2)])),
-                 "half": sweep._collect(_run(tmp_path, "m2", [(25, 0.30, 0.2)]))},
-        "shakespeare": {"ref": sweep._collect(_run(tmp_path, "s0", [(25, 0.10, 0.2)])),
-                        "new": sweep._collect(_run(tmp_path, "s1", [(25, 0.095, 0.2)]))},
+        "mail": {"ref": runs.collect_run(_run(tmp_path, "m0", [(25, 0.20, 0.2)])),
+                 "new": runs.collect_run(_run(tmp_path, "m1", [(25, 0.22, 0.2)])),
+                 "half": runs.collect_run(_run(tmp_path, "m2", [(25, 0.30, 0.2)]))},
+        "shakespeare": {"ref": runs.collect_run(_run(tmp_path, "s0", [(25, 0.10, 0.2)])),
+                        "new": runs.collect_run(_run(tmp_path, "s1", [(25, 0.095, 0.2)]))},
     }
     ranked = sweep.rank(results, ["ref", "new", "half"], ["mail", "shakespeare"])
     assert [r["recipe"] for r in ranked] == ["new", "ref", "half"]
@@ -48,9 +49,9 @@ def test_rank_needs_every_corpus_and_averages_ratios(tmp_path):
 
 def test_unfinished_run_is_marked_and_resumed(tmp_path):
     run_dir = _run(tmp_path, "u", [(25, 0.2, 0.2)], finished=False)
-    assert not sweep._finished(run_dir)
-    assert sweep._collect(run_dir)["finished"] is False
-    assert not sweep._finished(os.path.join(str(tmp_path), "missing"))
+    assert not runs.finished(run_dir)
+    assert runs.collect_run(run_dir)["finished"] is False
+    assert not runs.finished(os.path.join(str(tmp_path), "missing"))
 
 
 def test_a_run_stopped_before_its_last_round_is_not_done(tmp_path):
@@ -61,8 +62,8 @@ def test_a_run_stopped_before_its_last_round_is_not_done(tmp_path):
         info.update(rounds_done=done, federated={"rounds": 350})
         with open(os.path.join(run_dir, "run.json"), "w", encoding="utf-8") as f:
             json.dump(info, f)
-        assert sweep._finished(run_dir) is complete
-        assert sweep._collect(run_dir)["finished"] is complete
+        assert runs.finished(run_dir) is complete
+        assert runs.collect_run(run_dir)["finished"] is complete
 
 
 def test_a_stopped_run_is_resumed_without_init_from(tmp_path):
@@ -71,9 +72,9 @@ def test_a_stopped_run_is_resumed_without_init_from(tmp_path):
     from keyboard_lm.cli.train import warm_start_from_args
 
     corpus = sweep.CORPORA["shakespeare-iid300"]
-    fresh = sweep.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25)
+    fresh = runs.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25)
     assert fresh[fresh.index("--init-from") + 1] == "base" and "--client-lr" in fresh and "--resume" not in fresh
-    again = sweep.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25,
+    again = runs.train_args(corpus, ["--client-lr", "0.5"], str(tmp_path / "r"), rounds=100, eval_every=25,
                              resume=True)
     assert "--init-from" not in again and "--client-lr" not in again and again[-1] == "--resume"
     assert again[again.index("--partition") + 1] == "iid" and again[again.index("--rounds") + 1] == "100"

@@ -199,7 +199,7 @@ _HTML_BLOCKS = frozenset("""address article aside blockquote body caption center
     table tbody td tfoot th thead title tr ul""".split())
 
 #: Reasons of elements that sit inside a sentence: dropping them does not split the paragraph.
-_INLINE_REASONS = frozenset({"permalink", "footnote_marker", "media", "index_term"})
+INLINE_REASONS = frozenset({"permalink", "footnote_marker", "media", "index_term"})
 
 HTMLRule = Callable[[str, dict, set], "str | None"]
 
@@ -220,7 +220,7 @@ class HTMLReader(html.parser.HTMLParser):
             return
         root = bool(self.is_root and self.is_root(tag, a, classes))
         reason = self.rule(tag, a, classes)
-        block = tag in _HTML_BLOCKS or (reason is not None and reason not in _INLINE_REASONS)
+        block = tag in _HTML_BLOCKS or (reason is not None and reason not in INLINE_REASONS)
         self.blocks.start(tag, reason, block, root)
 
     def handle_endtag(self, tag):

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Callable, Iterator
 
-from benchmarks.base_corpus.prose import (_INLINE_REASONS, Blocks, HTMLRule, Keeper, Record, Tally, clean_whitespace,
+from benchmarks.base_corpus.prose import (INLINE_REASONS, Blocks, HTMLRule, Keeper, Record, Tally, clean_whitespace,
                                           docbook_rule, emit_pieces, html_paragraphs, sphinx_root, sphinx_rule)
 from keyboard_lm.errors import DataError
 
@@ -202,7 +202,7 @@ def _walk_mallard(el, parent: str, blocks: Blocks, titles: dict, page_id: str) -
         reason = "code_block"
     else:
         reason = _MAL_DROP.get(name)
-    block = name in _MAL_BLOCKS or ns == _IF[1:-1] or (reason is not None and reason not in _INLINE_REASONS)
+    block = name in _MAL_BLOCKS or ns == _IF[1:-1] or (reason is not None and reason not in INLINE_REASONS)
     blocks.start(name, reason, block)
     if name == "keyseq" and ns == _MAL[1:-1]:
         blocks.data("+".join(clean_whitespace("".join(k.itertext())) for k in el if local(k.tag)[1] == "key"))

@@ -8,7 +8,7 @@ import os
 import platform
 import sys
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
 
 def results_dir(study: str) -> str:
@@ -64,6 +64,17 @@ def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, st
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(header + markdown + "\n")
     return json_path, md_path
+
+
+def spread(values: list[float]) -> str:
+    """Mean ± standard deviation over seeds, as a table cell ("-" for none)."""
+    import statistics
+
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.4g} (1 seed)"
+    return f"{statistics.fmean(values):.4g} ± {statistics.stdev(values):.2g} ({len(values)} seeds)"
 
 
 def publish(name: str, data: dict, markdown: str, out_dir: str, started: float) -> None:

@@ -20,10 +20,13 @@ import hashlib
 import json
 import os
 import re
+import shlex
+import subprocess
+import sys
 
-from benchmarks.warm_start_sweep import _completed
+from benchmarks.common.runs import completed
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECORDS = os.path.join(ROOT, "benchmarks", "records")
 
 
@@ -84,7 +87,7 @@ def from_run(out: str) -> dict | None:
     with open(info_path, encoding="utf-8") as f:
         info = json.load(f)
     at = log_diverged_at(out)
-    if at is None and not _completed(info):
+    if at is None and not completed(info):
         return None
     federated, curve = info.get("federated") or {}, read_curve(out)
     return {"finished": at is None, "diverged_at": at, "best": info.get("best") or _best_epoch(info, curve),
@@ -115,9 +118,9 @@ def load(out: str) -> dict | None:
 
 
 def heldout(out: str, corpus_args: list[str]) -> dict:
-    """The per-user held-out figures of the run's kept model (see `base_targets.heldout_by_user`), evaluated
+    """The per-user held-out figures of the run's kept model (see `heldout.heldout_by_user`), evaluated
     once while its directory exists and kept in its record."""
-    from benchmarks.base_targets import heldout_by_user
+    from benchmarks.common.heldout import heldout_by_user
 
     record = load(out)
     if record is None:
@@ -138,3 +141,53 @@ def pseudonymous(result: dict) -> dict:
     return {"pooled": result["pooled"],
             "clients": {"u" + hashlib.sha256(str(c).encode()).hexdigest()[:12]: v
                         for c, v in result["clients"].items()}}
+
+
+def train_recorded(args: list[str], out: str) -> None:
+    """Run `keyboard-lm ARGS` into ``out`` (log beside it), then write its record: a run that stopped on
+    divergence is a result, any other failure ends the benchmark."""
+    cmd = [sys.executable, "-m", "keyboard_lm.cli", *args]
+    print("$", shlex.join(["keyboard-lm", *args]), flush=True)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out + ".log", "a", encoding="utf-8") as log:
+        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
+    # a diverged run stops with its own message and keeps its last good round: it is a result, not a failure
+    if done.returncode and log_diverged_at(out) is None:
+        raise SystemExit(f"{out}: train exited with {done.returncode}; see {out}.log")
+    load(out)  # its record, now it is a result
+
+
+def settled(out: str) -> bool:
+    """Whether there is nothing left to train: the run is a result, or it diverged before it kept a round."""
+    return is_result(out) or log_diverged_at(out) is not None
+
+
+def diverged_at(out: str) -> int | None:
+    """The round at which the run stopped on divergence (0 if not known), or None if it did not: from its
+    record, or, for a run that diverged before it kept a round, from its log."""
+    record = load(out)
+    return record["diverged_at"] if record is not None else log_diverged_at(out)
+
+
+def diverged(out: str) -> bool:
+    """Whether the run stopped on divergence."""
+    return diverged_at(out) is not None
+
+
+def is_result(out: str) -> bool:
+    """Whether the run is a result: it trained to the end, or it diverged and kept its best round before (it
+    has a record)."""
+    return load(out) is not None
+
+
+def curve(out: str) -> list[dict]:
+    """The evaluated rows of a run's metrics.csv (round, held-out and validation figures)."""
+    record = load(out)
+    return record["curve"] if record is not None else read_curve(out)
+
+
+def kept_round(out: str) -> int | None:
+    """The round of the model a run keeps (its best validation round), or None."""
+    record = load(out)
+    best = record["best"] if record is not None else {}
+    return int(best["round"]) if best.get("round") is not None else None

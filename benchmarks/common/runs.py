@@ -1,0 +1,80 @@
+"""Training runs a study launches from the base (`keyboard-lm train --init-from base`), resumed and read back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+
+from benchmarks.common.curves import kept_within, metrics_curve
+
+
+def slug(name: str) -> str:
+    """A name made safe as one path component."""
+    return "".join(c if c.isalnum() or c in ".-" else "_" for c in name)
+
+
+def finished(run_dir: str) -> bool:
+    """Whether ``run_dir`` holds a run that did all its rounds or epochs."""
+    path = os.path.join(run_dir, "run.json")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        return completed(json.load(f))
+
+
+def completed(info: dict) -> bool:
+    """Whether a run.json is of a run that did all its rounds or epochs: a federated run stopped early
+    (SIGTERM, a lost worker) writes its final metrics too, at the round it reached, and so does a centralized
+    run after each epoch; both are resumed rather than read as done. A centralized run that validation
+    stopped (--patience) is done."""
+    federated, hyper = info.get("federated"), info.get("hyperparameters") or {}
+    rounds_left = federated is not None and info.get("rounds_done", 0) < federated.get("rounds", 0)
+    epochs_left = (info.get("trainer") == "centralized" and not info.get("stopped_early")
+                   and info.get("epochs_done", 0) < hyper.get("epochs", 0))
+    return bool(info.get("final_metrics")) and not rounds_left and not epochs_left
+
+
+def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:
+    """`keyboard-lm` arguments of one run from the base, or of its continuation from its checkpoint."""
+    args = ["train", *corpus_args, "--out", run_dir]
+    args += ["--rounds", str(rounds)] if rounds is not None else []
+    args += [] if "--centralized" in recipe_args else ["--no-phrases"]  # the model's recipe is measured alone
+    if resume:
+        # A resumed run takes its recipe and its start from its own run.json; `train` refuses --init-from there.
+        return args + ["--resume"]
+    args += ["--eval-every", str(eval_every)] if eval_every is not None else []
+    return args + ["--init-from", "base", *recipe_args, "--overwrite"]
+
+
+def train_from_base(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None) -> float:
+    """Train (or resume) one run from the base; returns the wall seconds this call took.
+
+    ``rounds``/``eval_every`` None leave `train`'s own defaults.
+    """
+    resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
+    cmd = [sys.executable, "-m", "keyboard_lm.cli", *train_args(corpus_args, recipe_args, run_dir, rounds, eval_every,
+                                                               resume)]
+    print("$", shlex.join(["keyboard-lm", *cmd[3:]]), flush=True)
+    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    start = time.time()
+    with open(run_dir + ".log", "a", encoding="utf-8") as log:
+        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if done.returncode:
+        raise SystemExit(f"{run_dir}: train exited with {done.returncode}; see {run_dir}.log")
+    return time.time() - start
+
+
+def collect_run(run_dir: str) -> dict | None:
+    """A run's curve, kept evaluation and command (None before its first evaluation)."""
+    curve = metrics_curve(run_dir)
+    if not curve:
+        return None
+    kept = kept_within(curve, float("inf"))
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        info = json.load(f)
+    return {"run_dir": run_dir, "command": info.get("command"), "curve": curve, "kept": kept,
+            "finished": completed(info), "seconds": curve[-1]["seconds"]}
