@@ -160,7 +160,7 @@ ARM64_JAVA = Path("usr/lib/jvm/java-17-openjdk-arm64/bin/java")
 #: No flag is needed for HotSpot to run under qemu-user. C2 is left out only for time: the JIT compilers run
 #: emulated too, and C2's costly compiles of the tests' short-lived hot code do not pay off (the suite took
 #: 89 s with C2, 19 s with C1 only, on 2 loaded x86_64 cores). Interpreter and C1 code run the whole suite;
-#: benchmarks/java_arm64_benchmark.py runs the default (C2) JVM and checks its answers.
+#: benchmarks/android/java_arm64_benchmark.py runs the default (C2) JVM and checks its answers.
 ARM64_JVM_FLAGS = ["-XX:TieredStopAtLevel=1"]
 
 

@@ -1,4 +1,4 @@
-"""The public-text corpus builder (benchmarks/base_corpus) on tiny package trees built here."""
+"""The public-text corpus builder (benchmarks/tools/base_corpus) on tiny package trees built here."""
 
 import gzip
 import hashlib
@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from benchmarks.base_corpus import builder as pt
-from benchmarks.base_corpus import debs
-from benchmarks.base_corpus import prose
-from benchmarks.base_corpus import dictd, sources
+from benchmarks.tools.base_corpus import builder as pt
+from benchmarks.tools.base_corpus import debs
+from benchmarks.tools.base_corpus import prose
+from benchmarks.tools.base_corpus import dictd, sources
 from keyboard_lm.data.corpora import load_jsonl
 from keyboard_lm.errors import DataError
 

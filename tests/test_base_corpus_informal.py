@@ -1,5 +1,5 @@
 """The informal sources of the base corpus (novels, fortunes, game dialogue), its sentence filters and its mix,
-on small excerpts written here in each source's format (benchmarks/base_corpus)."""
+on small excerpts written here in each source's format (benchmarks/tools/base_corpus)."""
 
 import glob
 import gzip
@@ -12,9 +12,9 @@ import zlib
 
 import pytest
 
-from benchmarks.base_corpus import builder, filters, mix, texts_games, texts_gettext, texts_rdata
-from benchmarks.base_corpus.debs import DebSource
-from benchmarks.base_corpus.prose import Tally
+from benchmarks.tools.base_corpus import builder, filters, mix, texts_games, texts_gettext, texts_rdata
+from benchmarks.tools.base_corpus.debs import DebSource
+from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import ConfigError, DataError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,7 +211,7 @@ def test_r_unserialize_refuses_what_it_does_not_read():
 
 @pytest.mark.skipif(not glob.glob(os.path.join(REPO, "build/base_corpus_v2/debs/r-cran-janeaustenr_*.deb"))
                     or not shutil.which("dpkg-deb"),
-                    reason="needs build/base_corpus_v2/debs/r-cran-janeaustenr_*.deb (benchmarks/base_corpus.sh "
+                    reason="needs build/base_corpus_v2/debs/r-cran-janeaustenr_*.deb (benchmarks/tools/base_corpus.sh "
                            "downloads it) and dpkg-deb")
 def test_the_real_janeaustenr_package_holds_six_novels(tmp_path):
     deb = glob.glob(os.path.join(REPO, "build/base_corpus_v2/debs/r-cran-janeaustenr_*.deb"))[0]
@@ -396,9 +396,9 @@ def test_crawl_keeps_speech_and_descriptions_without_templates(tmp_path):
 def test_the_download_script_lists_every_package_once_with_its_pinned_version():
     import re
 
-    from benchmarks.base_corpus import debs
+    from benchmarks.tools.base_corpus import debs
 
-    with open(os.path.join(REPO, "benchmarks/base_corpus.sh"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "benchmarks/tools/base_corpus.sh"), encoding="utf-8") as f:
         script = f.read()
     listed = re.search(r"\npackages=\((.*?)\)", script, re.S).group(1).split()
     pinned = re.findall(r'"([^"=]+)=[^"]+"', re.search(r"\npinned=\((.*?)\)\n", script, re.S).group(1))

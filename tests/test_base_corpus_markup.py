@@ -1,12 +1,12 @@
-"""The markup extractors of the public-text corpus (benchmarks/base_corpus/markup*.py) on tiny package trees."""
+"""The markup extractors of the public-text corpus (benchmarks/tools/base_corpus/markup*.py) on tiny package trees."""
 
 import gzip
 
 import pytest
 
-from benchmarks.base_corpus import markup as mk
-from benchmarks.base_corpus import markup_rst
-from benchmarks.base_corpus.prose import Tally
+from benchmarks.tools.base_corpus import markup as mk
+from benchmarks.tools.base_corpus import markup_rst
+from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 
 PROSE = "The package manager keeps a list of every package that is installed on the system."

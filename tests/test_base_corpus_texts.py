@@ -1,4 +1,4 @@
-"""The extra base-corpus extractors (benchmarks/base_corpus/texts.py) on tiny package trees built here."""
+"""The extra base-corpus extractors (benchmarks/tools/base_corpus/texts.py) on tiny package trees built here."""
 
 import gzip
 import random
@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from benchmarks.base_corpus import texts
-from benchmarks.base_corpus.prose import Tally
+from benchmarks.tools.base_corpus import texts
+from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 from tests.test_base_corpus import _b64, _write
 

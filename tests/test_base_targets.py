@@ -3,9 +3,9 @@ package's card numbering a continued pretraining's epochs on."""
 
 import pytest
 
-from benchmarks import base_targets as bt
+from benchmarks.base import base_targets as bt
 from benchmarks.common import heldout
-from benchmarks.package_base import _stages
+from benchmarks.tools.package_base import _stages
 
 
 def _run(recall):

@@ -206,7 +206,7 @@ def test_privacy_plan_plans_blt_with_its_rho():
 def test_the_noise_left_in_the_model_is_the_mechanisms_through_the_server_step(tmp_path):
     import json
 
-    from benchmarks.dp_noise_in_model import noise_left
+    from benchmarks.privacy.dp_noise_in_model import noise_left
 
     blt = BLT((0.7, 0.3), (0.3, 0.2))
     rounds, z, clip, k, lr, m = 6, 1.2, 0.5, 10, 1.0, 0.9

@@ -6,7 +6,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import hard_table3  # noqa: E402
+from benchmarks.hard_table3 import hard_table3  # noqa: E402
 
 
 def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(tmp_path):

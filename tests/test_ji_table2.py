@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import ji_table2  # noqa: E402
+from benchmarks.ji_table2 import ji_table2  # noqa: E402
 
 
 @pytest.mark.parametrize("algorithm", ["FedAvg", "FedSGD"])

@@ -1,7 +1,7 @@
 """The planner's loss model: reading runs, fitting, held-out error, the compute-aware plan and its CLI.
 
 The fitter is checked on run directories written from a known law (so what it must recover is known);
-the real fit on the project's own runs is benchmarks/loss_model_runs.py's (docs/privacy.md).
+the real fit on the project's own runs is benchmarks/privacy/loss_model_runs.py's (docs/privacy.md).
 """
 import csv
 import json

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks import model_fuzz
+from benchmarks.export import model_fuzz
 from keyboard_lm.inference import Predictor
 from keyboard_lm.inference import tflite_flatbuffer as fb
 from keyboard_lm.inference.model_file import (CHECKSUM_PREFIX, MAX_FILE_BYTES, MAX_IDLE_INTERPRETERS, ModelFile,
@@ -195,7 +195,7 @@ def _crafted(name: str) -> tuple[bytes, str]:
     return seal(bytes(data)), expected
 
 
-#: Each crafted file, and what the loader did with it before these checks (benchmarks/model_fuzz.py's worker,
+#: Each crafted file, and what the loader did with it before these checks (benchmarks/export/model_fuzz.py's worker,
 #: the revision before the checksum): a SIGSEGV, an exception other than ModelFileError or a ModelFileError
 #: of several lines, or a load (the interpreter ignores an intermediate tensor's declared shape).
 CRAFTED = {

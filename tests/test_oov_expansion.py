@@ -1,4 +1,4 @@
-"""Shenoy & Nguyen's OOV expansion (benchmarks/oov_benchmark.py, oov_finetune.py): fine-tuning with the OOV
+"""Shenoy & Nguyen's OOV expansion (benchmarks/oov/oov_benchmark.py, oov_finetune.py): fine-tuning with the OOV
 adapter trained jointly, against the plain fine-tuning it extends, and the per-user intervals of EMR3."""
 
 import os
@@ -8,7 +8,8 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import oov_benchmark, oov_finetune  # noqa: E402
+from benchmarks.oov import oov_benchmark  # noqa: E402
+from benchmarks.oov import oov_finetune  # noqa: E402
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""benchmarks/privacy_benchmark.py's row commands: the audit's regime, the vocabulary, and --resume."""
+"""benchmarks/privacy/privacy_benchmark.py's row commands: the audit's regime, the vocabulary, and --resume."""
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "privacy"))
 import privacy_benchmark as pb  # noqa: E402
 
 

@@ -1,11 +1,11 @@
-"""benchmarks/privacy_cohorts.py lines privacy_benchmark's per-cohort results up by K, each DP row against its own z = 0."""
+"""benchmarks/privacy/privacy_cohorts.py lines privacy_benchmark's per-cohort results up by K, each DP row against its own z = 0."""
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "privacy"))
 import privacy_cohorts  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import ro_table2  # noqa: E402
+from benchmarks.ro_table2 import ro_table2  # noqa: E402
 
 
 def test_the_protocol_flags_train_ros_fedadam_from_random_weights(tmp_path):

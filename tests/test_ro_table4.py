@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks import ro_table4  # noqa: E402
+from benchmarks.ro_table4 import ro_table4  # noqa: E402
 
 
 def test_a_run_is_dp_ftrl_from_its_base_and_is_evaluated_on_its_own_speeches(small_run, tmp_path):

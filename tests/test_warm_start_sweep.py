@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from benchmarks import warm_start_sweep as sweep
+from benchmarks.base import warm_start_sweep as sweep
 from benchmarks.common import runs
 
 

@@ -1,0 +1,220 @@
+"""The base-model targets, measured as a user runs them: `train --init-from base` defaults, several seeds.
+
+Runs each row's command once per seed, one run at a time (so wall-clock
+figures are the machine's own), and reports held-out recall@3 at the
+evaluation validation keeps, as mean, standard deviation and range over the
+seeds, against the Kneser-Ney 5-gram on the same split and vocabulary, and
+federated against centralized from the same base, paired by seed. Each seed's
+ratio also carries a 95% interval over the held-out users: the run's kept model
+and its reference (the 5-gram, or the other row's run of the same seed) pooled
+over the same bootstrap draws of users (``evaluation.paired_intervals``).
+
+    python benchmarks/base/base_targets.py                  # every row, seeds 0,1,2
+    python benchmarks/base/base_targets.py --seeds 0 --rows "mail federated"
+    python benchmarks/base/base_targets.py --collect        # only read the runs and write the report
+
+Runs are ordered seed by seed (every row's seed 0 first), and a finished run
+directory is read, not retrained; a federated one with a checkpoint is
+resumed: the benchmark survives being stopped and is continued by running
+the same command again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.heldout import cached, heldout_by_user  # noqa: E402
+from benchmarks.common.ngram import ngram_by_user  # noqa: E402
+from benchmarks.common.runs import collect_run, finished, slug, train_from_base  # noqa: E402
+
+#: Bootstrap draws of held-out users for each seed's paired interval.
+DRAWS = 1000
+
+#: row -> (corpus of warm_start_sweep.CORPORA, extra train arguments); every row runs `train --init-from base`.
+ROWS = {
+    "mail federated": ("mail", []),
+    "mail centralized": ("mail", ["--centralized"]),
+    "shakespeare federated": ("shakespeare", []),
+}
+
+#: (what, row, reference, target): reference is "5-gram" or another row, paired by seed.
+TARGETS = [
+    ("SpamAssassin senders: federated vs KN 5-gram", "mail federated", "5-gram", 1.05),
+    ("SpamAssassin senders: centralized vs KN 5-gram", "mail centralized", "5-gram", 1.10),
+    ("SpamAssassin senders: federated vs centralized, same base and seed", "mail federated", "mail centralized",
+     0.97),
+    ("Tiny Shakespeare roles: federated vs KN 5-gram", "shakespeare federated", "5-gram", 1.10),
+]
+
+
+def summarize(values: list[float]) -> dict:
+    """Mean, sample standard deviation (0 for one value) and range."""
+    return {"n": len(values), "mean": statistics.fmean(values),
+            "sd": statistics.stdev(values) if len(values) > 1 else 0.0, "min": min(values), "max": max(values)}
+
+
+def ratios_by_seed(results: dict, row: str, reference: str, ngrams: dict) -> dict[int, float]:
+    """{seed: held-out recall@3 of ``row`` over its reference}, for each seed that both have."""
+    mine = results.get(row, {})
+    if reference == "5-gram":
+        ng = ngrams.get(ROWS[row][0])
+        return {s: mine[s]["kept"]["recall_at_3"] / ng["recall_at_3"] for s in sorted(mine)} if ng else {}
+    theirs = results.get(reference, {})
+    return {s: mine[s]["kept"]["recall_at_3"] / theirs[s]["kept"]["recall_at_3"] for s in sorted(mine) if s in theirs}
+
+
+def ratios(results: dict, row: str, reference: str, ngrams: dict) -> list[float]:
+    """``ratios_by_seed``'s values in seed order."""
+    return list(ratios_by_seed(results, row, reference, ngrams).values())
+
+
+def targets_summary(results: dict, ngrams: dict) -> dict:
+    """{target: summarize(its ratios)} for every target with at least one paired run."""
+    return {what: summarize(r) for what, row, ref, _ in TARGETS if (r := ratios(results, row, ref, ngrams))}
+
+
+def paired(by_user: dict, ngram_by_user: dict) -> dict:
+    """{target: {seed: (lo, hi)}}: each seed's ratio's 95% interval over held-out users (paired bootstrap).
+
+    ``by_user``: {row: {seed: evaluation with clients}}; ``ngram_by_user``: {corpus: the 5-gram's}.
+    """
+    from keyboard_lm.evaluation import paired_intervals
+
+    out = {}
+    for what, row, reference, _ in TARGETS:
+        corpus = ROWS[row][0]
+        for seed, mine in sorted(by_user.get(row, {}).items()):
+            theirs = ngram_by_user.get(corpus) if reference == "5-gram" else by_user.get(reference, {}).get(seed)
+            if theirs is not None:
+                out.setdefault(what, {})[seed] = paired_intervals(mine, theirs, ("recall_at_3",),
+                                                                  replicates=DRAWS, seed=seed)["recall_at_3"]
+    return out
+
+
+def _fmt(s: dict, digits: int = 4, suffix: str = "") -> str:
+    if s["n"] == 1:
+        return f"{s['mean']:.{digits}f}{suffix} (1 seed)"
+    return (f"{s['mean']:.{digits}f}{suffix} ± {s['sd']:.{digits}f} (range {s['min']:.{digits}f}-"
+            f"{s['max']:.{digits}f}, {s['n']} seeds)")
+
+
+def _wall(run: dict) -> str:
+    return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
+
+
+def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None) -> str:
+    lines = ["The base-model targets: `keyboard-lm train --init-from base` with its defaults, one run at a time. "
+             "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
+             "over seeds (`--seed`; the split is the default one in every run).", "",
+             "| target | measured | aim | met |", "|---|---|---:|---|"]
+    summary = targets_summary(results, ngrams)
+    for what, _, _, aim in TARGETS:
+        s = summary.get(what)
+        if s is None:
+            lines.append(f"| {what} | not run | {aim:.2f}x | |")
+            continue
+        met = "yes" if s["min"] >= aim else ("on the mean" if s["mean"] >= aim else "no")
+        lines.append(f"| {what} | {_fmt(s, 3, 'x')} | {aim:.2f}x | {met} |")
+    if intervals:
+        lines += ["", f"Each seed's ratio with its 95% interval over the held-out users (the run and its reference "
+                  f"pooled over the same {DRAWS:,} bootstrap draws of users):", "",
+                  "| target | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+                  "|---|" + "---|" * len(seeds)]
+        for what, row, reference, _ in TARGETS:
+            if what in intervals:
+                cells = []
+                for seed in seeds:
+                    r = ratios_by_seed(results, row, reference, ngrams).get(seed)
+                    lo_hi = intervals[what].get(seed)
+                    cells.append("" if r is None or lo_hi is None else f"{r:.3f}x [{lo_hi[0]:.3f}, {lo_hi[1]:.3f}]")
+                lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    lines += ["", "| row | command | seeds | held-out recall@3 | recall@1 | perplexity | kept | wall s |",
+              "|---|---|---|---|---|---|---|---:|"]
+    for row, (corpus, extra) in ROWS.items():
+        runs = results.get(row, {})
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", "base", *CORPORA[corpus], *extra])
+        if not runs:
+            lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
+            continue
+        kept = [r["kept"] for r in runs.values()]
+        lines.append(
+            f"| {row} | `{cmd}` | {', '.join(str(s) for s in sorted(runs))} "
+            f"| {_fmt(summarize([k['recall_at_3'] for k in kept]))} "
+            f"| {statistics.fmean(k.get('recall_at_1', float('nan')) for k in kept):.4f} "
+            f"| {statistics.fmean(k['perplexity'] for k in kept):.1f} "
+            f"| {', '.join(str(k['step']) for k in kept)} "
+            f"| {', '.join(_wall(r) for r in runs.values())} |")
+    lines += ["", "Kneser-Ney 5-gram on the same split and vocabulary (deterministic: one run):", ""]
+    lines += [f"- {c}: recall@3 {ng['recall_at_3']:.4f}, recall@1 {ng['recall_at_1']:.4f}, perplexity "
+              f"{ng['perplexity']:.1f}" for c, ng in ngrams.items()]
+    lines += ["", f"Seeds asked for: {', '.join(map(str, seeds))}; runs per seed: "
+              + ", ".join(f"{row}: {sorted(results.get(row, {}))}" for row in ROWS)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (0,1,2)")
+    p.add_argument("--work", default=os.path.join("runs", "base_targets"))
+    p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
+    p.add_argument("--no-intervals", action="store_true",
+                   help="skip each seed's interval over held-out users (it evaluates every run per user once)")
+    p.add_argument("--name", default="base_targets")
+    p.add_argument("--out", default=result_file.results_dir("base"))
+    args = p.parse_args(argv)
+    rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in rows if r not in ROWS]
+    if unknown:
+        p.error(f"--rows: unknown {unknown}; choose from {list(ROWS)}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        p.error(f"--seeds {args.seeds!r}: expected comma-separated integers")
+    results: dict = {row: {} for row in ROWS}
+    for seed in seeds:
+        for row in rows:
+            corpus, extra = ROWS[row]
+            run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
+            if not args.collect and not finished(run_dir):
+                train_from_base(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir)
+    for row in ROWS:
+        for seed in seeds:
+            run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
+            r = collect_run(run_dir) if os.path.isdir(run_dir) else None
+            if r:
+                results[row][seed] = r
+    corpora = sorted({ROWS[r][0] for r in ROWS if results[r]})
+    os.makedirs(args.work, exist_ok=True)
+    ngram_users = {c: cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
+                              lambda c=c: ngram_by_user(CORPORA[c])) for c in corpora}
+    ngrams = {c: ngram_users[c]["pooled"] for c in corpora}
+    intervals = None
+    if not args.no_intervals:
+        by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
+                   for row, runs in results.items()}
+        intervals = paired(by_user, ngram_users)
+    text = report(results, ngrams, seeds, intervals)
+    summary = targets_summary(results, ngrams)
+    paths = result_file.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
+                                      "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
+                                      "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
+                                                    "ratios": {w: {str(s): list(v) for s, v in per.items()}
+                                                               for w, per in (intervals or {}).items()}}},
+                          text, args.out)
+    print(text)
+    print("written:", *paths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,1 +1,0 @@
-"""The public-text corpus builder of the base model (not installed; run by benchmarks/base_corpus.sh)."""

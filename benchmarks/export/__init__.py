@@ -1,0 +1,1 @@
+"""The exported model file: int8 fidelity against the float model, and corrupted files against the loaders."""

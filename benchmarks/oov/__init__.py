@@ -1,0 +1,1 @@
+"""Shenoy & Nguyen's personal OOV expansion and per-user fine-tuning on real per-user text."""

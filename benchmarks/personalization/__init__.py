@@ -1,0 +1,1 @@
+"""Personalization on held-out users: every method side by side, the user history, typo-tolerant completion."""

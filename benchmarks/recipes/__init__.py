@@ -1,0 +1,1 @@
+"""Training recipes side by side: models, federated algorithms, centralized arms, validation, the demo."""

@@ -1,0 +1,1 @@
+"""Training speed: federated throughput, TFF overhead, workers, a shaped network, pretraining tokens per second."""
