@@ -14,6 +14,7 @@ from keyboard_lm import __version__  # noqa: E402
 from keyboard_lm.cli import data, demo, evaluate, export, personal, phrases, predict, privacy, train, worker  # noqa: E402
 from keyboard_lm.cli.args import OneLineParser  # noqa: E402
 from keyboard_lm.errors import KeyboardLMError  # noqa: E402
+from keyboard_lm.log import show_on_stdout  # noqa: E402
 from keyboard_lm.text import TEXT_SPEC_VERSION  # noqa: E402
 
 #: Command groups in the order ``keyboard-lm --help`` lists them.
@@ -40,6 +41,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)  # progress lines show up at once in logs and pipes
+    show_on_stdout()  # the library's progress lines (logging), one message a line, as they were printed
     try:
         return args.func(args)
     except KeyboardLMError as e:

@@ -9,6 +9,7 @@ are ``train_flags``'s.
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from keyboard_lm.cli.args import data_source, default_data_to_run, load_corpus_from_args, split_from_args
 from keyboard_lm.cli.flags import given, options_given
@@ -20,6 +21,8 @@ from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.training.config import CentralizedConfig, default_config
+
+logger = logging.getLogger(__name__)
 
 def _quantization(args) -> str:
     return args.quantization_aware or "none"
@@ -97,25 +100,17 @@ def dp_options(args):
 
 def _trainer_of(run_dir) -> str | None:
     """run.json's trainer of RUN_DIR (None when there is no run to read: the trainer reports that)."""
-    import json
-    import os
+    from keyboard_lm.models.run_dir import RunRecord
 
-    if not run_dir:
-        return None
-    try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            return json.load(f).get("trainer")
-    except (OSError, ValueError, AttributeError):
-        return None
+    record = RunRecord.peek(run_dir)
+    return record.trainer if record is not None else None
 
 
 def _resume_centralized(args) -> int:
     """``train --resume`` of a centralized run: its own recipe; only --epochs (the epoch to reach) and the
     data path may be given again."""
-    import os
-
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.models.run_dir import RUN_FILE, read_json
+    from keyboard_lm.models.run_dir import RunRecord
     from keyboard_lm.training.centralized import resume_centralized
 
     stray = [f.option for f in TRAIN_FLAGS if f.option not in ("--centralized", "--resume", "--out", "--epochs")
@@ -124,8 +119,7 @@ def _resume_centralized(args) -> int:
         raise ConfigError(f"{', '.join(stray)}: a resumed run keeps its own settings; only --epochs (the epoch "
                           "to reach) may be given")
     # run.json alone (the trainer loads the run itself): where the corpus is, without reading the weights twice
-    default_data_to_run(args, read_json(os.path.join(args.out, RUN_FILE), f"{args.out}: no run to resume "
-                                        f"({RUN_FILE} is missing)"))
+    default_data_to_run(args, {"data": {"source": RunRecord.read(args.out).data_source}})
     resume_centralized(load_corpus_from_args(args), args.out, args.epochs)
     print(f"run saved to {args.out}")
     return 0
@@ -177,9 +171,18 @@ def federated_config_from_args(args, init) -> FederatedConfig:
     return dataclasses.replace(default_federated(init is not None, dp=args.dp is not None), **fields)
 
 
-def train_federated_from_args(args, corpus=None, log=print, track_clients=(), init=None, audit=None) -> int:
+def train_federated_from_args(args, corpus=None, log=None, track_clients=(), init=None, audit=None) -> int:
     """Federated ``train``; ``corpus`` replaces the one --data names (``audit canaries`` plants into it and
-    records its settings, ``audit``)."""
+    records its settings, ``audit``). ``log``: deprecated, a callable that takes the progress lines instead of
+    ``logging``."""
+    from keyboard_lm.log import lines_to
+
+    with lines_to(log):
+        _train_federated_from_args(args, corpus, track_clients, init, audit)
+    return 0
+
+
+def _train_federated_from_args(args, corpus, track_clients, init, audit) -> None:
     from keyboard_lm.federated.run_start import RunOptions
     from keyboard_lm.federated.trainer import train_federated
 
@@ -191,34 +194,31 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
     if not args.workers:
         local_worker.check_isolation()  # refused now, not after the data is read and the model built
     if args.resume:
-        # The run directory holds the settings; only --rounds (and the data path) may be given again.
-        from keyboard_lm.models.run_dir import load_run
+        # The run holds its settings (the trainer reads them, ``run_start.resume_settings``); here only where
+        # its corpus is. Only --rounds (and the data path) may be given again.
+        from keyboard_lm.models.run_dir import RunRecord
 
-        saved = load_run(args.out).info
-        default_data_to_run(args, saved)
-        from keyboard_lm.data.split import SplitConfig
-
-        split = SplitConfig(**saved["data"]["split"])
-        # Without --rounds a resumed run continues to its own round count.
-        fed = FederatedConfig(**{**saved["federated"], "rounds": args.rounds or saved["federated"]["rounds"]})
-        data_config = ClientDataConfig(**saved["client_data"])
-        loop = LoopConfig(**saved["loop"])
-        model_config = None
+        record = RunRecord.read(args.out)
+        default_data_to_run(args, {"data": {"source": record.data_source}})
+        algorithm = (record.federated_recipe or {}).get("algorithm")
+        model_config = fed = None
+        data_config, loop = ClientDataConfig(), LoopConfig()
     else:
         model_config = ModelConfig(**given(args, TRAIN_FLAGS, ModelConfig), quantization=_quantization(args))
         fed = federated_config_from_args(args, init)
         data_config = ClientDataConfig(**given(args, TRAIN_FLAGS, ClientDataConfig))
         loop = LoopConfig(**given(args, TRAIN_FLAGS, LoopConfig))
+        algorithm = fed.algorithm
     dp = None if args.resume else dp_options(args)
     if corpus is None:
         corpus = load_corpus_from_args(args)
     if init is not None:
-        init = init.check_overlap(corpus, split, log)
+        init = init.check_overlap(corpus, split)
     on_round = watchdog = worker_record = None
     if getattr(args, "workers", None):
         from keyboard_lm.federated.distributed import remote
 
-        if fed.algorithm == "fedatt":
+        if algorithm == "fedatt":
             from keyboard_lm.errors import ConfigError
 
             # TFF: "Detected one aggregate dependent on another": FedAtt's attention weights need the
@@ -235,14 +235,14 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
         watchdog.start()
         on_round = watchdog.round_done
         worker_record = {"addresses": [f"{h}:{p}" for h, p in workers], "tls": tls is not None}
-        log(f"training on {len(workers)} TFF workers ({'TLS' if tls else 'plaintext'}): {args.workers}")
+        logger.info(f"training on {len(workers)} TFF workers ({'TLS' if tls else 'plaintext'}): {args.workers}")
     try:
-        options = RunOptions(resume=args.resume, init=init, vocab_size=args.vocab_size, dp=dp,
-                             data_source=data_source(args), overwrite=args.overwrite,
-                             track_clients=tuple(track_clients), audit=audit,
+        options = RunOptions(resume=args.resume, rounds=args.rounds if args.resume else None, init=init,
+                             vocab_size=args.vocab_size, dp=dp, data_source=data_source(args),
+                             overwrite=args.overwrite, track_clients=tuple(track_clients), audit=audit,
                              worker_data=getattr(args, "worker_data", None),
                              worker_data_root=getattr(args, "worker_data_root", None), workers=worker_record,
-                             on_round=on_round, log=log)
+                             on_round=on_round)
         train_federated(corpus, args.out, model_config, fed, data_config, split, loop, options)
     finally:
         if watchdog is not None:
@@ -253,10 +253,9 @@ def train_federated_from_args(args, corpus=None, log=print, track_clients=(), in
         skip = "--no-phrases" if args.no_phrases else None
         if getattr(args, "workers", None) and skip is None:
             skip = "--workers: learn the table on one machine with `keyboard-lm phrases RUN_DIR`"
-            log(f"phrases: not learnt on remote workers; learn the table with `keyboard-lm phrases {args.out}`")
-        phrases_after_training(args.out, corpus, skip=skip, log=log)
-    log(f"run saved to {args.out}")
-    return 0
+            logger.info(f"phrases: not learnt on remote workers; learn the table with `keyboard-lm phrases {args.out}`")
+        phrases_after_training(args.out, corpus, skip=skip)
+    logger.info(f"run saved to {args.out}")
 
 
 def register(sub) -> None:

@@ -9,6 +9,9 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+
+logger = logging.getLogger(__name__)
 
 
 def demo_recipe(rounds: int | None = None, seed: int = 0, base=None):
@@ -51,13 +54,15 @@ DEMO_BASE_ROUNDS, DEMO_BASE_SERVER_LR, DEMO_BASE_CLIENT_LR, DEMO_BASE_LOCAL_EPOC
 
 
 def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: bool = False,
-               overwrite: bool = False, log=print) -> dict:
+               overwrite: bool = False, log=None) -> dict:
     """Train the demo into ``out``: federated averaging over the embedded corpus, from the shipped base
     (``scratch``: from random weights); returns {"corpus", "split", "rounds", "start", "result"}.
 
     The demo re-runs into a directory holding its own earlier run; anything else is refused unless
     ``overwrite`` (see ``models.run_guard.prepare_run_dir``).
     """
+    given_log, log = log, log or logger.info  # ``log``: deprecated, a callable taking the lines
+
     from keyboard_lm.data.corpora import load_default
     from keyboard_lm.federated.run_start import RunOptions
     from keyboard_lm.federated.trainer import train_federated
@@ -73,8 +78,8 @@ def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: b
     start = "the shipped base model" if init is not None else "random weights"
     log(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, run directory {out}")
     if init is not None:
-        init = init.check_overlap(corpus, split, log)
+        init = init.check_overlap(corpus, split, given_log)
     result = train_federated(corpus, out, model_config, fed, data_config, split, loop,
                              RunOptions(init=init, data_source={"path": None, "format": "default"}, command="demo",
-                                        overwrite=overwrite, log=log))
+                                        overwrite=overwrite, log=given_log))
     return {"corpus": corpus, "split": split, "rounds": fed.rounds, "start": start, "result": result}

@@ -11,6 +11,7 @@ discovery released); a stopped discovery resumes from ``phrases.state``.
 
 from __future__ import annotations
 
+import logging
 import json
 import os
 import tempfile
@@ -23,6 +24,8 @@ from keyboard_lm.federated.phrase_discovery import PhraseDiscoveryConfig, discov
 from keyboard_lm.models.run_dir import atomic_write, load_run
 from keyboard_lm.text.phrase_table import PhraseCounts, PhraseTable, TableConfig
 from keyboard_lm.text.spec import SPECIAL_TOKENS
+
+logger = logging.getLogger(__name__)
 
 STATE_FILE = "phrases.state"
 COUNTS_FILE = "phrase_counts.json"
@@ -54,12 +57,13 @@ def run_clients(run, corpus: Corpus) -> tuple[list[str], list[str], bool]:
     return fit_ids, val_ids, bool(fraction)
 
 
-def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=print) -> PhraseCounts | None:
+def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=None) -> PhraseCounts | None:
     """The counts an earlier discovery of this run released with the same settings, or None.
 
     A release is kept (``phrase_counts.json``) so that cutting the table again (another budget) is not
     another release: under noise, every discovery spends privacy budget.
     """
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
     path = os.path.join(run_dir, COUNTS_FILE)
     if not os.path.exists(path):
         return None
@@ -79,9 +83,10 @@ def released_counts(run_dir: str, discovery: PhraseDiscoveryConfig, log=print) -
 
 
 def run_counts(run_dir: str, corpus: Corpus, fit_ids, vocab, discovery: PhraseDiscoveryConfig,
-               log=print) -> PhraseCounts:
+               log=None) -> PhraseCounts:
     """The counts discovery releases on ``fit_ids`` (encoded with the run's ``vocab``): an earlier release of
     this run with the same settings (``released_counts``), else a new one, kept in the run directory."""
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
     counts = released_counts(run_dir, discovery, log)
     if counts is None:
         # Each client encodes its own text with the run's vocabulary (the model's broadcast): its side of discovery.
@@ -116,12 +121,13 @@ def _exported(run_dir: str, vocab_size: int, work):
 
 
 def room_for_table(run_dir: str, counts: PhraseCounts, table_config: TableConfig, budget_bytes: int | None,
-                   log=print):
+                   log=None):
     """(vocabulary size, table, model file) such that the model and the table fit ``budget_bytes`` together.
 
     The model alone is exported first; what the table needs beyond the budget comes out of the rarest
     words (``export.pruning``), each worth its embedding row and vocabulary line, re-checked by exporting.
     """
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
     run = load_run(run_dir)
     v = len(run.vocab)
     for _ in range(4):
@@ -141,11 +147,13 @@ def room_for_table(run_dir: str, counts: PhraseCounts, table_config: TableConfig
 
 def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig = PhraseDiscoveryConfig(),
                   table_config: TableConfig = TableConfig(), budget_bytes: int | None = DEFAULT_BUDGET_BYTES,
-                  log=print) -> dict:
+                  log=None) -> dict:
     """Discover, cut and fit ``run_dir``'s phrase table (module docstring); returns what phrase_gate.json holds.
 
     ``budget_bytes``: the exported file's, model and table together (None: no budget, no pruning).
     """
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
+
     from keyboard_lm.export.tflite_export import RUN_GATE_FILE, RUN_PHRASES_FILE
     from keyboard_lm.suggestion_evaluation import fit_gate
 
@@ -173,19 +181,21 @@ def learn_phrases(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig
     return fitted
 
 
-def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = None, log=print) -> dict:
+def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = None, log=None) -> dict:
     """The phrase step of ``keyboard-lm train`` (federated): learn the run's table unless ``skip`` says why not;
     what it did goes to run.json's "phrases" (a resumed run honours an earlier ``learn: false``).
 
     Not under differential privacy: noise and a threshold large enough for a budget shared with the model
     release almost nothing at these populations (docs/privacy.md), so a DP run ships the model alone.
     """
-    from keyboard_lm.models.run_dir import RUN_FILE, read_json, update_run_info
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
 
-    info = read_json(os.path.join(run_dir, RUN_FILE), f"{run_dir}: not a run directory")
-    if skip or (info.get("phrases") or {}).get("learn") is False:
-        record = {"learn": False, "reason": skip or info["phrases"].get("reason")}
-    elif info.get("differential_privacy"):
+    from keyboard_lm.models.run_dir import RunRecord, update_run_info
+
+    run = RunRecord.read(run_dir)
+    if skip or (run.phrases or {}).get("learn") is False:
+        record = {"learn": False, "reason": skip or run.phrases.get("reason")}
+    elif run.differential_privacy:
         record = {"learn": False, "reason": "differential privacy: the run ships the model alone"}
         log("phrases: not learnt under --dp (docs/privacy.md); the run ships the model alone")
     else:
@@ -195,16 +205,17 @@ def phrases_after_training(run_dir: str, corpus: Corpus, *, skip: str | None = N
 
 
 def phrases_on_a_run(run_dir: str, corpus: Corpus, discovery: PhraseDiscoveryConfig, table_config: TableConfig,
-                     budget_bytes: int | None, log=print) -> dict:
+                     budget_bytes: int | None, log=None) -> dict:
     """``keyboard-lm phrases RUN_DIR``: learn (again) a finished run's table; run.json's "phrases" says so.
 
     Refused on a run trained under differential privacy: its guarantee covers the model alone, and a table
     released under k-anonymity would add a release outside its account (docs/privacy.md).
     """
-    from keyboard_lm.models.run_dir import RUN_FILE, read_json, update_run_info
+    log = log or logger.info  # ``log``: deprecated, a callable taking the lines
 
-    info = read_json(os.path.join(run_dir, RUN_FILE), f"{run_dir}: not a run directory")
-    if info.get("differential_privacy"):
+    from keyboard_lm.models.run_dir import RunRecord, update_run_info
+
+    if RunRecord.read(run_dir).differential_privacy:
         raise ConfigError(f"{run_dir}: the run was trained under differential privacy; its guarantee covers the model "
                           "alone and a phrase table would be released outside it (docs/privacy.md)")
     fitted = learn_phrases(run_dir, corpus, discovery, table_config, budget_bytes, log)

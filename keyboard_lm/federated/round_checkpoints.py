@@ -1,4 +1,8 @@
-"""The rounds a federated run can resume from, in its ``checkpoints/``.
+"""A federated run's saved program state: the rounds it can resume from, in its ``checkpoints/``.
+
+:class:`ProgramState` is what a run is between rounds and all that ``--resume`` restores; it is written
+(:meth:`RoundCheckpoints.save`) and read back (:meth:`RoundCheckpoints.load_newest`) here and nowhere else,
+and :func:`checkpoint_due` says when.
 
 A checkpoint of round N is three things: ``record_N.json`` (what run.json says after round N: rounds done,
 the kept round, final metrics, and whether round N's weights are the kept ones), ``average_N.npz`` (the
@@ -16,6 +20,7 @@ import asyncio
 import dataclasses
 import glob
 import json
+import logging
 import os
 import re
 import shutil
@@ -26,6 +31,16 @@ from keyboard_lm.durable import fsync_directory
 from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason
 
 _RECORD = re.compile(r"^record_(\d+)\.json$")
+logger = logging.getLogger(__name__)
+
+
+def checkpoint_due(loop, round_num: int, rounds: int, *, evaluated: bool, improved: bool,
+                   since_saved: float) -> bool:
+    """Save this round? Every ``loop.checkpoint_every`` rounds or ``loop.checkpoint_seconds`` seconds, and after
+    an evaluation (its learning-rate decay lives in the state), a round kept as the best (the weights run.json
+    keeps are of a round it can resume from) and the last round."""
+    return (round_num % loop.checkpoint_every == 0 or round_num == rounds or evaluated or improved
+            or 0 < loop.checkpoint_seconds <= since_saved)
 
 
 def _fsync_tree(path: str) -> None:
@@ -42,14 +57,30 @@ def _fsync_tree(path: str) -> None:
 
 
 @dataclasses.dataclass
-class Restored:
-    """The checkpoint a resumed run goes on from: its round, TFF state, server average and record
-    (None: a run made before records were kept)."""
+class ProgramState:
+    """A federated run between rounds, the one thing ``--resume`` restores.
+
+    ``round``: the rounds done, which is also the client sampler's position (a round's cohort depends on
+    the seed and the round alone); ``server``: TFF's server state (model, optimizer state, the client
+    learning rate); ``average``: the server average (None: the run keeps none); ``record``: what run.json
+    said after that round, ``{"fields": {rounds_done, best, final_metrics, differential_privacy,
+    time_breakdown, participation, ...}, "weights": whether the round's weights are the kept ones}``
+    (None: a checkpoint made before records were kept; run.json holds what there is).
+    """
 
     round: int
-    state: object
-    average: ServerAverage | None
-    record: dict | None
+    server: object
+    average: ServerAverage | None = None
+    record: dict | None = None
+
+    @property
+    def fields(self) -> dict:
+        """run.json's fields as of this round ({} without a record)."""
+        return (self.record or {}).get("fields") or {}
+
+
+#: The name this had when it was only what a resume read back.
+Restored = ProgramState
 
 
 class RoundCheckpoints:
@@ -59,15 +90,17 @@ class RoundCheckpoints:
     the run's average decay (0: none).
     """
 
-    def __init__(self, run_dir: str, manager, guard, weight_average: float, log=print):
+    def __init__(self, run_dir: str, manager, guard, weight_average: float, log=None):
         self.dir = os.path.join(run_dir, CHECKPOINT_DIR)
-        self.manager, self.guard, self.weight_average, self.log = manager, guard, weight_average, log
+        self.manager, self.guard, self.weight_average = manager, guard, weight_average
+        self.log = log or logger.info  # ``log``: deprecated, the module's logger takes the lines
 
     def _path(self, name: str) -> str:
         return os.path.join(self.dir, name)
 
-    def save(self, round_num: int, state, average: ServerAverage | None, record: dict) -> None:
-        """Round ``round_num``'s checkpoint: record, average, then TFF's program state (the commit)."""
+    def save(self, program: ProgramState) -> None:
+        """``program``'s checkpoint: record, average, then TFF's program state (the commit)."""
+        round_num, state, average, record = program.round, program.server, program.average, program.record
         program = f"program_state_{round_num}"
         self.guard.record(f"{CHECKPOINT_DIR}/record_{round_num}.json",
                           *([f"{CHECKPOINT_DIR}/average_{round_num}.npz"] if average is not None else []))
@@ -115,7 +148,7 @@ class RoundCheckpoints:
             raise ValueError(f"{os.path.basename(path)} is not round {round_num}'s record")
         return record
 
-    def load_newest(self, structure) -> Restored:
+    def load_newest(self, structure) -> ProgramState:
         """The newest checkpoint that reads back whole; damaged newer ones are reported in one line and
         removed (TFF would refuse to save their rounds again). ConfigError when none is intact."""
         versions = asyncio.run(self.manager.get_versions()) or []
@@ -139,7 +172,7 @@ class RoundCheckpoints:
                 for v, _ in skipped:
                     self._remove(v)
                 self.guard.forget_missing()
-            return Restored(version, state, average, record)
+            return ProgramState(version, state, average, record)
         if skipped:
             raise ConfigError(f"{self.dir}: no intact checkpoint to resume from (round {skipped[0][0]}: "
                               f"{skipped[0][1]})")

@@ -1,6 +1,6 @@
 """The parts of a federated round: who trains, what data they send to TFF, and how a round's model is scored.
 
-``train_federated`` (``federated.trainer``) composes them: a
+The training loop (``federated.trainer``) composes them: a
 :class:`ClientSampler` picks the round's clients (uniform without
 replacement, or the DP run's cohort), :class:`RoundData` turns them into
 TFF's arguments (batched datasets read on the driver, or the shard paths and
@@ -26,6 +26,8 @@ from keyboard_lm.errors import DataError, TrainingDivergedError
 from keyboard_lm.evaluation import evaluate_model
 from keyboard_lm.federated.client_data import client_batches
 from keyboard_lm.models.run_dir import CHECKPOINT_DIR
+
+logger = logging.getLogger(__name__)
 
 
 def sample_clients(client_ids: list[str], k: int, seed: int, round_num: int) -> list[str]:
@@ -66,13 +68,15 @@ def client_round_dataset(examples, client_id: str, data_config: ClientDataConfig
     return client_batches(x, y, data_config, data_config.seed)
 
 
-def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: int, round_num: int, log=print):
+def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: int, round_num: int, log=None):
     """Batched datasets of the sampled clients; a client whose data fails is dropped and counted.
 
-    ``examples``: a mapping client -> (x, y) arrays, or a TFF ``ClientData`` (``client_arrays``).
+    ``examples``: a mapping client -> (x, y) arrays, or a TFF ``ClientData`` (``client_arrays``). A dropped
+    client is logged (``log``: deprecated, a callable that takes the line instead).
 
     Returns (datasets, number of failed clients).
     """
+    log = log or logger.info
     datasets, failed = [], 0
     for i, cid in enumerate(client_ids):
         try:
@@ -86,7 +90,10 @@ def round_datasets(examples, client_ids, data_config: ClientDataConfig, seed: in
 
 class ClientSampler:
     """Who trains in a round: ``k`` clients uniformly without replacement, seeded by (seed, round),
-    or, under DP, the cohort the accountant assumes (``federated.dp_run.DPRun.cohort``)."""
+    or, under DP, the cohort the accountant assumes (``federated.dp_run.DPRun.cohort``).
+
+    A cohort depends on the seed and the round alone, so the round a run resumes from is the sampler's
+    whole position: nothing else of it is saved."""
 
     def __init__(self, clients: list[str], k: int, seed: int, dp_run=None):
         self.clients, self.k, self.seed, self.dp_run = clients, k, seed, dp_run
@@ -110,8 +117,9 @@ class RoundData:
 
     def __init__(self, encoded: dict, data_config: ClientDataConfig, seed: int, *, worker_data: str | None = None,
                  worker_data_root: str | None = None, vocab_sha256: str = "", corpus_fingerprint: str = "",
-                 log=print):
-        self.data_config, self.seed, self.log = data_config, seed, log
+                 log=None):
+        self.data_config, self.seed = data_config, seed
+        self.log = log or logger.info  # ``log``: deprecated, the module's logger takes the lines
         self.manifest = self.root = self.examples = None
         if worker_data is not None:
             from keyboard_lm.federated.distributed import worker_data as wd

@@ -1,24 +1,28 @@
 """How a federated run starts: its options (``RunOptions``), and what a resumed run takes from its own directory.
 
-``trainer.FederatedRun`` reads these before the run directory is touched: a resumed run's model, recipe,
-vocabulary, split and DP settings (``resume_settings``), and an audit's canary words against the vocabulary
-(``check_canary_words``).
+``run_setup.start_run`` reads these before the run directory is touched: a resumed run's model, recipe,
+vocabulary, split, loop and DP settings (``resume_settings``, from run.json through ``RunRecord``, with its
+back-compatible defaults), and an audit's canary words against the vocabulary (``check_canary_words``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Callable
 
 from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.data.corpus import Corpus
+from keyboard_lm.data.split import SplitConfig
 from keyboard_lm.errors import ConfigError
-from keyboard_lm.federated.config import FederatedConfig
+from keyboard_lm.federated.config import FederatedConfig, LoopConfig
 from keyboard_lm.models.config import ModelConfig
-from keyboard_lm.models.run_dir import load_run, run_command
+from keyboard_lm.models.run_dir import RunRecord, load_run
 from keyboard_lm.models.warm_start import WarmStart
 from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.text.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
 
 
 def check_canary_words(audit: dict, vocab: Vocabulary) -> None:
@@ -37,9 +41,10 @@ class RunOptions:
 
     Attributes:
       resume: continue ``run_dir`` from its latest checkpoint; the model,
-        hyper-parameters, vocabulary and split come from the run, and only
-        ``config.rounds`` may change (callers pass the run's own count unless
-        told otherwise).
+        recipe, client data and loop settings, vocabulary and split come from
+        the run, and only the round count may change (``rounds``).
+      rounds: the round a resumed run trains up to (None: ``config.rounds``
+        when a config is given, else the run's own count).
       init: start a fresh run from another run's weights (``models.warm_start``):
         the server's first model is the base's, with its model type and
         sizes; run.json records the start in ``init_from``.
@@ -64,10 +69,12 @@ class RunOptions:
         [...], "tls": bool}``, set up by the caller with
         ``remote.set_remote_context``), recorded in run.json; None: the local worker.
       on_round: ``on_round(round_num, seconds)`` after every round (the worker watchdog's clock).
-      log: where progress lines go.
+      log: deprecated; the run's progress lines go to ``logging`` (``keyboard_lm`` loggers), and a callable
+        given here receives them instead (``keyboard_lm.log.lines_to``).
     """
 
     resume: bool = False
+    rounds: int | None = None
     init: WarmStart | None = None
     vocab_size: int = 10_000
     dp: DPOptions | None = None
@@ -80,7 +87,7 @@ class RunOptions:
     worker_data_root: str | None = None
     workers: dict | None = None
     on_round: Callable | None = None
-    log: Callable = print
+    log: Callable | None = None
 
 
 @dataclasses.dataclass
@@ -91,40 +98,42 @@ class Resumed:
     model_config: ModelConfig
     config: FederatedConfig
     data_config: ClientDataConfig
-    command: str
+    loop: LoopConfig
+    split: SplitConfig
     dp: DPOptions | None
-    info: dict
+    record: RunRecord
 
 
-def resume_settings(run_dir: str, corpus: Corpus, heldout_ids: list[str], config: FederatedConfig, log) -> Resumed:
-    """The settings of the run to resume: everything from the run except ``config.rounds``.
+def resume_settings(run_dir: str, corpus: Corpus, config: FederatedConfig | None, rounds: int | None) -> Resumed:
+    """The settings of the run to resume, all from the run (``RunRecord``) except the round count: ``rounds``,
+    else ``config.rounds``, else the run's own.
 
-    The corpus and split must be the ones the run was trained on.
+    The corpus must be the one the run was trained on (its split's first held-out clients and fingerprint).
     """
+    from keyboard_lm.data.split import split_clients
+
     run = load_run(run_dir)
-    if run.info.get("trainer") != "federated":
-        raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {run.info.get('trainer')!r}")
-    # Runs made before dropout existed trained without it.
-    # Runs made before validation existed kept the last round at a constant rate.
-    # Runs made before server-side averaging existed kept the server's own weights.
-    saved = {"dropout": 0.0, "validation_fraction": 0.0, "lr_decay": 1.0, "weight_average": 0.0,
-             **run.info["federated"]}
-    if saved["seed"] != config.seed or saved["algorithm"] != config.algorithm:
-        log(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
-    fingerprint = run.info["data"].get("fingerprint")
-    if list(run.info["data"]["heldout_ids_head"]) != heldout_ids[:5] or (
-            fingerprint and fingerprint != corpus.fingerprint()):
-        if run.info.get("audit"):
+    record = run.record
+    if record.trainer != "federated":
+        raise ConfigError(f"{run_dir}: --resume needs a federated run, this one is {record.trainer!r}")
+    saved = record.federated_recipe
+    if config is not None and (saved["seed"] != config.seed or saved["algorithm"] != config.algorithm):
+        logger.info(f"resume: using the run's own settings (algorithm {saved['algorithm']}, seed {saved['seed']})")
+    split = SplitConfig(**record.split)
+    heldout_ids = split_clients(corpus.client_ids, split)[1]
+    if list(record.heldout_ids_head) != heldout_ids[:5] or (
+            record.data_fingerprint and record.data_fingerprint != corpus.fingerprint()):
+        if record.audit:
             raise ConfigError(f"{run_dir}: an audit run trains on its corpus with the canaries planted; continue "
                               f"it with `keyboard-lm audit canaries --out {run_dir} --resume`")
         raise ConfigError(f"{run_dir}: the corpus or split differs from the one this run was trained on")
-    dp = run.info.get("differential_privacy")
+    target = rounds or (config.rounds if config is not None else saved["rounds"])
     options = None
-    if dp:
+    if record.differential_privacy:
         # The noise multiplier the run used (calibrated or given); its target eps held for its own rounds.
-        options = DPOptions.from_record(dp)
-        if config.rounds != saved["rounds"]:
-            log(f"resume: {config.rounds} rounds instead of {saved['rounds']}; eps is accounted for the "
-                "rounds actually run")
-    return Resumed(run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": config.rounds}),
-                    ClientDataConfig(**run.info["client_data"]), run_command(run.info), options, run.info)
+        options = DPOptions.from_record(record.differential_privacy)
+        if target != saved["rounds"]:
+            logger.info(f"resume: {target} rounds instead of {saved['rounds']}; eps is accounted for the "
+                        "rounds actually run")
+    return Resumed(run.vocab, run.model_config, FederatedConfig(**{**saved, "rounds": target}),
+                   ClientDataConfig(**record.client_data), LoopConfig(**record.loop), split, options, record)

@@ -40,11 +40,22 @@ RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, METRICS_FILE = "run.json", "vocab.txt", "wei
 CHECKPOINT_DIR = "checkpoints"  # a trainer's state for --resume (TFF program state, or the centralized epoch's)
 
 
+#: What a federated run made before a field existed trained with: no dropout, no validation clients (the last
+#: round kept, at a constant rate), no server-side average. The one set of back-compatible defaults.
+FEDERATED_DEFAULTS = {"dropout": 0.0, "validation_fraction": 0.0, "lr_decay": 1.0, "weight_average": 0.0}
+
+
 @dataclasses.dataclass(frozen=True)
 class RunRecord:
     """What run.json says about a run, typed: the fields the library reads, with the defaults runs made
     before a field existed get (``RunRecord.of(info)``). The trainers write run.json; everything that
-    reads it goes through this."""
+    reads it goes through this (``RunRecord.read`` when only run.json is wanted, ``Run.record`` after
+    ``load_run``).
+
+    ``federated`` is the recipe as written; ``federated_recipe`` is it over ``FEDERATED_DEFAULTS``, what
+    a resumed run trains with. ``finished`` is True for runs made before it was recorded (they ended with
+    their last record).
+    """
 
     trainer: str | None
     command: str
@@ -62,18 +73,54 @@ class RunRecord:
     epochs_done: int | None
     participation: dict
     parameters: int | None
+    federated_recipe: dict | None = None
+    client_data: dict = dataclasses.field(default_factory=dict)
+    loop: dict = dataclasses.field(default_factory=dict)
+    best: dict | None = None
+    finished: bool = True
+    heldout_ids_head: tuple = ()
+    audit: dict | None = None
+    time_breakdown: dict | None = None
+    phrases: dict | None = None
+    model: dict = dataclasses.field(default_factory=dict)
+    weights_sha256: str | None = None
 
     @classmethod
     def of(cls, info: dict) -> "RunRecord":
         data = info.get("data") or {}
         hyper = info.get("hyperparameters") or {}
+        federated = info.get("federated")
         return cls(trainer=info.get("trainer"), command=run_command(info), seq_len=int(hyper.get("seq_len", 20)),
                    split=data.get("split"), data_fingerprint=data.get("fingerprint"),
-                   data_source=data.get("source") or {}, corpus=data.get("corpus"), federated=info.get("federated"),
+                   data_source=data.get("source") or {}, corpus=data.get("corpus"), federated=federated,
                    hyperparameters=hyper, init_from=info.get("init_from"),
                    differential_privacy=info.get("differential_privacy"), final_metrics=info.get("final_metrics"),
                    rounds_done=info.get("rounds_done"), epochs_done=info.get("epochs_done"),
-                   participation=info.get("participation") or {}, parameters=info.get("parameters"))
+                   participation=info.get("participation") or {}, parameters=info.get("parameters"),
+                   federated_recipe={**FEDERATED_DEFAULTS, **federated} if federated else None,
+                   client_data=info.get("client_data") or {}, loop=info.get("loop") or {}, best=info.get("best"),
+                   finished=bool(info.get("finished", True)),
+                   heldout_ids_head=tuple(data.get("heldout_ids_head") or ()), audit=info.get("audit"),
+                   time_breakdown=info.get("time_breakdown"), phrases=info.get("phrases"),
+                   model=info.get("model") or {}, weights_sha256=info.get("weights_sha256"))
+
+    @classmethod
+    def read(cls, run_dir: str) -> "RunRecord":
+        """RUN_DIR's run.json alone (no vocabulary or weights read); ConfigError when missing or corrupt."""
+        info = read_json(os.path.join(run_dir, RUN_FILE), f"{run_dir}: not a run directory ({RUN_FILE} is missing)")
+        if not isinstance(info, dict):
+            raise ConfigError(f"{os.path.join(run_dir, RUN_FILE)}: not a keyboard_lm run")
+        return cls.of(info)
+
+    @classmethod
+    def peek(cls, run_dir: str | None) -> "RunRecord | None":
+        """``read``, or None when there is no readable run.json (the caller that needs one reports that)."""
+        if not run_dir:
+            return None
+        try:
+            return cls.read(run_dir)
+        except (ConfigError, OSError):
+            return None
 
 
 @dataclasses.dataclass(frozen=True)

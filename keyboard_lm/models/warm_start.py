@@ -36,6 +36,7 @@ repeats it.
 
 from __future__ import annotations
 
+import logging
 import dataclasses
 import os
 from importlib import resources
@@ -46,6 +47,8 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.models.run_dir import RUN_FILE, WEIGHTS_FILE, Run, load_run, sha256_file
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.text.vocabulary import Vocabulary
+
+logger = logging.getLogger(__name__)
 
 #: ``--init-vocab`` choices; the first is the default (docs/training.md has the measurement).
 INIT_VOCAB = ("target", "base")
@@ -133,13 +136,15 @@ class WarmStart:
         weights[EMBEDDING] = new
         return weights
 
-    def check_overlap(self, corpus, split, log=print) -> "WarmStart":
+    def check_overlap(self, corpus, split, log=None) -> "WarmStart":
         """This start with the share of ``corpus``'s training and held-out sentences the base saw.
 
         Measured against the sentence fingerprint the base ships (``data.overlap``); a base without
         one (a run directory that is not a pretrained base) is recorded as unchecked.  Prints the
         figures, and a one-line warning above ``data.overlap.WARN_SHARE``.
         """
+        log = log or logger.info  # ``log``: deprecated, a callable taking the lines
+
         from keyboard_lm.data.overlap import FINGERPRINT_FILE, describe_overlap, load_fingerprint, overlap_report
 
         fingerprint = load_fingerprint(self.base.path)
@@ -175,7 +180,7 @@ def load_warm_start(spec: str, vocab: str = INIT_VOCAB[0]) -> WarmStart:
         path = spec
     run = load_run(path)
     sha = sha256_file(os.path.join(path, WEIGHTS_FILE))
-    expected = run.info.get("weights_sha256")
+    expected = run.record.weights_sha256
     if expected is not None and expected != sha:
         raise ConfigError(f"{os.path.join(path, WEIGHTS_FILE)}: damaged (sha256 {sha[:12]} != {expected[:12]} "
                           f"recorded in {RUN_FILE})")
@@ -199,10 +204,10 @@ def start_weights(run: Run) -> tuple[dict[str, np.ndarray] | None, str]:
     sha256 checked), carried over to the run's vocabulary with the run's seed.  A run from random weights
     has no start to rebuild (TFF draws it inside the process).
     """
-    init = run.info.get("init_from")
+    init = run.record.init_from
     if not init:
         return None, "the run started from random weights"
-    seed = (run.info.get("federated") or {}).get("seed")
+    seed = (run.record.federated or {}).get("seed")
     if seed is None:
         return None, "run.json records no federated seed"
     path = base_model_dir() if init.get("name") == BASE_NAME else init.get("path")

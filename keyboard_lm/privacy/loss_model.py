@@ -67,15 +67,16 @@ class RunCurve:
 
 def read_run(run_dir: str) -> RunCurve:
     """A DP run's setting (run.json) and its smoothed training-loss curve (metrics.csv)."""
+    from keyboard_lm.models.run_dir import RunRecord
+
     name = os.path.basename(os.path.normpath(run_dir))
     try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            info = json.load(f)
+        record = RunRecord.read(run_dir)
         with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
-    except (OSError, ValueError) as e:
+    except (ConfigError, OSError, ValueError) as e:
         raise ConfigError(f"{run_dir}: not a finished training run ({e})") from None
-    dp = info.get("differential_privacy")
+    dp = record.differential_privacy
     if not dp or dp.get("clip") in (None, "adaptive"):
         raise ConfigError(f"{run_dir}: the loss model needs a DP run with a fixed clip (its noise-batch ratio "
                           "z*C/K must be known); this run has " + ("no DP" if not dp else "an adaptive clip"))
@@ -91,12 +92,12 @@ def read_run(run_dir: str) -> RunCurve:
     keep = [i for i, t in enumerate(rounds) if t > SKIP_ROUNDS]
     clients = sum(int(r["clients"]) for r in rows)
     seconds = float(rows[-1]["elapsed_seconds"])
-    seq_len = int((info.get("client_data") or {}).get("max_seq_len", 20))
+    seq_len = int(record.client_data.get("max_seq_len", 20))
     tokens = sum(float(r.get("examples") or 0) for r in rows) * seq_len
-    m = info["model"]
-    init = info.get("init_from")
+    m = record.model
+    init = record.init_from
     start = "random" if not init else f"{init.get('name', '?')}:{str(init.get('weights_sha256', ''))[:12]}"
-    return RunCurve(name, int(info["parameters"]), int(m["units"]), int(m["vocab_size"]),
+    return RunCurve(name, int(record.parameters), int(m["units"]), int(m["vocab_size"]),
                     int(dp["clients_per_round"]), float(dp["noise_multiplier"]), float(dp["clip"]),
                     [rounds[i] for i in keep], [float(smoothed[i]) for i in keep], seconds / max(clients, 1),
                     start, tokens / max(clients, 1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import time
 from typing import Callable
@@ -29,6 +30,9 @@ from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
 from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
 from keyboard_lm.training.sampled_softmax import use_sampled_softmax
+from keyboard_lm.log import lines_to
+
+logger = logging.getLogger(__name__)
 
 
 def make_optimizer(config: CentralizedConfig) -> tf.keras.optimizers.Optimizer:
@@ -94,7 +98,7 @@ class WeightAverage:
 def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
                       embedding_dim: int = 96, units: int = 670,
                       config: CentralizedConfig | None = None,
-                      split: SplitConfig = SplitConfig(), log=print, quantization: str = "none",
+                      split: SplitConfig = SplitConfig(), log=None, quantization: str = "none",
                       data_source: dict | None = None, overwrite: bool = False,
                       init: WarmStart | None = None) -> dict:
     """Train on the pooled training clients, evaluate held-out clients each epoch.
@@ -118,7 +122,15 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
     model type and sizes must be the base's, and run.json records the start
     in ``init_from``. ``config`` None is ``training.config.default_config``:
     the from-scratch recipe, or its fine-tuning variant when ``init`` is given.
+    Progress lines go to ``logging`` (``log``: deprecated, a callable that takes them instead).
     """
+    with lines_to(log):
+        return _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config, split, quantization,
+                      data_source, overwrite, init)
+
+
+def _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config, split, quantization, data_source,
+           overwrite, init) -> dict:
     if config is None:
         config = default_config(warm_start=init is not None)
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
@@ -128,7 +140,7 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         fit_ids, val_ids = train_ids, []
     if init is not None:
         init.check_model(model_type, embedding_dim, units)
-    guard = prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite, log=log)
+    guard = prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite, log=logger.info)
     try:
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
         if init is not None:
@@ -137,9 +149,9 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         model = _compiled_model(model_config, config)
         if init is not None:
             assign_weights(model, init.initial_weights(vocab, config.seed))
-            log(describe(init.record(vocab)))
+            logger.info(describe(init.record(vocab)))
         teacher = config.teacher()
-        data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher, log)
+        data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher)
         info = {
             "trainer": "centralized", "command": "train --centralized", "run_id": guard.run_id,
             "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
@@ -153,18 +165,18 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
         }
         qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
         val_note = f", {len(val_ids)} more for validation" if val_ids else ""
-        log(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
+        logger.info(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
             f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
         writer = RunWriter(run_dir, model_config, vocab, info)
         average = WeightAverage(model, config.weight_average) if config.weight_average else None
         checkpoints = EpochCheckpoints(run_dir, model, average, guard)
         return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, vocab, config,
-                       writer, log)
+                       writer)
     finally:
         guard.release()
 
 
-def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=print) -> dict:
+def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=None) -> dict:
     """Continue a centralized run from the checkpoint of its last finished epoch.
 
     Everything comes from the run: its recipe (run.json's hyperparameters), split, vocabulary and model,
@@ -176,52 +188,55 @@ def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, 
     epoch's checkpoint and before its end is finished. Returns the held-out evaluation of the weights the
     run keeps.
     """
-    guard = hold_run_dir(run_dir)  # refused at once while another run trains here
-    try:
-        return _resume(corpus, run_dir, epochs, log, guard)
-    finally:
-        guard.release()
+    with lines_to(log):
+        guard = hold_run_dir(run_dir)  # refused at once while another run trains here
+        try:
+            return _resume(corpus, run_dir, epochs, guard)
+        finally:
+            guard.release()
 
 
-def _resume(corpus: Corpus, run_dir: str, epochs: int | None, log, guard) -> dict:
+def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
     run = load_run(run_dir)
+    record = run.record
+    # run.json as it is, rewritten by the writer; what is read of it is read through the record.
     info = {k: v for k, v in run.info.items() if k not in ("format", "model", "text_spec", "vocab_sha256")}
-    if info.get("trainer") != "centralized":
+    if record.trainer != "centralized":
         raise ConfigError(f"{run_dir}: --centralized --resume needs a centralized run, this one is "
-                          f"{info.get('trainer')!r}")
-    config = CentralizedConfig(**{**info["hyperparameters"], **({"epochs": epochs} if epochs else {})})
-    fingerprint = info["data"].get("fingerprint")
+                          f"{record.trainer!r}")
+    config = CentralizedConfig(**{**record.hyperparameters, **({"epochs": epochs} if epochs else {})})
+    fingerprint = record.data_fingerprint
     if fingerprint and fingerprint != corpus.fingerprint():
         raise ConfigError(f"{run_dir}: {corpus.name} is not the corpus this run trained on (fingerprint "
                           f"{corpus.fingerprint()[:12]} != {fingerprint[:12]}); give its --data and --format")
     model = _compiled_model(run.model_config, config)
     average = WeightAverage(model, config.weight_average) if config.weight_average else None
     checkpoints = EpochCheckpoints(run_dir, model, average, guard)
-    state = checkpoints.restore_newest(run_dir, log)
+    state = checkpoints.restore_newest(run_dir)
     # Runs made before "finished" was recorded ended with their last epoch's record.
-    finished = info.get("finished", True) and info.get("epochs_done") == state["epoch"]
+    finished = record.finished and record.epochs_done == state["epoch"]
     if state["stopped"] and finished:
         raise ConfigError(f"{run_dir}: the run stopped at epoch {state['epoch']} after {state['stale']} epochs "
                           f"without validation gain (--patience {config.patience}); there is nothing to resume")
     if state["epoch"] > config.epochs or (state["epoch"] == config.epochs and finished):
         raise ConfigError(f"{run_dir}: the run has trained {state['epoch']} epochs; give --epochs above "
                           f"{state['epoch']} to train further")
-    split = SplitConfig(**info["data"]["split"])
+    split = SplitConfig(**record.split)
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
     fit_ids, val_ids = (validation_clients(train_ids, config.validation_fraction, split.seed)
                         if config.validation_fraction else (train_ids, []))
-    data, n_examples = _training_data(corpus, fit_ids, run.vocab, config, config.teacher(), log)
+    data, n_examples = _training_data(corpus, fit_ids, run.vocab, config, config.teacher())
     drop_metrics_after(run_dir, "epoch", state["epoch"])
     info["hyperparameters"] = dataclasses.asdict(config)
     if state["stopped"] or state["epoch"] == config.epochs:
-        log(f"resume: the run stopped after its last epoch's checkpoint (epoch {state['epoch']}) and before "
+        logger.info(f"resume: the run stopped after its last epoch's checkpoint (epoch {state['epoch']}) and before "
             "its end; finishing it")
     else:
-        log(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, "
+        logger.info(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, "
             f"learning rate {state['learning_rate']:g})")
     writer = RunWriter(run_dir, run.model_config, run.vocab, info)
     return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config,
-                   writer, log, state)
+                   writer, state)
 
 
 def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.keras.Model:
@@ -234,13 +249,13 @@ def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.
     return model
 
 
-def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher, log):
+def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher):
     """(epoch -> that epoch's shuffled batches, the examples' count): next words, or mixed with the n-gram
     teacher's. Each epoch's order depends on the seed and the epoch only (not on how many times the data
     was read before, which Keras does not promise), so a resumed run trains on the order it would have."""
     if teacher.weight:
         sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
-        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log)
+        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=logger.info)
         targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
         examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
         n_examples = len(ex["x"])
@@ -261,7 +276,7 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
 
 
 def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_examples, corpus, heldout_ids, val_ids,
-            vocab, config, writer: RunWriter, log, resumed: dict | None = None) -> dict:
+            vocab, config, writer: RunWriter, resumed: dict | None = None) -> dict:
     """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop;
     a checkpoint after each, then run.json. ``resumed``: the restored checkpoint's state to go on from (None:
     a new run). Marks the run finished at the end."""
@@ -277,7 +292,7 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
         stopped = resumed["stopped"]
         if stopped:
             first = config.epochs + 1  # stopped early: only the run's end is left
-        _catch_up(writer, resumed, model, average, log)
+        _catch_up(writer, resumed, model, average)
     started = time.time() - elapsed_before
     saved = first - 1  # the newest epoch with a checkpoint
     try:
@@ -318,11 +333,11 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
             else:
                 writer.update({"epochs_done": epoch, "finished": False})  # the kept weights stay the best epoch's
             val_text = f"  val recall@3 {row['val_recall_at_3']:.4f}" if val_ids else ""
-            log(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: "
+            logger.info(f"epoch {epoch}/{config.epochs}  train loss {train_loss:.3f}{val_text}  held-out: "
                 f"{summarize(result)}  ({row['seconds']:.0f}s){'  *best' if improved and val_ids else ''}")
             if verdict.stop:
                 stopped = True
-                log(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
+                logger.info(f"stopping: no validation improvement for {keep.stale} epochs; keeping epoch {kept[0]}")
                 break
         writer.update({**({"stopped_early": True} if stopped else {}), "finished": True})
     except RunWriteError as e:
@@ -334,13 +349,13 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
     return kept[2]
 
 
-def _catch_up(writer: RunWriter, state: dict, model, average, log) -> None:
+def _catch_up(writer: RunWriter, state: dict, model, average) -> None:
     """run.json as of the checkpoint resumed from, when the run stopped between that checkpoint and run.json:
     its epoch count, and, when that epoch is the kept one, its (averaged) weights, best record and metrics."""
     epoch, done = state["epoch"], writer.info.get("epochs_done") or 0
     if done >= epoch:
         return
-    log(f"resume: run.json named epoch {done}; written again as of epoch {epoch}'s checkpoint")
+    logger.info(f"resume: run.json named epoch {done}; written again as of epoch {epoch}'s checkpoint")
     fields = {"epochs_done": epoch, "finished": False}
     if state["kept_epoch"] != epoch:
         writer.update(fields)

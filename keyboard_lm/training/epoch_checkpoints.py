@@ -10,6 +10,7 @@ saying which; a write that fails (full disk, file size limit) is one line naming
 
 from __future__ import annotations
 
+import logging
 import glob
 import json
 import os
@@ -20,6 +21,8 @@ import tensorflow as tf
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.durable import fsync_directory
 from keyboard_lm.models.run_dir import CHECKPOINT_DIR, RunWriteError, atomic_write, failure_reason
+
+logger = logging.getLogger(__name__)
 
 #: The newest checkpoint's state (runs made before per-epoch states kept only this one).
 STATE_FILE = "state.json"
@@ -103,9 +106,10 @@ class EpochCheckpoints:
                 found.append((name, e))
         return found
 
-    def restore_newest(self, run_dir: str, log=print) -> dict:
+    def restore_newest(self, run_dir: str, log=None) -> dict:
         """Restore the newest checkpoint that reads back whole and return its state; damaged newer ones are
         reported in one line and removed. ConfigError when there is none."""
+        log = log or logger.info  # ``log``: deprecated, a callable taking the lines
         states = self._states()
         if not states:
             raise ConfigError(f"{run_dir}: no checkpoint to resume from ({os.path.join(CHECKPOINT_DIR, STATE_FILE)} "

@@ -148,6 +148,18 @@ class RunWriter:
             plot_metrics(self.run_dir, plot)
 
 
+def progress_line(step: int, steps: int, loss: float, recall3: float | None, elapsed: float, done_this_run: int,
+                  unit: str = "round") -> str:
+    """The progress bar of step ``step`` of ``steps``: loss, recall@3 when evaluated, time a step and ETA."""
+    width = 24
+    filled = int(width * step / steps)
+    per_step = elapsed / max(done_this_run, 1)
+    eta = int(per_step * (steps - step))
+    r3 = f"{recall3:.4f}" if recall3 is not None else "  -   "
+    return (f"[{'#' * filled}{'.' * (width - filled)}] {unit} {step}/{steps}  loss {loss:.3f}  "
+            f"recall@3 {r3}  {per_step:.1f}s/{unit}  ETA {eta // 60}:{eta % 60:02d}")
+
+
 def plot_metrics(run_dir: str, step_key: str) -> None:
     """metrics.png: held-out recall@1/@3 and the training and held-out loss against ``step_key``."""
     import csv

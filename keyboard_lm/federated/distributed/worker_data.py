@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 
 import numpy as np
@@ -53,14 +54,15 @@ def _shard_bytes(x: np.ndarray, y: np.ndarray) -> bytes:
 
 
 def write_shards(out_dir: str, encoded: dict, vocab_sha256: str, max_seq_len: int,
-                 corpus_fingerprint: str, log=print) -> dict:
+                 corpus_fingerprint: str, log=None) -> dict:
     """Write one shard per client of ``encoded`` ({id: (x, y)}) and the manifest; returns the manifest.
 
     Idempotent: a directory whose manifest equals the new one is reused as it
     is (a resumed run, or several runs on the same clients and vocabulary);
     a directory holding anything else is refused, so one run's shards are
-    never mixed with another's.
+    never mixed with another's. ``log``: deprecated, a callable that takes the lines instead of the logger.
     """
+    log = log or logging.getLogger(__name__).info
     clients = {}
     blobs = {}
     for cid in sorted(encoded):
