@@ -14,6 +14,8 @@ from benchmarks.tools.base_corpus import dictd, sources
 from keyboard_lm.data.corpora import load_jsonl
 from keyboard_lm.errors import DataError
 
+pytestmark = pytest.mark.bench
+
 PROSE = "The package manager keeps a list of every package that is installed on the system."
 PROSE2 = "You can remove a package with one command when you no longer need it."
 

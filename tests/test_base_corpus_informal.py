@@ -17,6 +17,8 @@ from benchmarks.tools.base_corpus.debs import DebSource
 from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import ConfigError, DataError
 
+pytestmark = pytest.mark.bench
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAKESPEARE = os.path.join(os.path.dirname(REPO), "shared", "data", "tinyshakespeare", "input.txt")
 

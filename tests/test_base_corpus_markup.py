@@ -9,6 +9,8 @@ from benchmarks.tools.base_corpus import markup_rst
 from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 
+pytestmark = pytest.mark.bench
+
 PROSE = "The package manager keeps a list of every package that is installed on the system."
 PROSE2 = "You can remove a package with one command when you no longer need it."
 

@@ -11,6 +11,8 @@ from benchmarks.tools.base_corpus.prose import Tally
 from keyboard_lm.errors import DataError
 from tests.test_base_corpus import _b64, _write
 
+pytestmark = pytest.mark.bench
+
 
 def _dropped(tally):
     """reason -> pieces dropped."""

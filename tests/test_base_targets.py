@@ -7,6 +7,8 @@ from benchmarks.base import base_targets as bt
 from benchmarks.common import heldout
 from benchmarks.tools.package_base import _stages
 
+pytestmark = pytest.mark.bench
+
 
 def _run(recall):
     return {"kept": {"recall_at_3": recall, "recall_at_1": recall / 2, "perplexity": 150.0, "step": 100},

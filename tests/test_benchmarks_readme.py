@@ -5,6 +5,10 @@ import fnmatch
 import os
 import re
 
+import pytest
+
+pytestmark = pytest.mark.bench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "benchmarks")
 

@@ -4,9 +4,13 @@ import json
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.hard_table3 import hard_table3  # noqa: E402
+
+pytestmark = pytest.mark.bench
 
 
 def test_server_and_federated_rows_share_the_regularization_and_drop_the_extras(tmp_path):

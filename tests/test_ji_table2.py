@@ -10,6 +10,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.ji_table2 import ji_table2  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 
 @pytest.mark.parametrize("algorithm", ["FedAvg", "FedSGD"])
 def test_each_algorithm_trains_with_jis_client_and_server(tmp_path, algorithm):

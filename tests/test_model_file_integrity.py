@@ -12,8 +12,6 @@ import gc
 import hashlib
 import io
 import struct
-import subprocess
-import sys
 import threading
 import zipfile
 
@@ -457,12 +455,3 @@ def test_fuzz_batch_in_a_subprocess_never_crashes_or_hangs(tmp_path):
     assert not bad, bad[:10]
     assert outcomes.get("refused", 0) >= 1000, outcomes
     print(f"model fuzz batch: {outcomes}")
-
-
-def test_the_fuzz_worker_sees_a_crash_as_a_crash(tmp_path):
-    """The batch's harness is real: a worker that dies on a signal is a crash, not a refusal."""
-    w = model_fuzz.Worker([sys.executable, "-c", "import os, signal, sys; print('ready', flush=True); "
-                           "sys.stdin.readline(); os.kill(os.getpid(), signal.SIGSEGV)"], timeout=30)
-    assert w.load(str(tmp_path / "any.tflite")) == ("crash", "exit -11 (signal 11)")
-    w.close()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)  # nothing left of the dead worker

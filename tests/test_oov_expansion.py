@@ -11,6 +11,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.oov import oov_benchmark  # noqa: E402
 from benchmarks.oov import oov_finetune  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 
 @pytest.fixture
 def tiny_encoder(small_char_encoder):

@@ -3,8 +3,12 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "privacy"))
 import privacy_benchmark as pb  # noqa: E402
+
+pytestmark = pytest.mark.bench
 
 
 def _args(tmp_path, **changes):

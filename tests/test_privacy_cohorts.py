@@ -8,6 +8,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "privacy"))
 import privacy_cohorts  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 
 def row(name, k, z, recall, seconds=600.0, diverged=None):
     if diverged:

@@ -10,6 +10,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.ro_table2 import ro_table2  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 
 def test_the_protocol_flags_train_ros_fedadam_from_random_weights(tmp_path):
     from keyboard_lm.cli import main

@@ -12,6 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks.ro_table4 import ro_table4  # noqa: E402
 
+pytestmark = pytest.mark.bench
+
 
 def test_a_run_is_dp_ftrl_from_its_base_and_is_evaluated_on_its_own_speeches(small_run, tmp_path):
     from keyboard_lm.cli import main

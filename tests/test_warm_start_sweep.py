@@ -9,6 +9,8 @@ import pytest
 from benchmarks.base import warm_start_sweep as sweep
 from benchmarks.common import runs
 
+pytestmark = pytest.mark.bench
+
 
 def _run(tmp_path, name, rows, finished=True):
     """A run directory as `train` writes it: metrics.csv with evaluation rows and run.json."""
