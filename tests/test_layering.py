@@ -120,7 +120,7 @@ def test_transitive_check_sees_through_a_helper(tmp_path):
 
 
 #: The layers of STYLE.md, lowest first; a module may import its own layer and those below, never one above.
-LAYERS = (("keyboard_lm.errors", "keyboard_lm.durable"), ("keyboard_lm.text",),
+LAYERS = (("keyboard_lm.errors", "keyboard_lm.config_checks", "keyboard_lm.durable"), ("keyboard_lm.text",),
           ("keyboard_lm.data", "keyboard_lm.baselines", "keyboard_lm.inference", "keyboard_lm.models"),
           ("keyboard_lm.evaluation", "keyboard_lm.export", "keyboard_lm"),
           ("keyboard_lm.char_encoder", "keyboard_lm.privacy", "keyboard_lm.training"),

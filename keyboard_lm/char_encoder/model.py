@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 
+from keyboard_lm.config_checks import check_fields
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 # The spelling encoding lives in text/ (no TensorFlow), so the device encodes exactly as training did.
@@ -48,9 +49,7 @@ class CharEncoderConfig:
     embedding_dim: int = 96
 
     def __post_init__(self):
-        for name in ("byte_dim", "channels", "kernel", "max_bytes", "embedding_dim"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"char encoder {name} must be >= 1, got {getattr(self, name)}")
+        check_fields(self, ("byte_dim", "channels", "kernel", "max_bytes", "embedding_dim"), 1, prefix="char encoder ")
         if self.max_bytes + 2 < self.kernel:
             raise ConfigError(f"char encoder max_bytes {self.max_bytes} + 2 is shorter than kernel {self.kernel}")
 

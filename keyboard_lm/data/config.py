@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.config_checks import check_fields, check_range
 from keyboard_lm.data.limits import check_seed
-from keyboard_lm.errors import ConfigError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,10 +33,7 @@ class ClientDataConfig:
     seed: int | None = None
 
     def __post_init__(self):
-        for name in ("max_seq_len", "batch_size", "epochs", "max_batches"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.shuffle_buffer < 0:
-            raise ConfigError(f"shuffle_buffer must be >= 0, got {self.shuffle_buffer}")
+        check_fields(self, ("max_seq_len", "batch_size", "epochs", "max_batches"), 1)
+        check_range("shuffle_buffer", self.shuffle_buffer, 0)
         if self.seed is not None:
             check_seed("seed", self.seed)

@@ -6,8 +6,9 @@ import dataclasses
 
 import numpy as np
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.data.limits import SEED_MAX, check_seed
-from keyboard_lm.errors import ConfigError, DataError
+from keyboard_lm.errors import DataError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,8 +25,7 @@ class SplitConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not 0.0 < self.heldout_fraction < 1.0:
-            raise ConfigError(f"heldout_fraction must be in (0, 1), got {self.heldout_fraction}")
+        check_range("heldout_fraction", self.heldout_fraction, 0, 1, low_open=True, high_open=True)
         check_seed("seed", self.seed)
 
 
@@ -52,7 +52,6 @@ def validation_clients(train_ids, fraction: float, seed: int = 0) -> tuple[list[
     training clients only.  Deterministic under ``seed`` (a permutation
     independent of the held-out one, so the two never line up).
     """
-    if not 0.0 < fraction < 1.0:
-        raise ConfigError(f"validation fraction must be in (0, 1), got {fraction}")
+    check_range("validation fraction", fraction, 0, 1, low_open=True, high_open=True)
     # Wrapped into numpy's seed range: any valid seed, up to SEED_MAX, has a validation split.
     return split_clients(train_ids, SplitConfig(fraction, (seed + 7919) % (SEED_MAX + 1)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.config_checks import check_fields, check_range
 from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_ROUNDS, check_magnitude, check_seed
 from keyboard_lm.errors import ConfigError
 
@@ -163,31 +164,18 @@ class FederatedConfig:
             check_magnitude(name, getattr(self, name))
         if self.client_clipnorm is not None:
             check_magnitude("client_clipnorm", self.client_clipnorm)
-        for name in ("server_momentum", "client_momentum"):
-            if not 0 <= getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be in [0, 1), got {getattr(self, name)}")
+        check_fields(self, ("server_momentum", "client_momentum"), 0, 1, high_open=True)
         if self.client_momentum and self.algorithm == "fedsgd":
             raise ConfigError("client_momentum has no client steps to act on under FedSGD (one gradient per client)")
-        if not (0 <= self.server_noise <= MAGNITUDE_MAX):
-            raise ConfigError(f"server_noise must be a standard deviation >= 0 and <= {MAGNITUDE_MAX:g}, "
-                              f"got {self.server_noise}")
+        check_range("server_noise", self.server_noise, 0, MAGNITUDE_MAX, kind="a standard deviation", bounds=True)
         if self.server_noise and self.algorithm != "fedatt" and self.server_optimizer != "sgd":
             raise ConfigError(f"server_noise needs an SGD server (FedAtt, or server_optimizer 'sgd'), "
                               f"got server_optimizer {self.server_optimizer!r}")
-        for name in ("clients_per_round", "rounds"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.rounds > MAX_ROUNDS:
-            raise ConfigError(f"rounds must be <= {MAX_ROUNDS:,}, got {self.rounds:,}")
+        check_range("clients_per_round", self.clients_per_round, 1)
+        check_range("rounds", self.rounds, 1, MAX_ROUNDS, bounds=True)
         check_seed("seed", self.seed)
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0.0 <= self.validation_fraction < 1.0:
-            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        if not 0.0 < self.lr_decay <= 1.0:
-            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
-        if not 0.0 <= self.weight_average < 1.0:
-            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
+        check_fields(self, ("dropout", "validation_fraction", "weight_average"), 0, 1, high_open=True)
+        check_range("lr_decay", self.lr_decay, 0, 1, low_open=True)
         object.__setattr__(self, "clip", parse_clip(self.clip))
         self.aggregation  # validates the combination (e.g. compression with FedAtt)
 
@@ -266,9 +254,6 @@ class LoopConfig:
     keep_checkpoints: int = 3
 
     def __post_init__(self):
-        for name in ("eval_every", "checkpoint_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not (isinstance(self.checkpoint_seconds, (int, float)) and 0 <= self.checkpoint_seconds < 1e9):
-            raise ConfigError(f"checkpoint_seconds must be in [0, 1e9), got {self.checkpoint_seconds!r}")
+        check_fields(self, ("eval_every", "checkpoint_every", "keep_checkpoints"), 1)
+        check_range("checkpoint_seconds", self.checkpoint_seconds, 0, 1e9, high_open=True)
         check_magnitude("divergence_factor", self.divergence_factor)

@@ -32,6 +32,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.data.limits import check_seed
 from keyboard_lm.errors import ConfigError, DataError
 from keyboard_lm.federated.phrase_sketch import SketchSpec
@@ -87,9 +88,7 @@ class PhraseDiscoveryConfig:
 
     def __post_init__(self):
         def whole(name, low, high=None):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
-                raise ConfigError(f"{name} must be a whole number in [{low}, {high or 'inf'}], got {value!r}")
+            check_range(name, getattr(self, name), low, high, integer=True, kind="a whole number")
 
         whole("max_order", 1, MAX_ORDER)
         whole("max_pairs_per_user", self.max_order, 65535)
@@ -98,11 +97,9 @@ class PhraseDiscoveryConfig:
         if self.capacity is not None:
             whole("capacity", 1, 50_000_000)
         check_seed("seed", self.seed)
-        if self.noise_multiplier is not None and not (isinstance(self.noise_multiplier, (int, float))
-                                                      and 0 < self.noise_multiplier < 1e6):
-            raise ConfigError(f"noise_multiplier must be None or in (0, 1e6), got {self.noise_multiplier!r}")
-        if not (isinstance(self.delta_threshold, float) and 0 < self.delta_threshold < 1):
-            raise ConfigError(f"delta_threshold must be in (0, 1), got {self.delta_threshold!r}")
+        if self.noise_multiplier is not None:  # None: no noise
+            check_range("noise_multiplier", self.noise_multiplier, 0, 1e6, low_open=True, high_open=True)
+        check_range("delta_threshold", self.delta_threshold, 0, 1, low_open=True, high_open=True)
 
     @property
     def quotas(self) -> tuple[int, ...]:

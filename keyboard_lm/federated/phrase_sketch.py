@@ -24,6 +24,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.spec import SPECIAL_TOKENS
 
@@ -61,12 +62,10 @@ class SketchSpec:
     seed: int = 0
 
     def __post_init__(self):
-        if not 4 < self.vocab_size <= 65536:
-            raise ConfigError(f"vocab_size must be in (4, 65536], got {self.vocab_size}")
+        check_range("vocab_size", self.vocab_size, 4, 65536, low_open=True)
         if not self.quotas or min(self.quotas) < 1:
             raise ConfigError(f"every context length needs a quota of at least 1 pair, got {self.quotas}")
-        if self.capacity < 1:
-            raise ConfigError(f"capacity must be at least 1, got {self.capacity}")
+        check_range("capacity", self.capacity, 1)
 
     @property
     def max_order(self) -> int:

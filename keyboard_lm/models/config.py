@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.config_checks import check_fields
 from keyboard_lm.errors import ConfigError
 
 MODEL_TYPES = ("cifg", "si-cifg", "lstm", "gru")
@@ -41,9 +42,7 @@ class ModelConfig:
             raise ConfigError(f"unknown model type {self.model_type!r}; choose one of {', '.join(MODEL_TYPES)}")
         if self.quantization not in QUANTIZATION:
             raise ConfigError(f"unknown quantization {self.quantization!r}; choose one of {', '.join(QUANTIZATION)}")
-        for name in ("vocab_size", "embedding_dim", "units"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_fields(self, ("vocab_size", "embedding_dim", "units"), 1)
         if self.vocab_size <= 4:
             raise ConfigError(f"vocab_size must exceed the 4 special tokens, got {self.vocab_size}")
 

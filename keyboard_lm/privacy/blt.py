@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.errors import ConfigError
 
 #: Buffers of the optimized BLT (the paper's d; each costs one model-size buffer on the server).
@@ -57,8 +58,9 @@ class BLT:
         if len(self.theta) != len(self.omega) or not self.theta:
             raise ConfigError(f"a BLT needs as many thetas as omegas (>= 1), got {len(self.theta)} and "
                               f"{len(self.omega)}")
-        if not all(0 < t < 1 for t in self.theta) or not all(w > 0 for w in self.omega):
-            raise ConfigError(f"BLT parameters need 0 < theta < 1 and omega > 0, got {self.theta}, {self.omega}")
+        for i, (theta, omega) in enumerate(zip(self.theta, self.omega)):
+            check_range(f"BLT theta[{i}]", theta, 0, 1, low_open=True, high_open=True)
+            check_range(f"BLT omega[{i}]", omega, 0, low_open=True)
 
     def coefficients(self, n: int) -> np.ndarray:
         """c_0 .. c_(n-1) of C."""

@@ -45,6 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.data.corpus import Corpus
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.tokenizer import sentences
@@ -94,8 +95,7 @@ class CanaryFormat:
         dup = next((t for i, t in enumerate(self.alphabet) if t in self.alphabet[:i]), None)
         if dup is not None:
             raise ConfigError(f"canary alphabet lists {dup!r} twice")
-        if isinstance(self.slots, bool) or not isinstance(self.slots, int) or self.slots < 1:
-            raise ConfigError(f"canary slots must be an integer >= 1, got {self.slots!r}")
+        check_range("canary slots", self.slots, 1, integer=True, kind="an integer")
 
     @property
     def space_size(self) -> int:

@@ -3,6 +3,7 @@
 import dataclasses
 from typing import Optional, Union
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_EPSILON
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.privacy.sampling import restart_period
@@ -72,29 +73,26 @@ class DPConfig:
             raise ConfigError(f"--dp-tree-restart {self.tree_restart} applies to --dp ftrl only "
                               "(DP-FedAvg adds independent noise each round and BLT-DP-FTRL one correlated "
                               "stream; neither has a tree)")
-        if not 0 <= self.noise_multiplier <= MAGNITUDE_MAX:  # NaN fails too; beyond it the noise is inf in float32
-            raise ConfigError(f"--dp-noise-multiplier must be a finite number >= 0 and <= {MAGNITUDE_MAX:g}, "
-                              f"got {self.noise_multiplier}")
-        if self.population < 1:
-            raise ConfigError(f"DP population must be >= 1, got {self.population}")
+        # NaN fails too; beyond MAGNITUDE_MAX the noise is inf in float32
+        check_range("--dp-noise-multiplier", self.noise_multiplier, 0, MAGNITUDE_MAX, kind="a finite number",
+                    bounds=True)
+        check_range("DP population", self.population, 1)
         if not 1 <= self.clients_per_round <= self.population:
             raise ConfigError(
                 f"clients per round ({self.clients_per_round}) must be between 1 and the population ({self.population})")
         if (self.clip is None) == (self.clip_quantile is None):
             raise ConfigError("give exactly one of --dp-clip and --dp-clip-quantile")
-        if self.clip is not None and not 0 < self.clip <= MAGNITUDE_MAX:
-            raise ConfigError(f"--dp-clip must be a finite number > 0 and <= {MAGNITUDE_MAX:g}, got {self.clip}")
+        if self.clip is not None:
+            check_range("--dp-clip", self.clip, 0, MAGNITUDE_MAX, low_open=True, kind="a finite number", bounds=True)
         if self.clip_quantile is not None:
             if self.mechanism != "fedavg":
                 raise ConfigError("--dp-clip-quantile (adaptive clipping) is only available with --dp fedavg")
-            if not 0 < self.clip_quantile < 1:
-                raise ConfigError(f"--dp-clip-quantile must be in (0, 1), got {self.clip_quantile}")
+            check_range("--dp-clip-quantile", self.clip_quantile, 0, 1, low_open=True, high_open=True)
         if self.delta is None:
             object.__setattr__(self, "delta", 1.0 / self.population ** 1.1)
-        if not 0 < self.delta < 1:
-            raise ConfigError(f"--dp-delta must be in (0, 1), got {self.delta}")
-        if self.target_epsilon is not None and not (self.target_epsilon > 0):
-            raise ConfigError(f"--dp-target-epsilon must be > 0, got {self.target_epsilon}")
+        check_range("--dp-delta", self.delta, 0, 1, low_open=True, high_open=True)
+        if self.target_epsilon is not None:
+            check_range("--dp-target-epsilon", self.target_epsilon, 0, low_open=True)
 
     @property
     def restart_period(self) -> Optional[int]:
@@ -154,9 +152,9 @@ class DPOptions:
         if self.sampling not in SAMPLINGS[self.mechanism]:
             raise ConfigError(f"--dp-sampling {self.sampling} does not apply to --dp {self.mechanism}; "
                               f"choose {' or '.join(SAMPLINGS[self.mechanism])}")
-        if self.target_epsilon is not None and not 0 < self.target_epsilon <= MAX_EPSILON:
-            raise ConfigError(f"--dp-epsilon must be a finite number > 0 and <= {MAX_EPSILON:g}, "
-                              f"got {self.target_epsilon}")
+        if self.target_epsilon is not None:
+            check_range("--dp-epsilon", self.target_epsilon, 0, MAX_EPSILON, low_open=True, kind="a finite number",
+                        bounds=True)
         if self.target_epsilon is not None and self.sampling == "fixed":
             raise ConfigError("--dp-epsilon calibrates z for Poisson sampling; with --dp-sampling fixed "
                               "give --dp-noise-multiplier")

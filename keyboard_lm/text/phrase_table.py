@@ -44,6 +44,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.errors import ConfigError
 
 MAGIC = b"KLPT"
@@ -117,12 +118,9 @@ class TableConfig:
     max_bytes: int = 64 * 1024
 
     def __post_init__(self):
-        if not 1 <= self.max_next <= 255:
-            raise ConfigError(f"max_next must be in [1, 255], got {self.max_next}")
-        if not 0 <= self.min_share < 1:
-            raise ConfigError(f"min_share must be in [0, 1), got {self.min_share}")
-        if self.max_bytes < _HEADER.size:
-            raise ConfigError(f"max_bytes must be at least {_HEADER.size}, got {self.max_bytes}")
+        check_range("max_next", self.max_next, 1, 255)
+        check_range("min_share", self.min_share, 0, 1, high_open=True)
+        check_range("max_bytes", self.max_bytes, _HEADER.size)
 
 
 class PhraseTable:

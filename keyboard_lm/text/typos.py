@@ -37,6 +37,7 @@ import bisect
 import dataclasses
 from typing import Sequence
 
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.errors import ConfigError
 
 #: A phone's QWERTY letter rows and how far each is shifted right, in quarter key widths (the staggered layout).
@@ -89,10 +90,10 @@ class TypoModel:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if field.name.endswith("min_letters"):
-                if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_LETTERS + 1:
-                    raise ConfigError(f"typo model {field.name} must be an int in [2, {MAX_LETTERS + 1}], got {value!r}")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 < value < 1.0:
-                raise ConfigError(f"typo model {field.name} must be a probability in (0, 1), got {value!r}")
+                check_range(f"typo model {field.name}", value, 2, MAX_LETTERS + 1, integer=True, kind="an int")
+            else:
+                check_range(f"typo model {field.name}", value, 0, 1, low_open=True, high_open=True,
+                            kind="a probability")
         if self.min_letters > MAX_LETTERS:
             raise ConfigError(f"typo model min_letters must be at most {MAX_LETTERS}, got {self.min_letters}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from keyboard_lm.config_checks import check_fields, check_range
 from keyboard_lm.data.limits import check_magnitude, check_seed
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.training.ngram_teacher import TeacherConfig
@@ -73,30 +74,20 @@ class CentralizedConfig:
         check_magnitude("learning_rate", self.learning_rate)
         check_magnitude("weight_decay", self.weight_decay, zero_ok=True)
         check_seed("seed", self.seed)
-        for name in ("epochs", "batch_size", "seq_len", "patience"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
-        if not 0.0 <= self.weight_drop < 1.0:
-            raise ConfigError(f"weight_drop must be in [0, 1), got {self.weight_drop}")
-        if not 0.0 <= self.weight_average < 1.0:
-            raise ConfigError(f"weight_average must be in [0, 1), got {self.weight_average}")
+        check_fields(self, ("epochs", "batch_size", "seq_len", "patience"), 1)
+        check_fields(self, ("dropout", "weight_drop", "weight_average"), 0, 1, high_open=True)
         if self.weight_decay and self.optimizer != "adamw":
             raise ConfigError("weight_decay needs --optimizer adamw (decoupled decay)")
-        if not 0.0 <= self.validation_fraction < 1.0:
-            raise ConfigError(f"validation_fraction must be in [0, 1), got {self.validation_fraction}")
-        if not 0.0 < self.lr_decay <= 1.0:
-            raise ConfigError(f"lr_decay must be in (0, 1], got {self.lr_decay}")
+        check_range("validation_fraction", self.validation_fraction, 0, 1, high_open=True)
+        check_range("lr_decay", self.lr_decay, 0, 1, low_open=True)
         if self.clipnorm is not None:
             check_magnitude("clipnorm", self.clipnorm)
-        if self.sampled_softmax < 0:
-            raise ConfigError(f"sampled_softmax must be >= 0, got {self.sampled_softmax}")
+        check_range("sampled_softmax", self.sampled_softmax, 0)
         if self.sampled_softmax and self.ngram_teacher:
             raise ConfigError("sampled_softmax trains on one-hot targets; it cannot mix in an n-gram teacher "
                               "(set ngram_teacher to 0)")
-        if not 0.0 <= self.ngram_teacher < 1.0:  # named here as the field (and flag) a user sets
-            raise ConfigError(f"ngram_teacher must be in [0, 1), got {self.ngram_teacher}")
+        # named here as the field (and flag) a user sets
+        check_range("ngram_teacher", self.ngram_teacher, 0, 1, high_open=True)
         self.teacher()  # validates the rest of the teacher's settings
 
     def teacher(self) -> TeacherConfig:

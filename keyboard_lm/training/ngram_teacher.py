@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from keyboard_lm.baselines.ngram import KneserNey
+from keyboard_lm.config_checks import check_range
 from keyboard_lm.data.examples import sentence_examples
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.spec import SPECIAL_TOKENS
@@ -53,14 +54,10 @@ class TeacherConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if not 0.0 <= self.weight < 1.0:
-            raise ConfigError(f"n-gram teacher weight must be in [0, 1), got {self.weight}")
-        if self.order < 1:
-            raise ConfigError(f"n-gram teacher order must be >= 1, got {self.order}")
-        if self.folds < 2:
-            raise ConfigError(f"n-gram teacher folds must be >= 2 (cross-fitting), got {self.folds}")
-        if self.top_k < 1:
-            raise ConfigError(f"n-gram teacher top_k must be >= 1, got {self.top_k}")
+        check_range("n-gram teacher weight", self.weight, 0, 1, high_open=True)
+        check_range("n-gram teacher order", self.order, 1)
+        check_range("n-gram teacher folds", self.folds, 2)  # cross-fitting needs two
+        check_range("n-gram teacher top_k", self.top_k, 1)
 
 
 def client_folds(client_ids: Sequence[str], folds: int, seed: int = 0) -> list[list[str]]:
