@@ -210,7 +210,8 @@ def main(argv=None) -> int:
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
                                                                for w, per in (intervals or {}).items()}}},
-                          text, args.out)
+                          text, args.out,
+                          [r["trained"] for per in results.values() for r in per.values() if r])
     print(text)
     print("written:", *paths)
     return 0

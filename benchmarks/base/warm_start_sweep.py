@@ -119,7 +119,8 @@ def main():
     text = report(results, ngrams, recipes, corpora, args)
     paths = result_file.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
                                       "ngram": ngrams, "runs": results,
-                                      "ranking": rank(results, recipes, corpora)}, text, args.out)
+                                      "ranking": rank(results, recipes, corpora)}, text, args.out,
+                          [r["trained"] for per in results.values() for r in per.values() if r])
     print(text)
     print("written:", *paths)
 

@@ -6,13 +6,13 @@ import csv
 import os
 
 
-def metrics_rows(run_dir: str) -> list[dict]:
-    """The evaluated rows of a run's metrics.csv ([] before any)."""
+def metrics_rows(run_dir: str, evaluated: bool = True) -> list[dict]:
+    """The rows of a run's metrics.csv ([] before any): the evaluated ones, or with ``evaluated`` False all."""
     path = os.path.join(run_dir, "metrics.csv")
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
-        return [r for r in csv.DictReader(f) if r.get("recall_at_3")]
+        return [r for r in csv.DictReader(f) if r.get("recall_at_3") or not evaluated]
 
 
 def metrics_curve(run_dir: str) -> list[dict]:

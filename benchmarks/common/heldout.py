@@ -52,11 +52,10 @@ def heldout_by_user(run_dir: str, corpus_args: list[str], start: bool = False) -
         heldout = split_clients(corpus.client_ids, SplitConfig(**run.record.split))[1]
         return evaluate_model(build_loaded_model(run), corpus, heldout, run.vocab, run.record.seq_len)
 
-    from keyboard_lm.models.run_dir import WEIGHTS_FILE, sha256_file
+    from keyboard_lm.models.run_dir import WEIGHTS_FILE, RunRecord, sha256_file
 
     if start:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            key = (json.load(f).get("init_from") or {}).get("weights_sha256", "")
+        key = (RunRecord.read(run_dir).init_from or {}).get("weights_sha256", "")
         return cached(os.path.join(run_dir, "start_by_user.json"), evaluate, key=key)
     # keyed by the weights: a run resumed and finished after a first collect is evaluated again
     return cached(os.path.join(run_dir, "heldout_by_user.json"), evaluate,

@@ -47,11 +47,24 @@ def _clean(x):
     return x
 
 
-def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, str]:
-    """Write ``name``.json and ``name``.md (with machine, date and command) into out_dir."""
+def trained_line(trained: list[dict]) -> str:
+    """One header line for the training runs a result collects (``runs.trained`` of each): their span and hosts."""
+    starts = sorted(t["started"] for t in trained if t.get("started"))
+    ends = sorted(t["finished"] for t in trained if t.get("finished"))
+    hosts = sorted({h for t in trained for h in t.get("hosts") or ()})
+    span = f"{starts[0]} to {ends[-1]}" if starts and ends else "dates not found in the runs' files"
+    return (f"- trained: {len(trained)} runs, {span}, on host {', '.join(hosts) or 'not recorded'} (each run's "
+            "TensorBoard event files and metrics.csv; the date and machine above are the collection's)\n")
+
+
+def write(name: str, result: dict, markdown: str, out_dir: str, trained: list[dict] | None = None) -> tuple[str, str]:
+    """Write ``name``.json and ``name``.md (with machine, date and command) into out_dir; with ``trained`` (the
+    runs a --collect step reads, ``runs.trained`` of each), also when and where those runs trained."""
     os.makedirs(out_dir, exist_ok=True)
     meta = {"benchmark": name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "command": " ".join(["python"] + sys.argv), "machine": machine()}
+    if trained is not None:
+        meta["trained"] = trained
     doc = {**meta, **result}
     json_path = os.path.join(out_dir, f"{name}.json")
     md_path = os.path.join(out_dir, f"{name}.md")
@@ -60,7 +73,7 @@ def write(name: str, result: dict, markdown: str, out_dir: str) -> tuple[str, st
     m = meta["machine"]
     header = (f"# {name}\n\n- date: {meta['date']}\n- machine: {m['cpu']}, {m['cores']} cores, "
               f"{m['memory_gb']} GB, {m['system']} {m['machine']}, Python {m['python']}\n"
-              f"- command: `{meta['command']}`\n\n")
+              f"- command: `{meta['command']}`\n" + (trained_line(trained) if trained is not None else "") + "\n")
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(header + markdown + "\n")
     return json_path, md_path
@@ -77,10 +90,11 @@ def spread(values: list[float]) -> str:
     return f"{statistics.fmean(values):.4g} ± {statistics.stdev(values):.2g} ({len(values)} seeds)"
 
 
-def publish(name: str, data: dict, markdown: str, out_dir: str, started: float) -> None:
+def publish(name: str, data: dict, markdown: str, out_dir: str, started: float,
+            trained: list[dict] | None = None) -> None:
     """``write`` a resumable benchmark's report (with the seconds this call took since ``started``) and print it."""
     import time
 
-    paths = write(name, {**data, "seconds_this_call": time.time() - started}, markdown, out_dir)
+    paths = write(name, {**data, "seconds_this_call": time.time() - started}, markdown, out_dir, trained)
     print(markdown)
     print("written:", *paths)

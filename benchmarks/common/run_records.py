@@ -24,7 +24,7 @@ import shlex
 import subprocess
 import sys
 
-from benchmarks.common.runs import completed
+from benchmarks.common.runs import completed, trained
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECORDS = os.path.join(ROOT, "benchmarks", "records")
@@ -91,7 +91,8 @@ def from_run(out: str) -> dict | None:
         return None
     federated, curve = info.get("federated") or {}, read_curve(out)
     return {"finished": at is None, "diverged_at": at, "best": info.get("best") or _best_epoch(info, curve),
-            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": curve}
+            "rounds_done": info.get("rounds_done"), "rounds": federated.get("rounds"), "curve": curve,
+            "trained": trained(out)}
 
 
 def _best_epoch(info: dict, curve: list[dict]) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import glob
 import json
 import os
 import shlex
@@ -9,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from benchmarks.common.curves import kept_within, metrics_curve
+from benchmarks.common.curves import kept_within, metrics_curve, metrics_rows
+from keyboard_lm.models.run_dir import RunRecord
 
 
 def slug(name: str) -> str:
@@ -68,6 +71,36 @@ def train_from_base(corpus_args, recipe_args, run_dir, rounds=None, eval_every=N
     return time.time() - start
 
 
+def _utc(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def trained(run_dir: str) -> dict:
+    """When and where the run in ``run_dir`` trained, for result files that collect runs trained earlier (their
+    own date and machine are the collection step's).
+
+    run.json records neither, so this reads the run's files: each training session's TensorBoard event file is
+    named ``events.out.tfevents.<start time>.<host>.<pid>...`` (the earliest is the start; the hosts are where
+    it trained; the federated trainer writes them, the centralized one does not), and metrics.csv gets its last
+    row when training ends (its modification time; later steps such as a phrase table rewrite run.json, not
+    metrics.csv) with the training's elapsed seconds. Fields not found are None.
+    """
+    starts, hosts = [], []
+    for path in glob.glob(os.path.join(run_dir, "tensorboard", "**", "events.out.tfevents.*"), recursive=True):
+        parts = os.path.basename(path).split(".")
+        if len(parts) > 4 and parts[3].isdigit():
+            starts.append(int(parts[3]))
+            hosts.append(parts[4])
+    metrics = os.path.join(run_dir, "metrics.csv")
+    record = RunRecord.peek(run_dir)
+    rows = metrics_rows(run_dir, evaluated=False)
+    return {"run_dir": run_dir, "started": _utc(min(starts)) if starts else None,
+            "finished": _utc(os.path.getmtime(metrics)) if os.path.exists(metrics) else None,
+            "training_seconds": float(rows[-1]["elapsed_seconds"]) if rows and rows[-1].get("elapsed_seconds") else None,
+            "hosts": sorted(set(hosts)), "sessions": len(starts),
+            "train_command": record.command if record is not None else None}
+
+
 def collect_run(run_dir: str) -> dict | None:
     """A run's curve, kept evaluation and command (None before its first evaluation)."""
     curve = metrics_curve(run_dir)
@@ -75,6 +108,6 @@ def collect_run(run_dir: str) -> dict | None:
         return None
     kept = kept_within(curve, float("inf"))
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    return {"run_dir": run_dir, "command": info.get("command"), "curve": curve, "kept": kept,
-            "finished": completed(info), "seconds": curve[-1]["seconds"]}
+        info = json.load(f)  # `completed` needs stopped_early, which RunRecord does not hold
+    return {"run_dir": run_dir, "command": RunRecord.of(info).command, "curve": curve, "kept": kept,
+            "finished": completed(info), "seconds": curve[-1]["seconds"], "trained": trained(run_dir)}

@@ -16,7 +16,6 @@ over the whole model. The clip, z, cohort and schedule are the run's
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -38,9 +37,10 @@ def noise_left(run_dir: str, coordinates: int = 20000, seed: int = 0) -> dict:
     from keyboard_lm.privacy.blt import BLT
     from keyboard_lm.privacy.config import DPConfig
 
-    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    dp, fed = info["differential_privacy"], info["federated"]
+    from keyboard_lm.models.run_dir import RunRecord
+
+    record = RunRecord.read(run_dir)
+    dp, fed = record.differential_privacy, record.federated
     if dp["mechanism"] not in ("ftrl", "blt"):
         raise SystemExit(f"{run_dir}: --dp {dp['mechanism']}, not DP-FTRL")
     config = DPConfig(dp["mechanism"], dp["noise_multiplier"], dp["population"], dp["clients_per_round"],
@@ -68,8 +68,8 @@ def noise_left(run_dir: str, coordinates: int = 20000, seed: int = 0) -> dict:
     std = float(model.std())
     return {"run": run_dir, "mechanism": dp["mechanism"], "epsilon": dp["epsilon"], "noise_multiplier":
             dp["noise_multiplier"], "rounds": rounds, "clients_per_round": dp["clients_per_round"], "clip": dp["clip"],
-            "std_per_coordinate": std, "norm_over_model": std * math.sqrt(info["parameters"]),
-            "parameters": info["parameters"]}
+            "std_per_coordinate": std, "norm_over_model": std * math.sqrt(record.parameters),
+            "parameters": record.parameters}
 
 
 def main():

@@ -161,6 +161,8 @@ def _mean(values):
 
 
 def collect(args) -> None:
+    from keyboard_lm.models.run_dir import RunRecord
+
     rows = []
     for name, model, _ in (BASE_ROWS if args.rows == "base" else ROWS):
         path = os.path.join(args.out, name, "audit.json")
@@ -175,17 +177,16 @@ def collect(args) -> None:
             continue
         with open(path, encoding="utf-8") as f:
             audit = json.load(f)
-        with open(os.path.join(args.out, name, "run.json"), encoding="utf-8") as f:
-            run = json.load(f)
+        run = RunRecord.read(os.path.join(args.out, name))
         dp, metrics = audit["differential_privacy"], audit["final_metrics"] or {}
         planted = [r for r in audit["rows"] if r["repeats"] > 0]
         trained = [r for r in planted if r.get("participations")]
         controls = [r for r in audit["rows"] if r["repeats"] == 0]
         stat = audit.get("statistic", "exposure")
-        settings = run.get("audit") or {}  # the canary flags the run was audited with
+        settings = run.audit or {}  # the canary flags the run was audited with
         rows.append({
             "row": name, "model": model, "mechanism": dp["mechanism"] if dp["noise_multiplier"] else "none (z=0)",
-            "server": ("heavy-ball 0.9" if dp["mechanism"] in ("ftrl", "blt") else run["federated"]["server_optimizer"]),
+            "server": ("heavy-ball 0.9" if dp["mechanism"] in ("ftrl", "blt") else run.federated["server_optimizer"]),
             "clip": dp["clip"],
             "epsilon": dp["epsilon"], "delta": dp["delta"], "noise_multiplier": dp["noise_multiplier"],
             # Runs made before run.json left it out claimed z*1/K for an adaptive clip.

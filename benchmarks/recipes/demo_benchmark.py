@@ -13,7 +13,6 @@ mean and spread, and each run's 95% interval of recall@3 over the held-out users
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -33,12 +32,13 @@ def run_demo(out: str, scratch: bool) -> dict:
     seconds = time.time() - start
     if done.returncode:
         raise SystemExit(f"{shlex.join(['keyboard-lm', *cmd[3:]])} exited with {done.returncode}:\n{done.stderr[-2000:]}")
-    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    kept = info.get("final_metrics") or {}
+    from keyboard_lm.models.run_dir import RunRecord
+
+    record = RunRecord.read(out)
+    kept = record.final_metrics or {}
     strips = [line.strip() for line in done.stdout.splitlines() if " -> " in line]
     return {"command": shlex.join(["keyboard-lm", *cmd[3:]]), "seconds": round(seconds, 1),
-            "rounds": info.get("rounds_done"), "recall_at_3": kept.get("recall_at_3"),
+            "rounds": record.rounds_done, "recall_at_3": kept.get("recall_at_3"),
             "perplexity": kept.get("perplexity"), "strips": strips}
 
 

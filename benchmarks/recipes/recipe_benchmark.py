@@ -20,7 +20,6 @@ directories made by those same commands and writes the table and PNG.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
@@ -32,6 +31,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.curves import kept_within, metrics_curve  # noqa: E402
 from benchmarks.common.ngram import ngram_pooled  # noqa: E402
+from benchmarks.common.runs import trained  # noqa: E402
+from keyboard_lm.models.run_dir import RunRecord  # noqa: E402
 from keyboard_lm.training.config import FINE_TUNE  # noqa: E402
 
 #: name -> train arguments (after --data/--format/--out).  The first federated one is `train`'s default.
@@ -98,17 +99,16 @@ def main():
     budget = args.budget_minutes * 60
     results = []
     for name, run_dir in runs.items():
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            info = json.load(f)
+        record = RunRecord.read(run_dir)
         curve = metrics_curve(run_dir)
         within = [c for c in curve if c["seconds"] <= budget]
         best = max(within or curve, key=lambda c: c["recall_at_3"]) if curve else None
         chosen = kept_within(curve, budget)
-        kept = info.get("final_metrics") or {}
-        results.append({"name": name, "run_dir": run_dir, "command": info.get("command"),
-                        "settings": info.get("hyperparameters") if info.get("trainer") == "centralized"
-                        else {**info.get("federated", {}), **info.get("client_data", {})},
-                        "model": info["model"]["model_type"], "curve": curve,
+        kept = record.final_metrics or {}
+        results.append({"name": name, "run_dir": run_dir, "command": record.command,
+                        "settings": record.hyperparameters if record.trainer == "centralized"
+                        else {**(record.federated or {}), **record.client_data},
+                        "model": record.model["model_type"], "curve": curve,
                         "best_within_budget": best, "kept_within_budget": chosen,
                         "kept_recall_at_3": kept.get("recall_at_3"),
                         "kept_perplexity": kept.get("perplexity")})
@@ -139,7 +139,7 @@ def main():
         note += f"'vs centralized' divides by {args.reference:.4f}, the centralized recipe's held-out recall@3 given.\n"
     paths = result_file.write(args.name, {"ngram": ngram, "runs": results, "budget_seconds": budget,
                                       "centralized_reference": ref},
-                          "\n".join(lines) + note, args.out)
+                          "\n".join(lines) + note, args.out, [trained(r["run_dir"]) for r in results])
     print("\n".join(lines))
     print("written:", *paths)
 

@@ -21,7 +21,6 @@ spans sessions:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -68,9 +67,10 @@ def ensure(args, mechanism: str, epsilon: float, model: str, seed: int) -> None:
 
 
 def _record(out: str) -> dict:
-    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
-    dp, start = info.get("differential_privacy") or {}, info.get("init_from") or {}
+    from keyboard_lm.models.run_dir import RunRecord
+
+    record = RunRecord.read(out)
+    dp, start = record.differential_privacy or {}, record.init_from or {}
     return {"noise_multiplier": dp.get("noise_multiplier"), "epsilon": dp.get("epsilon"), "base": start.get("path"),
             "base_weights_sha256": start.get("weights_sha256"), "vocabulary": dp.get("vocabulary")}
 

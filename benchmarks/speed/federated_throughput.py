@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import subprocess
 import sys
@@ -64,10 +63,10 @@ def timed_run(args: list[str], out: str) -> dict:
         raise SystemExit(f"train exited with {done.returncode}: {done.stderr.strip()[-400:]}")
     with open(os.path.join(out, "metrics.csv"), encoding="utf-8") as f:
         last = list(csv.DictReader(f))[-1]
-    with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
+    from keyboard_lm.models.run_dir import RunRecord
+
     return {"wall_seconds": round(wall, 1), "examples": int(last["examples_seen"]),
-            "loop_seconds": float(last["elapsed_seconds"]), "time_breakdown": info.get("time_breakdown")}
+            "loop_seconds": float(last["elapsed_seconds"]), "time_breakdown": RunRecord.read(out).time_breakdown}
 
 
 def report(result: dict) -> str:

@@ -33,7 +33,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from benchmarks.common import result_file  # noqa: E402
-from keyboard_lm.models.run_dir import atomic_write  # noqa: E402
+from benchmarks.common.runs import trained  # noqa: E402
+from keyboard_lm.models.run_dir import RunRecord, atomic_write  # noqa: E402
 
 MAIL = ["--data", "../shared/data/spamassassin-ham/ham.mbox", "--format", "mbox"]
 #: corpus -> (the text's arguments for train and eval, stack-vs-5-gram target, stack+history-vs-5-gram+history target or None)
@@ -72,12 +73,10 @@ def _cli(*args: str, out: str | None = None) -> str:
 
 
 def _finished(run_dir: str) -> bool:
-    try:
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            info = json.load(f)
-    except (OSError, ValueError):
+    record = RunRecord.peek(run_dir)
+    if record is None:
         return False
-    return bool(info.get("final_metrics")) and info.get("rounds_done", 0) >= info["federated"]["rounds"]
+    return bool(record.final_metrics) and (record.rounds_done or 0) >= record.federated["rounds"]
 
 
 def _gate_is_stale(run_dir: str) -> bool:
@@ -119,8 +118,7 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
         atomic_write(evaluation, json.dumps(found, indent=1).encode("utf-8"), mode=0o644)
     with open(evaluation, encoding="utf-8") as f:
         found = json.load(f)
-    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-        info = json.load(f)
+    record = RunRecord.read(run_dir)
     with open(stack + ".card.json", encoding="utf-8") as f:
         card = json.load(f)
     if STACK not in found["rows"]:  # a file without a table (a run under --dp): its stack is the model alone
@@ -129,7 +127,7 @@ def measure(corpus: str, seed: int, runs: str, collect: bool) -> dict | None:
         found["rows"][VERSUS_NOISELESS] = versus_noiseless(corpus, run_dir,
                                                            os.path.join(runs, f"{NOISELESS[corpus]}_s{seed}"))
     return {"rows": found["rows"], "eval_seconds": found.get("eval_seconds"), **timings,
-            "train_command": info.get("command"), "phrases": card.get("phrases"), "file_bytes": card["size_bytes"]}
+            "train_command": record.command, "trained": trained(run_dir), "phrases": card.get("phrases"), "file_bytes": card["size_bytes"]}
 
 
 def _by_user(run_dir: str, corpus) -> dict:
@@ -140,8 +138,7 @@ def _by_user(run_dir: str, corpus) -> dict:
 
     path = os.path.join(run_dir, "stack_by_user.json")
     if not os.path.exists(path):
-        with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
-            split = json.load(f)["data"]["split"]
+        split = RunRecord.read(run_dir).split
         heldout = split_clients(corpus.client_ids, SplitConfig(**split))[1]
         result = evaluate_stack(Predictor.load(os.path.join(run_dir, "stack.tflite")), corpus, heldout)
         atomic_write(path, json.dumps({"split": split, **result}).encode("utf-8"), mode=0o644)
@@ -234,7 +231,8 @@ def main():
     results = {c: dict(sorted(results[c].items())) for c in corpora if c in results}
     if not results:
         raise SystemExit("stack_targets: no finished run to report")
-    result_file.publish(args.name, {"results": results}, report(results), args.out, started)
+    trained = [r["trained"] for per_seed in results.values() for r in per_seed.values()]
+    result_file.publish(args.name, {"results": results}, report(results), args.out, started, trained)
 
 
 if __name__ == "__main__":
