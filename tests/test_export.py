@@ -249,3 +249,24 @@ def test_bad_checkpoint_leaves_no_partial_file(small_run, tmp_path, damage, matc
     with pytest.raises(ConfigError, match=match):
         export_run(bad, out)
     assert not os.path.exists(out)
+
+
+def test_card_describes_the_run_as_its_run_json_says(small_run):
+    """The card's training, privacy and evaluation fields are run.json's (read through RunRecord); the
+    corpus path is its file name alone."""
+    from keyboard_lm.export.budget import SizeBreakdown
+    from keyboard_lm.export.tflite_export import model_card
+    from keyboard_lm.models.run_dir import load_run
+
+    with open(os.path.join(small_run, "run.json"), encoding="utf-8") as f:
+        info = json.load(f)
+    card = model_card(load_run(small_run), SizeBreakdown(1, 2, 3, 4, 5, 15), "ab" * 32, "out/m.tflite", {})
+    t = card["training"]
+    assert (t["trainer"], t["init_from"], t["federated"], t["rounds"], t["epochs"], t["hyperparameters"]) == (
+        info.get("trainer"), info.get("init_from"), info.get("federated"), info.get("rounds_done"),
+        info.get("epochs_done"), info.get("hyperparameters"))
+    assert t["algorithm"] == (info["federated"]["algorithm"] if info.get("federated") else "centralized")
+    assert card["differential_privacy"] == info.get("differential_privacy")
+    assert card["evaluation_float_model"] == info["final_metrics"] and card["model_file"] == "m.tflite"
+    source = info["data"]["source"]
+    assert card["data"]["source"].get("path") == (os.path.basename(source["path"]) if source.get("path") else None)

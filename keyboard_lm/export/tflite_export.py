@@ -175,20 +175,22 @@ def _card_data(data: dict | None) -> dict | None:
 
 
 def model_card(run: Run, breakdown: SizeBreakdown, sha256: str, out_path: str, quantization: dict) -> dict:
-    info = run.info
-    fed = info.get("federated")
+    """The card written beside the model file: what the run was, from its typed record, and the file's sizes."""
+    record = run.record
+    fed = record.federated
     return {
         "model_file": os.path.basename(out_path), "sha256": sha256, "size_bytes": breakdown.total,
         "size_breakdown": breakdown.as_dict(), "model": run.model_config.to_dict(),
         "parameters": run.model_config.num_parameters(), "quantization": quantization,
-        "text_spec": TEXT_SPEC_VERSION, "data": _card_data(info.get("data")),
-        "training": {"trainer": info.get("trainer"), "algorithm": fed["algorithm"] if fed else "centralized",
+        # The whole "data" section (counts and split included), which RunRecord does not type.
+        "text_spec": TEXT_SPEC_VERSION, "data": _card_data(run.info.get("data")),
+        "training": {"trainer": record.trainer, "algorithm": fed["algorithm"] if fed else "centralized",
                      # What the run started from (warm start); None: random weights.
-                     "init_from": info.get("init_from"), "federated": fed, "rounds": info.get("rounds_done"), "epochs": info.get("epochs_done"),
-                     "hyperparameters": info.get("hyperparameters")},
+                     "init_from": record.init_from, "federated": fed, "rounds": record.rounds_done,
+                     "epochs": record.epochs_done, "hyperparameters": record.hyperparameters},
         # Every DP setting and the final (eps, delta, rho) of the run; None: trained without DP.
-        "differential_privacy": info.get("differential_privacy"),
-        "evaluation_float_model": info.get("final_metrics"),
+        "differential_privacy": record.differential_privacy,
+        "evaluation_float_model": record.final_metrics,
         "source_run": os.path.basename(os.path.normpath(run.path)),
     }
 
@@ -204,7 +206,7 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
     """
     run = load_run(run_dir)
     table = run_phrases(run) if phrases else None
-    if table is not None and run.info.get("differential_privacy"):
+    if table is not None and run.record.differential_privacy:
         raise ConfigError(f"{run_dir}: trained under differential privacy, whose guarantee covers the model alone, "
                           f"yet it holds a phrase table ({RUN_PHRASES_FILE}) released outside it; export with "
                           "--no-phrases")
