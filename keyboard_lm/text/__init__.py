@@ -1,4 +1,6 @@
-"""The text spec: normalization, tokenizer and vocabulary (no TensorFlow)."""
+"""The text spec and what reads words by it, without TensorFlow: normalization, tokenizer and vocabulary
+(exported here), the phrase table, typo candidates and a word's spelling as the char encoder reads it
+(``phrase_table``, ``typos``, ``spelling``)."""
 
 from keyboard_lm.text.spec import SPECIAL_TOKENS, TEXT_SPEC_VERSION, SpecialTokens
 from keyboard_lm.text.tokenizer import normalize, sentences, tokenize
