@@ -116,7 +116,7 @@ def build_table(vocab):
 
 
 def phrases_metadata(table, data: bytes) -> dict:
-    """The metadata's "phrases" object, as the exporter writes it (export/tflite_export.py run_phrases)."""
+    """The metadata's "phrases" object, as the exporter writes it (keyboard_lm/export/tflite_export.py run_phrases)."""
     return {"file": "phrases.bin", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
             "contexts": len(table), "entries": int(len(table.ids)), "max_order": table.max_order, "gate": GATE,
             "discovery": {"k": K_USERS, "source": "tests/golden/make_phrase_fixture.py (plain counts, no noise)"}}

@@ -2,7 +2,7 @@ package org.keyboardlm.core;
 
 /**
  * One recurrent step of an exported keyboard_lm model over an explicit state, the two
- * signatures of export/step_module.py (keyboard_lm/inference/model_file.py in Python):
+ * signatures of keyboard_lm/export/step_module.py (keyboard_lm/inference/model_file.py in Python):
  *
  * <ul>
  * <li>{@link #step}: the top K next words (special tokens excluded) and the new state;
