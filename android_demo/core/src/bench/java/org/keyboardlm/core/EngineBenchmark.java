@@ -13,7 +13,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The Java side of benchmarks/android_engine_benchmark.py: times the Java core on one thread,
+ * The Java side of benchmarks/android/android_engine_benchmark.py: times the Java core on one thread,
  * pass by pass on command, so the Python script can interleave it with the TFLite interpreter
  * in one run. Not part of the APK.
  *

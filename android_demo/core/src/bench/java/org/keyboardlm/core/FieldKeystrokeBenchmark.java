@@ -11,7 +11,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The Java side of benchmarks/keystroke_host_benchmark.py: the time from a key to its strip on the
+ * The Java side of benchmarks/android/keystroke_host_benchmark.py: the time from a key to its strip on the
  * ranking thread's path, {@code TextField.update(textBeforeCursor, true)} then {@code Strip.slots()},
  * one call per typed character (letters, the space after each word), and the bytes the thread
  * allocates for it. It uses only what the core had before InputLogic existed, so the same source

@@ -12,7 +12,7 @@ import java.util.Collections;
 /**
  * The Java heap a loaded model keeps: used heap after full GCs before loading, and again with
  * the {@link ModelFile}, a {@link Predictor} and one {@link Session} that has ranked a strip
- * held. One load per JVM; benchmarks/android_heap_benchmark.py runs it for each way
+ * held. One load per JVM; benchmarks/android/android_heap_benchmark.py runs it for each way
  * of loading, compiled against this tree and against an earlier revision, and searches the
  * largest ballast each load still fits beside (from which the peak the load needs follows).
  *

@@ -16,7 +16,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The Java side of {@code benchmarks/java_arm64_benchmark.py --input-logic}: the keyboard's whole
+ * The Java side of {@code benchmarks/android/java_arm64_benchmark.py --input-logic}: the keyboard's whole
  * path from a key to its strip, as the service runs it, on any JVM (the emulated aarch64 one
  * too). Not part of the APK.
  *

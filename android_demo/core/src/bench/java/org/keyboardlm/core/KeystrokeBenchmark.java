@@ -16,8 +16,8 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The Java side of benchmarks/java_arm64_benchmark.py: the keyboard's two per-word calls, timed
- * interleaved word by word on one thread, as benchmarks/latency_benchmark.py times the Python
+ * The Java side of benchmarks/android/java_arm64_benchmark.py: the keyboard's two per-word calls, timed
+ * interleaved word by word on one thread, as benchmarks/latency/latency_benchmark.py times the Python
  * predictor. Run the same way on any JVM (the host's, or an aarch64 one under qemu). Not part of the APK.
  *
  * <pre>java -cp CLASSES org.keyboardlm.core.KeystrokeBenchmark MODEL.tflite WORDS.txt WARMUP PASSES</pre>

@@ -5,7 +5,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 
 /**
- * benchmarks/model_fuzz.py's Java worker: reads model file paths on stdin and answers one line
+ * benchmarks/export/model_fuzz.py's Java worker: reads model file paths on stdin and answers one line
  * per path: "loaded" (ModelFile.load, then one step and one full step), "refused" (a
  * ModelFileException of one line naming the file) or "uncaught" and what was thrown instead.
  * A line "time N PATH" is answered with the median milliseconds of N loads of PATH.

@@ -12,7 +12,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The Java side of benchmarks/phrase_table_latency.py: what a model file's phrase table adds to the
+ * The Java side of benchmarks/latency/phrase_table_latency.py: what a model file's phrase table adds to the
  * keyboard's calls, timed in one JVM against the same loaded model with the table set aside (the
  * public parts constructor, without the table: the model alone ranks). The two variants' calls
  * alternate word by word and key by key, which goes first alternating too, so a shared machine's

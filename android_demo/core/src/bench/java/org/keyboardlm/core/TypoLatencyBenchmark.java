@@ -11,7 +11,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The Java side of benchmarks/typo_latency.py: {@code Session.complete} with typo correction and
+ * The Java side of benchmarks/latency/typo_latency.py: {@code Session.complete} with typo correction and
  * without it, timed call by call on one thread over the same typed letters. Not part of the APK.
  *
  * <pre>java -cp CLASSES org.keyboardlm.core.TypoLatencyBenchmark MODEL.tflite TYPED.txt WARMUP PASSES</pre>

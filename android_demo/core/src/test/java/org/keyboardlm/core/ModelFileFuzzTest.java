@@ -22,7 +22,7 @@ import org.junit.Test;
  * resealed (the checksum recomputed, as a crafted file would have it, so the structural checks
  * must). The only outcomes allowed: a ModelFileException of one line naming the file, or a
  * model that loads and steps. Any other exception or error fails the test with the variant.
- * The same kinds of damage as benchmarks/model_fuzz.py, which runs more of them.
+ * The same kinds of damage as benchmarks/export/model_fuzz.py, which runs more of them.
  */
 public class ModelFileFuzzTest {
     private static final String[] KINDS = {"flip", "structure", "word", "archive", "truncate", "splice", "insert", "delete"};
