@@ -149,6 +149,26 @@ def test_mse_only_with_contexts_reports_in_context_metrics_and_keeps_old_api():
     assert len(losses) == 2 and enc.output_shape == (None, 8)
 
 
+def test_each_epoch_is_one_line_to_logging():
+    """The epoch lines go to the module's logger (the command line shows them on stdout), not to a callback."""
+    import logging
+
+    lines = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: lines.append(record.getMessage())
+    logger = logging.getLogger("keyboard_lm.char_encoder.fit")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        words, ids, ctx = synthetic()
+        fit_char_encoder(words, ctx.table[ids], config=TINY, epochs=2, seed=0)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert [line.split("  ")[0] for line in lines] == ["char encoder epoch 1/2", "char encoder epoch 2/2"]
+
+
 @pytest.mark.parametrize("kwargs,what", [
     (dict(contexts="ctx"), "needs word_ids"),
     (dict(context_loss="nope"), "context_loss"),

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -20,6 +20,9 @@ from keyboard_lm.char_encoder.heldout import (
 from keyboard_lm.char_encoder.model import CharEncoderConfig, CharEncoderFit, ContextExamples, build_char_encoder
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.text.spelling import encode_spellings
+
+#: One line per epoch at INFO; the command line shows them (keyboard_lm.log), a library caller chooses.
+_LOG = logging.getLogger(__name__)
 
 
 def fit_char_encoder(
@@ -40,7 +43,6 @@ def fit_char_encoder(
     heldout_fraction: float = 0.1,
     select_by: str | None = None,
     seed: int = 0,
-    log: Callable[[str], None] | None = None,
 ) -> CharEncoderFit:
     """Train the encoder on MSE to the tied rows and, given ``contexts``, on in-context cross-entropy.
 
@@ -72,7 +74,8 @@ def fit_char_encoder(
         in-context cross-entropy with only the target's column replaced), ``"mse"`` (lowest
         held-out MSE; the default without contexts) or ``"last"``.
       seed: seed of the held-out choice, initialization and shuffling.
-      log: called with one line per epoch.
+
+    One line per epoch goes to this module's logger (INFO).
     """
     words = list(words)
     embeddings = np.asarray(embeddings, np.float32)
@@ -99,7 +102,7 @@ def fit_char_encoder(
                        context_loss=context_loss, personal_share=personal_share, batch_size=batch_size,
                        context_batch_size=context_batch_size)
     history, best_epoch = _train_epochs(encoder, train_step, batches, evaluate, epochs=epochs, select_by=select_by,
-                                        use_context=use_context, log=log)
+                                        use_context=use_context)
     settings = _fit_settings(config, contexts, split, positions, epochs=epochs, best_epoch=best_epoch,
                              batch_size=batch_size, context_batch_size=context_batch_size,
                              learning_rate=learning_rate, mse_weight=mse_weight, context_weight=context_weight,
@@ -234,7 +237,7 @@ class _Batches:
 
 
 def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evaluate: Evaluator, *, epochs: int,
-                  select_by: str, use_context: bool, log: Callable[[str], None] | None) -> tuple[list[dict], int]:
+                  select_by: str, use_context: bool) -> tuple[list[dict], int]:
     """Train and evaluate epoch by epoch, then restore the kept epoch's weights: (history, kept epoch)."""
     history = [{"epoch": 0, **evaluate(encoder)}]
     best, best_weights = None, None
@@ -257,8 +260,7 @@ def _train_epochs(encoder: tf.keras.Model, train_step, batches: _Batches, evalua
         if improved:
             best = (score, epoch)
             best_weights = [w.copy() for w in encoder.get_weights()]
-        if log:
-            log(_epoch_line(row, epochs, improved and select_by != "last"))
+        _LOG.info(_epoch_line(row, epochs, improved and select_by != "last"))
     encoder.set_weights(best_weights)
     return history, best[1]
 
@@ -317,7 +319,6 @@ def train_char_encoder(
     context_weight: float = 1.0,
     context_loss: str = "shared",
     heldout_fraction: float = 0.0,
-    log: Callable[[str], None] | None = None,
 ) -> tuple[tf.keras.Model, list[float]]:
     """Fit the encoder so encoder(spelling of w) ~= E[w] for in-vocabulary words (and, with ``contexts``,
     so that it predicts them in context); ``fit_char_encoder`` has the options and the full report.
@@ -330,5 +331,5 @@ def train_char_encoder(
     """
     fit = fit_char_encoder(words, embeddings, word_ids=word_ids, contexts=contexts, config=config, epochs=epochs,
                            batch_size=batch_size, learning_rate=learning_rate, context_weight=context_weight,
-                           context_loss=context_loss, heldout_fraction=heldout_fraction, seed=seed, log=log)
+                           context_loss=context_loss, heldout_fraction=heldout_fraction, seed=seed)
     return fit.encoder, fit.train_losses

@@ -15,7 +15,6 @@ import json
 import os
 import time
 import zipfile
-from typing import Callable
 
 import numpy as np
 
@@ -192,7 +191,6 @@ def build_char_encoder_file(
     context_weight: float = 0.0,
     context_loss: str = "shared",
     learning_rate: float = 3e-3,
-    log: Callable[[str], None] | None = None,
 ) -> dict:
     """Train the char encoder for ``run_dir`` and write it to ``out_path``.
 
@@ -210,7 +208,8 @@ def build_char_encoder_file(
     together fit ``budget_bytes`` (None or 0: no budget).
 
     Returns a report: sizes, fingerprint, settings, the kept epoch's metrics,
-    the per-epoch history and timings.
+    the per-epoch history and timings. Each epoch's line goes to logging
+    (``keyboard_lm.char_encoder.fit``, INFO).
     """
     from keyboard_lm.export.char_encoder_export import char_encoder_bytes, write_atomically
 
@@ -240,7 +239,7 @@ def build_char_encoder_file(
     started = time.time()
     fit = fit_char_encoder(words, table[ids], word_ids=ids, contexts=contexts, config=config, epochs=epochs,
                            learning_rate=learning_rate, context_weight=context_weight, context_loss=context_loss,
-                           seed=seed, log=log)
+                           seed=seed)
     train_seconds = time.time() - started
 
     started = time.time()

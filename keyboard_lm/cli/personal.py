@@ -22,7 +22,7 @@ def cmd_personal_encoder(args) -> int:
                                      client_ids=run_training_clients(run, corpus), epochs=args.epochs,
                                      max_positions=args.max_positions, seed=args.seed,
                                      context_weight=args.context_weight,
-                                     budget_bytes=args.budget_bytes or None, log=print)
+                                     budget_bytes=args.budget_bytes or None)
     m = collections.defaultdict(lambda: float("nan"), report["metrics"])  # a tiny corpus may lack some
     print(f"char encoder for {args.model}: {report['encoder_bytes']:,} bytes (model + encoder "
           f"{report['total_bytes']:,} bytes)")
