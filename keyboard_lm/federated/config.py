@@ -9,6 +9,7 @@ flags and help, and a Python caller of
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from keyboard_lm.config_checks import check_fields, check_range
 from keyboard_lm.data.limits import MAGNITUDE_MAX, MAX_ROUNDS, check_magnitude, check_seed
@@ -205,20 +206,21 @@ WARM_START_SERVER = {"server_optimizer": "adam", "server_lr": 0.01}
 SERVER_LR = {"sgd": 1.0, "nesterov": 1.0, "adam": 0.01}
 
 
-def without_validation_for_dp(config: "FederatedConfig", *, refuse: bool, log=print) -> "FederatedConfig":
+def without_validation_for_dp(config: "FederatedConfig", *, refuse: bool, log=None) -> "FederatedConfig":
     """``config`` with validation and learning-rate decay off, as a DP run needs them (the one home of the rule).
 
     Choosing a round or a rate by the validation clients' text would release
     something about them that the DP accounting does not cover. ``refuse``:
     a ConfigError when ``config`` asks for either (the command line, where the
-    user set it); otherwise one line to ``log`` and both turned off.
+    user set it); otherwise one line to ``log`` (default: this module's logger, INFO) and both turned off.
     """
     if not (config.validation_fraction or config.lr_decay != 1.0):
         return config
     if refuse:
         raise ConfigError("--validation-fraction and --lr-decay choose by the validation clients' text, which "
                           "--dp's accounting does not cover; a DP run keeps its last round at a constant rate")
-    log("differential privacy: no validation clients and a constant learning rate; the run keeps its last round")
+    (log or logging.getLogger(__name__).info)(
+        "differential privacy: no validation clients and a constant learning rate; the run keeps its last round")
     return dataclasses.replace(config, validation_fraction=0.0, lr_decay=1.0)
 
 
