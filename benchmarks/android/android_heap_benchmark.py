@@ -174,7 +174,9 @@ def main() -> int:
                       f"heap; it compares loads with each other."]
     path_json, path_md = result_file.write(args.name, {"before": args.before, "jvm_flags": JVM_FLAGS, "vm": vm,
                                                           "floor": floor, "floor_largest_ballast_kb": floor_kb,
-                                                          "results": results}, "\n".join(lines), args.out)
+                                                          "results": results}, "\n".join(lines), args.out,
+                                           seeds="none (deterministic: heap held after loading fixed models and "
+                                                 "one strip; nothing is sampled)")
     print("\n".join(lines))
     print(f"wrote {path_json} and {path_md}")
     return 0

@@ -211,7 +211,9 @@ def main(argv=None) -> int:
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
                                                                for w, per in (intervals or {}).items()}}},
                           text, args.out,
-                          [r["trained"] for per in results.values() for r in per.values() if r])
+                          [r["trained"] for per in results.values() for r in per.values() if r],
+                          seeds=f"{', '.join(map(str, seeds))} (each row's `train --seed S`; the split is the default "
+                                "one in every run; each seed's paired intervals draw with that seed)")
     print(text)
     print("written:", *paths)
     return 0

@@ -85,7 +85,8 @@ def main() -> int:
         "counted as `keyboard-lm eval` counts it (a word outside the vocabulary is a miss).", "", *rows, "",
         *(f"- {b}: {r['target_words_covered']:.1%} of the target vocabulary's words start trained"
           for b, r in found.items())])
-    result_file.publish(args.name, data, markdown, args.out, started)
+    result_file.publish(args.name, data, markdown, args.out, started,
+                        seeds="0 (the default split's seed, which picks the held-out users; scoring samples nothing)")
     return 0
 
 

@@ -30,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.corpora import CORPORA  # noqa: E402
 from benchmarks.common.ngram import ngram_on  # noqa: E402
-from benchmarks.common.runs import collect_run, finished, slug, train_from_base  # noqa: E402
+from benchmarks.common.runs import collect_run, finished, seeds_line, slug, train_from_base  # noqa: E402
 
 def rank(results: dict, recipes: list[str], corpora: list[str]) -> list[dict]:
     """Recipes by mean validation recall@3 relative to the first recipe, over the corpora where all ran."""
@@ -120,7 +120,10 @@ def main():
     paths = result_file.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
                                       "ngram": ngrams, "runs": results,
                                       "ranking": rank(results, recipes, corpora)}, text, args.out,
-                          [r["trained"] for per in results.values() for r in per.values() if r])
+                          [r["trained"] for per in results.values() for r in per.values() if r],
+                          seeds=seeds_line({f"{c} {n}": r["run_dir"] for c, per in results.items()
+                                            for n, r in per.items() if r},
+                                           "none drawn here (the runs' curves and a 5-gram on their split)"))
     print(text)
     print("written:", *paths)
 

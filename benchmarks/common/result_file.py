@@ -57,12 +57,16 @@ def trained_line(trained: list[dict]) -> str:
             "TensorBoard event files and metrics.csv; the date and machine above are the collection's)\n")
 
 
-def write(name: str, result: dict, markdown: str, out_dir: str, trained: list[dict] | None = None) -> tuple[str, str]:
-    """Write ``name``.json and ``name``.md (with machine, date and command) into out_dir; with ``trained`` (the
-    runs a --collect step reads, ``runs.trained`` of each), also when and where those runs trained."""
+def write(name: str, result: dict, markdown: str, out_dir: str, trained: list[dict] | None = None, *,
+          seeds: str) -> tuple[str, str]:
+    """Write ``name``.json and ``name``.md (with machine, date, command and ``seeds``: the seeds the figures
+    rest on, or "none (deterministic: ...)" and why) into out_dir; with ``trained`` (the runs a --collect step
+    reads, ``runs.trained`` of each), also when and where those runs trained."""
+    if not seeds or not seeds.strip():
+        raise ValueError(f"result {name}: seeds is blank (say which seeds, or 'none (deterministic: ...)')")
     os.makedirs(out_dir, exist_ok=True)
     meta = {"benchmark": name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(["python"] + sys.argv), "machine": machine()}
+            "command": " ".join(["python"] + sys.argv), "machine": machine(), "seeds": seeds}
     if trained is not None:
         meta["trained"] = trained
     doc = {**meta, **result}
@@ -73,7 +77,8 @@ def write(name: str, result: dict, markdown: str, out_dir: str, trained: list[di
     m = meta["machine"]
     header = (f"# {name}\n\n- date: {meta['date']}\n- machine: {m['cpu']}, {m['cores']} cores, "
               f"{m['memory_gb']} GB, {m['system']} {m['machine']}, Python {m['python']}\n"
-              f"- command: `{meta['command']}`\n" + (trained_line(trained) if trained is not None else "") + "\n")
+              f"- command: `{meta['command']}`\n- seeds: {seeds}\n"
+              + (trained_line(trained) if trained is not None else "") + "\n")
     with open(md_path, "w", encoding="utf-8") as f:
         f.write(header + markdown + "\n")
     return json_path, md_path
@@ -91,10 +96,11 @@ def spread(values: list[float]) -> str:
 
 
 def publish(name: str, data: dict, markdown: str, out_dir: str, started: float,
-            trained: list[dict] | None = None) -> None:
+            trained: list[dict] | None = None, *, seeds: str) -> None:
     """``write`` a resumable benchmark's report (with the seconds this call took since ``started``) and print it."""
     import time
 
-    paths = write(name, {**data, "seconds_this_call": time.time() - started}, markdown, out_dir, trained)
+    paths = write(name, {**data, "seconds_this_call": time.time() - started}, markdown, out_dir, trained,
+                  seeds=seeds)
     print(markdown)
     print("written:", *paths)

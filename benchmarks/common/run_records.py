@@ -16,6 +16,7 @@ a run anywhere else (a test's temporary directory) keeps it beside its directory
 from __future__ import annotations
 
 import csv
+import glob
 import hashlib
 import json
 import os
@@ -69,6 +70,21 @@ def read_curve(out: str) -> list[dict]:
     with open(path, encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r.get("perplexity")]
     return [{k: (float(v) if v not in ("", None) else None) for k, v in r.items()} for r in rows]
+
+
+def trained_of(work: str) -> list[dict] | None:
+    """When and where the runs under ``work`` trained (``runs.trained`` of each), as their records hold it, for a
+    report's `trained` line; None when no record holds it (records written before it was kept)."""
+    path = record_path(work)
+    pattern = (os.path.join(work, "**", "*.record.json") if path.endswith(".record.json")
+               else os.path.join(path[:-len(".json")], "**", "*.json"))
+    found = []
+    for name in sorted(glob.glob(pattern, recursive=True)):
+        with open(name, encoding="utf-8") as f:
+            record = json.load(f)
+        if isinstance(record, dict) and record.get("trained"):
+            found.append(record["trained"])
+    return found or None
 
 
 def _write(path: str, record: dict) -> None:

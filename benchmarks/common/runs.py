@@ -101,6 +101,28 @@ def trained(run_dir: str) -> dict:
             "train_command": record.command if record is not None else None}
 
 
+def seed_of(run_dir: str) -> str:
+    """The training seed of the run in ``run_dir`` as its run.json holds it, for a result file's seeds line: the
+    recipe's seed, else its command's --seed, else `train`'s --seed default (0) when the command gives none."""
+    record = RunRecord.peek(run_dir)
+    if record is None:
+        return "not recorded"
+    settings = record.hyperparameters if record.trainer == "centralized" else record.federated
+    seed = (settings or {}).get("seed")
+    if seed is not None:
+        return str(seed)
+    argv = shlex.split(record.command or "")
+    if "--seed" in argv[:-1]:
+        return argv[argv.index("--seed") + 1]
+    return "0 (no --seed: train's default)"
+
+
+def seeds_line(run_dirs: dict[str, str], drawn_here: str) -> str:
+    """A collected result's seeds: each run's training seed (``seed_of``), and what the collection draws."""
+    return (f"{drawn_here}; training seeds: "
+            + "; ".join(f"{name} {seed_of(run_dir)}".strip() for name, run_dir in run_dirs.items()))
+
+
 def collect_run(run_dir: str) -> dict | None:
     """A run's curve, kept evaluation and command (None before its first evaluation)."""
     curve = metrics_curve(run_dir)

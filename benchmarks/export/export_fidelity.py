@@ -22,6 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
 
 from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.runs import seeds_line  # noqa: E402
 from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES  # noqa: E402
 from keyboard_lm.export.tflite_export import export_run  # noqa: E402
 from keyboard_lm.data.corpora import load_corpus  # noqa: E402
@@ -106,7 +107,9 @@ def main():
           f"up to {r['quantization']['max_rounding_error_steps']:.2f} quantization steps from the evaluated ones"
           for m, r in modes.items()),
     ])
-    result_file.write(args.name, result, md, args.out)
+    result_file.write(args.name, result, md, args.out, seeds=seeds_line(
+        {result["run"]: args.run_dir}, "none drawn here (deterministic: the float and the int8 models on the run's "
+                                       "held-out users; the comparison samples nothing)"))
     print(md)
 
 

@@ -359,7 +359,8 @@ def main() -> int:
               "seconds": round(time.time() - started, 1)}
     markdown = (_table(result, args.variants) + "\n\n" + _times_table(result)
                 + f"\n\nTook {result['seconds']} s.")
-    paths = result_file.write("model_fuzz", result, markdown, args.out)
+    paths = result_file.write("model_fuzz", result, markdown, args.out,
+                              seeds=f"{args.seed} (--seed: it draws the damaged variants)")
     print(markdown)
     print("written:", *paths)
     return 0

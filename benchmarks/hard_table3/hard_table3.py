@@ -184,7 +184,9 @@ def main():
                 train_recorded(train_args(corpus, row, seed, out, lr, args.epochs), out)
                 run_records.heldout(out, CORPORA[corpus])
     data, text = collect(args)
-    result_file.publish(args.name, data, text, args.out, start)
+    result_file.publish(args.name, data, text, args.out, start, run_records.trained_of(args.work),
+                        seeds=f"{', '.join(map(str, SEEDS))} (each CIFG run's `train --seed`; the server's rate "
+                              "grid at seed 0; each seed's paired intervals draw with that seed)")
 
 
 if __name__ == "__main__":

@@ -206,7 +206,10 @@ def main():
                     resume = run_records.resumable(out)
                     train_recorded(train_args(algorithm, fraction, seed, args.rounds, args.eval_every, out, resume), out)
     data, text = collect(args)
-    paths = result_file.write(args.name, {"runs": data, "seconds_this_call": time.time() - start}, text, args.out)
+    paths = result_file.write(args.name, {"runs": data, "seconds_this_call": time.time() - start}, text, args.out,
+                              run_records.trained_of(args.work),
+                              seeds=f"{', '.join(map(str, SEEDS))} (each run's `train --seed`: a seed draws the same "
+                                    "initial weights, cohorts and noise for every algorithm)")
     print(text)
     print("written:", *paths)
 

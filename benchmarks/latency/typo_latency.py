@@ -220,7 +220,8 @@ def main() -> int:
     result_file.write(args.name, {"model": os.path.basename(model), "model_bytes": os.path.getsize(model), "words": WORDS,
                               "rate": RATE, "seed": SEED, "typo_words": typos, "passes": args.passes,
                               "emulated_passes": args.emulated_passes, "warmup": args.warmup, "budget_p99_ratio": BUDGET,
-                              "variants": results, "within_budget": verdict}, md, args.out)
+                              "variants": results, "within_budget": verdict}, md, args.out,
+                      seeds=f"{SEED} (the script's fixed seed: it places the injected typos)")
     print(md)
     return 0
 

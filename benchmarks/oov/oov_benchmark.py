@@ -379,7 +379,9 @@ def main():
         t0 = time.time()
         results.append(evaluate(v, runs[v], oracles.get(v), corpus, args, log))
         results[-1]["seconds"] = time.time() - t0
-        result_file.write(args.name, {"results": results}, markdown(results, args), args.out)
+        result_file.write(args.name, {"results": results}, markdown(results, args), args.out,
+                          seeds=f"{args.seed} (--seed: it splits each held-out user's sentences, fits the tuners and "
+                                "draws the bootstrap intervals; the held-out users are the runs' own split)")
     print(markdown(results, args))
     return 0
 

@@ -182,7 +182,9 @@ def main():
             f"{m}: " + ", ".join(f"{c} x{k}" for c, k in v.items()) for m, v in chosen.items())]
     text = "\n".join(lines) + "\n"
     print(text)
-    print("written:", *result_file.write(args.name, result, text, args.out))
+    print("written:", *result_file.write(args.name, result, text, args.out, seeds=(
+        "0 (`Session.personalize_sentences`' default seed: the adapters' initialisation and shuffling; the users "
+        "are the run's held-out split, their records split in time order)")))
 
 
 if __name__ == "__main__":

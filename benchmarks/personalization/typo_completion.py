@@ -332,7 +332,8 @@ def main() -> int:
 
     result_file.write(args.name, {"rate": args.rate, "seed": args.seed, "max_words": args.max_words, "k": K,
                               "evaluated": "validation users" if args.validation else "held-out users",
-                              "typo_model": dataclasses.asdict(typos), "results": results}, md, args.out)
+                              "typo_model": dataclasses.asdict(typos), "results": results}, md, args.out,
+                      seeds=f"{args.seed} (--seed: with the user, it places the injected typos)")
     print(md)
     return 0
 

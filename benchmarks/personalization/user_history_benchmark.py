@@ -131,7 +131,9 @@ def main():
               f"{result['state_bytes']['median']:,} bytes, largest {result['state_bytes']['max']:,} bytes."]
     text = "\n".join(lines) + "\n"
     print(text)
-    print("written:", *result_file.write(args.name, result, text, args.out))
+    print("written:", *result_file.write(args.name, result, text, args.out, seeds=(
+        "none (deterministic: the run's held-out users, each one's messages split in time order and learnt by the "
+        "user history; nothing is sampled)")))
 
 
 if __name__ == "__main__":

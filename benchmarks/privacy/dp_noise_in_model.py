@@ -94,7 +94,8 @@ def main():
     print(text)
     if args.name:
 
-        print("written:", *result_file.write(args.name, {"runs": results}, text, args.out))
+        print("written:", *result_file.write(args.name, {"runs": results}, text, args.out, seeds=(
+            "0 (`noise_left`'s default noise seed: the query's noise over the run's rounds of zero updates)")))
 
 
 if __name__ == "__main__":

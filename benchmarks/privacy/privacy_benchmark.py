@@ -29,6 +29,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from benchmarks.common import result_file  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "privacy")
 
@@ -242,12 +246,16 @@ def collect(args) -> None:
             f"{fmt(done[0]['log2_R'], '.2f')} bits, each canary in {done[0]['clients_per_canary']} "
             f"client{'s' if done[0]['clients_per_canary'] > 1 else ''}, canary seed {done[0]['canary_seed']}.\n\n")
             if done else "no finished rows\n")
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, f"{args.name}.md"), "w", encoding="utf-8") as f:
-        f.write(head + "\n".join(lines) + "\n")
-    with open(os.path.join(RESULTS, f"{args.name}.json"), "w", encoding="utf-8") as f:
-        json.dump({"machine": machine, "date": str(datetime.date.today()), "rows": rows}, f, indent=1)
+    result_file.write(args.name, {"rows": rows}, head + "\n".join(lines), RESULTS, seeds=audit_seeds(done))
     print(head + "\n".join(lines))
+
+
+def audit_seeds(rows: list[dict]) -> str:
+    """The seeds line of an audit table: the launch passes no --seed to `audit canaries` (its default, 0, trains
+    every row) and names the canaries' draw by --canary-seed; the DP noise itself is not seeded."""
+    canaries = sorted({r.get("canary_seed", 0) for r in rows})
+    return (f"training 0 (`audit canaries`' --seed default), canaries {', '.join(map(str, canaries)) or '-'} "
+            "(--canary-seed); the DP noise is not seeded")
 
 
 def main() -> None:

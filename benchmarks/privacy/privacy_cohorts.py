@@ -13,6 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from benchmarks.common import result_file  # noqa: E402
+from benchmarks.privacy.privacy_benchmark import audit_seeds  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "privacy")
 ROWS = ("base_ftrl_inf", "base_ftrl_eps10", "base_ftrl_eps1")
@@ -96,10 +102,10 @@ def main() -> None:
     head = (f"DP-FTRL (clip 0.1, heavy-ball 0.9, one tree) from the base model, {c0['rounds']} rounds, "
             f"population {c0['population']:,} speeches; from {', '.join(c['name'] for c in cohorts)}.json.\n\n")
     text = head + table(cohorts) + "\n"
-    with open(os.path.join(RESULTS, f"{args.out}.md"), "w", encoding="utf-8") as f:
-        f.write(text)
-    with open(os.path.join(RESULTS, f"{args.out}.json"), "w", encoding="utf-8") as f:
-        json.dump({"cohorts": cohorts}, f, indent=1)
+    rows = [r for c in cohorts for r in c["rows"].values() if "diverged" not in r]
+    result_file.write(args.out, {"cohorts": cohorts}, text.rstrip("\n"), RESULTS,
+                      seeds="none drawn here (deterministic: lines up the result files' rows); their runs: "
+                            + audit_seeds(rows))
     plot(cohorts, os.path.join(RESULTS, f"{args.out}.png"))
     print(text, end="")
 

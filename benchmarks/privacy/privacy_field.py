@@ -72,7 +72,8 @@ def main(argv=None) -> int:
         sections.append(f"## {name}\n\n{fl.format_field(result)}\n\n{budget} lowers the ratio more than the "
                         f"cohort doubled in {wins} of {cells} cells. ![{name}]({png})\n")
         print(f"{name}: {result['seconds']} s", flush=True)
-    _, md = result_file.write(args.name, {"fields": results}, "\n".join(sections), args.out)
+    _, md = result_file.write(args.name, {"fields": results}, "\n".join(sections), args.out,
+                              seeds="none (deterministic: privacy accounting only, no training or sampling)")
     print(f"written: {md}")
     return 0
 

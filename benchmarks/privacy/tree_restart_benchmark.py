@@ -123,7 +123,8 @@ def main():
     args = parser.parse_args()
     rows = run(args.dims, args.seed)
     paths = result_file.write("tree_restart_benchmark", {"dims": args.dims, "seed": args.seed, "rows": rows},
-                  markdown(rows, args.dims), args.out)
+                  markdown(rows, args.dims), args.out,
+                  seeds=f"{args.seed} (--seed: the tree's noise)")
     print("written: " + ", ".join(paths))
 
 

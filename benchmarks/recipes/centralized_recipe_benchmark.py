@@ -191,7 +191,9 @@ def main():
     lines += ["", "| combination | recall@3 |", "|---|---|"]
     lines += [f"| {k} | {v:.4f} |" for k, v in gap["recall_at_3"].items()]
     lines += [f"| either model's top 3 (union, an upper bound) | {gap['union']:.4f} |"]
-    paths = result_file.write("centralized_recipe_benchmark", {"arms": rows, "gap": gap}, "\n".join(lines), args.out)
+    paths = result_file.write("centralized_recipe_benchmark", {"arms": rows, "gap": gap}, "\n".join(lines), args.out,
+                              seeds="0 (`keyboard-lm train --centralized`'s default, no --seed given: one seeded run "
+                                    "per arm; split seed 0)")
     print("\n".join(lines))
     print("written:", *paths)
 

@@ -96,7 +96,9 @@ def main(argv=None) -> int:
     for name, r in results.items():
         lines += ["", f"{name}, `{r['command']}`:", ""] + [f"- {s}" for s in r["strips"]]
     text = "\n".join(lines) + "\n"
-    paths = result_file.write(args.name, {"variants": results, "runs": runs, "repeats": args.repeats}, text, args.out)
+    paths = result_file.write(args.name, {"variants": results, "runs": runs, "repeats": args.repeats}, text, args.out,
+                              seeds="0 (`keyboard-lm demo`'s default; the demo is not bit-deterministic: dropout "
+                                    "and TFF's thread order are not seeded)")
     print(text)
     print("written:", *paths)
     return 0

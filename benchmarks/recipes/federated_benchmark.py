@@ -81,7 +81,9 @@ def main():
     note = ("\nTiny Shakespeare by role (269 training roles, 30 held-out), paper-size models (V=10k, D=96, H=670), "
             f"10 clients per round, client SGD lr 0.5, batch 10, up to 120 batches per client, {args.rounds} rounds. "
             f"Curves: {args.name}.png.\n")
-    result_file.write(args.name, {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out)
+    result_file.write(args.name, {"rows": rows, "curves": curves}, "\n".join(lines) + note, args.out,
+                      seeds="0 (fixed in the script: `FederatedConfig(seed=0)` and `SplitConfig(0.1, seed=0)` for "
+                            "every run)")
     print("\n".join(lines))
 
 

@@ -86,7 +86,9 @@ def main():
     note = (f"\nTiny Shakespeare by role: {len(train_ids)} training roles, {len(heldout_ids)} held-out roles "
             f"(split seed 0), V={len(vocab)}, sequence length 20, batch {args.batch_size}, "
             f"{args.epochs} epochs of plain SGD without clipping for every neural run.\n")
-    paths = result_file.write("models_benchmark", {"rows": rows, "epochs": args.epochs}, "\n".join(lines) + note, args.out)
+    paths = result_file.write("models_benchmark", {"rows": rows, "epochs": args.epochs}, "\n".join(lines) + note, args.out,
+                              seeds="0 (fixed in the script: the split, `SplitConfig(0.1, seed=0)`, and every "
+                                    "model's training, seed=0)")
     print("\n".join(lines))
     print("written:", *paths)
 

@@ -31,7 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.curves import kept_within, metrics_curve  # noqa: E402
 from benchmarks.common.ngram import ngram_pooled  # noqa: E402
-from benchmarks.common.runs import trained  # noqa: E402
+from benchmarks.common.runs import seeds_line, trained  # noqa: E402
 from keyboard_lm.models.run_dir import RunRecord  # noqa: E402
 from keyboard_lm.training.config import FINE_TUNE  # noqa: E402
 
@@ -139,7 +139,9 @@ def main():
         note += f"'vs centralized' divides by {args.reference:.4f}, the centralized recipe's held-out recall@3 given.\n"
     paths = result_file.write(args.name, {"ngram": ngram, "runs": results, "budget_seconds": budget,
                                       "centralized_reference": ref},
-                          "\n".join(lines) + note, args.out, [trained(r["run_dir"]) for r in results])
+                          "\n".join(lines) + note, args.out, [trained(r["run_dir"]) for r in results],
+                          seeds=seeds_line({r["name"]: r["run_dir"] for r in results},
+                                           "none drawn here (the runs' curves and a 5-gram on their split)"))
     print("\n".join(lines))
     print("written:", *paths)
 

@@ -35,6 +35,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
 from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.runs import seeds_line  # noqa: E402
 
 COMPARISONS = {
     "validation": {"validation (train default)": [],
@@ -98,7 +99,8 @@ def main():
             "runtime, so a repeat moves the figures a little.\n")
     paths = result_file.write(args.name, {"compare": args.compare, "rounds": args.rounds, "train_args": train_args,
                                       "arms": results},
-                          "\n".join(lines) + note, args.out)
+                          "\n".join(lines) + note, args.out,
+                          seeds=seeds_line(dirs, "dropout masks inside TFF are not seeded"))
     print("\n".join(lines))
     print("written:", *paths)
 

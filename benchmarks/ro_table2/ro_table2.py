@@ -324,7 +324,8 @@ def main():
                 seeds_phase(args.work, corpus, model, args.rounds, args.cohort, args.eval_every)
     data, text = collect(args)
     paths = result_file.write(args.name, {**data, "protocol": PROTOCOL, "seconds_this_call": time.time() - start},
-                          text, args.out)
+                          text, args.out, run_records.trained_of(args.work),
+                          seeds=f"sweep 0, seeds phase {', '.join(map(str, SEEDS))} (each run's `train --seed`)")
     print(text)
     print("written:", *paths)
 

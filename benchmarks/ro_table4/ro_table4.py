@@ -169,7 +169,8 @@ def main():
                     for model in MODELS:
                         ensure(args, mechanism, epsilon, model, seed)
     data, text = collect(args)
-    result_file.publish(args.name, data, text, args.out, start)
+    result_file.publish(args.name, data, text, args.out, start, run_records.trained_of(args.work),
+                        seeds=f"{', '.join(map(str, SEEDS))} (each run's `train --seed`)")
 
 
 if __name__ == "__main__":

@@ -183,7 +183,8 @@ def main() -> int:
     result_file.write("network_benchmark", {"parameters": params, "rounds": args.rounds, "clients": args.clients,
                                         "workers": 2, "cost_model": MODEL, "results": results,
                                         "compressed_over_plain_bytes": ratios, "slower_seconds": slower,
-                                        "bytes_over_bandwidth_seconds": moved}, "\n".join(lines), args.out)
+                                        "bytes_over_bandwidth_seconds": moved}, "\n".join(lines), args.out,
+                      seeds="0 (every run is `keyboard-lm train --workers` with train's defaults, seed 0)")
     print("\n".join(lines))
     return 0
 

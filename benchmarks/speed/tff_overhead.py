@@ -232,7 +232,9 @@ def main():
                  f"[{rows[-1]['ci95'][0]:.3f}, {rows[-1]['ci95'][1]:.3f}]; medians "
                  f"{isolated['tff_seconds']:.2f} s vs {own['tff_seconds']:.2f} s.\n")
     name = "tff_overhead_isolation" if args.isolation else "tff_overhead"
-    result_file.write(name, {"rows": rows}, "\n".join(lines) + note, args.out)
+    result_file.write(name, {"rows": rows}, "\n".join(lines) + note, args.out,
+                      seeds="0 (fixed in the script: the default split and the clients sampled each round, "
+                            "`sample_clients(..., seed 0, round)`)")
     print("\n".join(lines))
 
 

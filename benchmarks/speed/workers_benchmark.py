@@ -217,7 +217,9 @@ def main():
               f"Workers on this machine ({os.cpu_count()} cores, {platform.machine()}), sharing its cores with "
               f"the driver; {time.strftime('%Y-%m-%d')}."]
     result_file.write("workers_benchmark", {"results": results, "transport": transport, "rounds": args.rounds},
-                  "\n".join(lines), args.out)
+                  "\n".join(lines), args.out,
+                      seeds="0 (fixed in the script: the default split and the clients sampled each round, "
+                            "`sample_clients(..., seed 0, round)`)")
     print("\n".join(lines))
     return 0
 

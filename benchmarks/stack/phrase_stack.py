@@ -120,7 +120,9 @@ def main():
     data = {"run": os.path.basename(os.path.normpath(args.run)), "k": args.k, "discovery": counts.info,
             "tables": tables, "rows": {n: r["pooled"] for n, r in rows.items()}, "seconds": timings,
             "per_user": {n: r["clients"] for n, r in rows.items()}}
-    result_file.publish(args.name, data, "\n".join(lines) + "\n", args.out, started)
+    result_file.publish(args.name, data, "\n".join(lines) + "\n", args.out, started,
+                        seeds="0 (`paired_intervals`' default bootstrap seed, for the 95% intervals; the held-out "
+                              "users are the run's own split)")
 
 
 if __name__ == "__main__":

@@ -232,7 +232,9 @@ def main():
     if not results:
         raise SystemExit("stack_targets: no finished run to report")
     trained = [r["trained"] for per_seed in results.values() for r in per_seed.values()]
-    result_file.publish(args.name, {"results": results}, report(results), args.out, started, trained)
+    result_file.publish(args.name, {"results": results}, report(results), args.out, started, trained,
+                        seeds=f"{', '.join(map(str, seeds))} (each run's `train --seed`; the paired intervals' default "
+                              "bootstrap seed 0)")
 
 
 if __name__ == "__main__":
