@@ -64,13 +64,7 @@ def unlisted_or_blank(files: list[str], page: str) -> list[str]:
 def test_every_result_file_on_disk_has_a_row_with_date_machine_and_command():
     files = _result_files()
     assert len(files) > 50, f"{len(files)} result files under benchmarks/results/"
-    from tests.test_result_files import known_gaps
-
-    # a blank the JSON itself has is listed, until filled, in tests/result_file_gaps.txt; a missing row never is
-    listed = {f"{rel}: no {field}" for rel, field in (
-        (line.split(": ")[0][len("benchmarks/results/"):-len(".json")], line.split(": ")[1]) for line in known_gaps()
-        if line.startswith("benchmarks/results/") and line.split(": ")[0].endswith(".json"))}
-    bad = [b for b in unlisted_or_blank(files, _generator().results_page()) if b not in listed]
+    bad = unlisted_or_blank(files, _generator().results_page())
     assert not bad, f"{len(bad)} result files unlisted or with a blank field on docs/results.md: {bad}"
 
 

@@ -1,9 +1,6 @@
 """Every result file says where its figures came from: a markdown result file's header (its first 8 lines) has
 `- date:`, `- machine:`, `- command:` and `- seeds:` lines, and the JSON beside it the same keys, none blank.
-
-Result files written before the header carried all four are listed in tests/result_file_gaps.txt, one
-"path: field" a line. The list may only shrink: a new blank fails, and so does a listed field once it is filled
-(remove its line), so the list is always exactly what is still missing."""
+A blank anywhere fails: every result file carries all four."""
 
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ import re
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ("date", "machine", "command", "seeds")
-GAPS = os.path.join(ROOT, "tests", "result_file_gaps.txt")
 
 
 def header_gaps(path: str) -> list[str]:
@@ -42,15 +38,9 @@ def gaps(root: str = ROOT) -> set[str]:
     return out
 
 
-def known_gaps() -> set[str]:
-    with open(GAPS, encoding="utf-8") as f:
-        return {line.strip() for line in f if line.strip() and not line.startswith("#")}
-
-
-def test_no_result_file_has_a_blank_beyond_the_listed_ones():
-    now, listed = gaps(), known_gaps()
-    assert not now - listed, f"result files with a blank date, machine, command or seeds: {sorted(now - listed)}"
-    assert not listed - now, f"filled since listed: remove from {os.path.relpath(GAPS, ROOT)}: {sorted(listed - now)}"
+def test_no_result_file_has_a_blank_field():
+    now = gaps()
+    assert not now, f"result files with a blank date, machine, command or seeds: {sorted(now)}"
 
 
 def test_a_blank_field_is_found_in_a_header_and_in_json(tmp_path):
