@@ -249,13 +249,13 @@ def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.
     return model
 
 
-def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher):
+def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: CentralizedConfig, teacher, log=None):
     """(epoch -> that epoch's shuffled batches, the examples' count): next words, or mixed with the n-gram
     teacher's. Each epoch's order depends on the seed and the epoch only (not on how many times the data
     was read before, which Keras does not promise), so a resumed run trains on the order it would have."""
     if teacher.weight:
         sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
-        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=logger.info)
+        ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log or logger.info)
         targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
         examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
         n_examples = len(ex["x"])
