@@ -6,6 +6,7 @@ The public API is what this module exports; everything else is internal.
 
     corpus = kl.load_corpus("ham.mbox", "mbox")
     kl.train_federated(corpus, "runs/mail", options=kl.RunOptions(init=kl.load_warm_start("base")))
+    # or centralized, the same signature: train_centralized(corpus, run_dir, model_config, config, split, options)
     kl.export_run("runs/mail", "runs/mail/model.tflite")
     session = kl.Predictor.load("runs/mail/model.tflite").session()
 

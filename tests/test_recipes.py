@@ -371,8 +371,8 @@ def test_validation_clients_never_train(default_corpus, tmp_path):
                     # 100 draws from ~1,660 training clients, half of them validation: a sampler that drew from
                     # all of them would pick a validation client with probability 1 - 2^-100.
                     FederatedConfig(rounds=2, clients_per_round=50, validation_fraction=0.5, dropout=0.0),
-                    ClientDataConfig(max_batches=1), split, LoopConfig(eval_every=2),
-                    RunOptions(vocab_size=300, track_clients=tuple(val_ids + fit_ids), log=lambda *_: None))
+                    split, RunOptions(vocab_size=300, track_clients=tuple(val_ids + fit_ids), log=lambda *_: None),
+                    data_config=ClientDataConfig(max_batches=1), loop=LoopConfig(eval_every=2))
     taken = load_run(out).info["participation"]
     assert all(taken[c] == [] for c in val_ids)
     assert sum(len(taken[c]) for c in fit_ids) == 100

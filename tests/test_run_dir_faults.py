@@ -61,7 +61,7 @@ def stopped_fed(tmp_path_factory):
     with pytest.raises(_Stop):
         train_federated(load_default(), out, ModelConfig(embedding_dim=8, units=16),
                         dataclasses.replace(default_federated(), rounds=2, clients_per_round=3),
-                        ClientDataConfig(max_batches=2), loop=LoopConfig(eval_every=1),
+                        data_config=ClientDataConfig(max_batches=2), loop=LoopConfig(eval_every=1),
                         options=RunOptions(vocab_size=300, data_source={"path": None, "format": "default"},
                                            on_round=on_round, log=lambda line: None))
     return root
@@ -171,7 +171,8 @@ def test_centralized_resume_skips_a_damaged_checkpoint_and_finishes_a_stopped_ru
                                                                                    capsys):
     from keyboard_lm.data.split import SplitConfig
     from keyboard_lm.training.centralized import train_centralized
-    from keyboard_lm.training.config import CentralizedConfig
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.training.config import CentralizedConfig, TrainOptions
 
     out = str(tmp_path / "run")
 
@@ -184,8 +185,9 @@ def test_centralized_resume_skips_a_damaged_checkpoint_and_finishes_a_stopped_ru
     config = CentralizedConfig(epochs=2, optimizer="adam", learning_rate=0.01, ngram_teacher=0.0, batch_size=64,
                                dropout=0.0, weight_drop=0.0, validation_fraction=0.0)
     with pytest.raises(_Stop):
-        train_centralized(default_corpus, out, vocab_size=300, embedding_dim=8, units=16, config=config,
-                          split=SplitConfig(), log=log, data_source={"path": None, "format": "default"})
+        train_centralized(default_corpus, out, ModelConfig(embedding_dim=8, units=16), config=config,
+                          split=SplitConfig(), options=TrainOptions(vocab_size=300, log=log,
+                                                                    data_source={"path": None, "format": "default"}))
     stopped = str(tmp_path / "stopped")
     shutil.copytree(out, stopped)
     shutil.copy(tmp_path / "round1-run.json", os.path.join(stopped, "run.json"))  # run.json behind epoch 2

@@ -59,10 +59,9 @@ def main():
                                       weight_average=0.0, **SETTINGS[name])
                 status = "ok"
                 try:
-                    train_federated(corpus, run_dir, ModelConfig(model_type), fed, ClientDataConfig(),
-                                    SplitConfig(0.1, seed=0),
-                                    LoopConfig(eval_every=args.eval_every, checkpoint_every=args.rounds),
-                                    RunOptions(log=lambda s: print(s, flush=True)))
+                    train_federated(corpus, run_dir, ModelConfig(model_type), fed, SplitConfig(0.1, seed=0),
+                                    RunOptions(log=lambda s: print(s, flush=True)), data_config=ClientDataConfig(),
+                                    loop=LoopConfig(eval_every=args.eval_every, checkpoint_every=args.rounds))
                 except TrainingDivergedError as e:
                     status = f"diverged: {e}".split(";")[0]
                 with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:

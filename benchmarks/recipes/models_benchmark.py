@@ -30,7 +30,8 @@ from keyboard_lm.evaluation import evaluate_predict_fn  # noqa: E402
 from keyboard_lm.text.vocabulary import Vocabulary  # noqa: E402
 from keyboard_lm.errors import TrainingDivergedError  # noqa: E402
 from keyboard_lm.training.centralized import train_centralized  # noqa: E402
-from keyboard_lm.training.config import CentralizedConfig  # noqa: E402
+from keyboard_lm.models.config import ModelConfig  # noqa: E402
+from keyboard_lm.training.config import CentralizedConfig, TrainOptions  # noqa: E402
 
 KEYS = ("recall_at_1", "recall_at_3", "iv_accuracy_at_1", "iv_accuracy_at_3", "perplexity")
 
@@ -67,8 +68,8 @@ def main():
                                            weight_drop=0.0, weight_average=0.0, validation_fraction=0.0,
                                            ngram_teacher=0.0)
                 try:
-                    r = train_centralized(corpus, run_dir, model_type, 10_000, 96, args.units, config, split,
-                                          log=lambda s: print(s, flush=True))["pooled"]
+                    r = train_centralized(corpus, run_dir, ModelConfig(model_type, units=args.units), config,
+                                          split, TrainOptions(log=lambda s: print(s, flush=True)))["pooled"]
                     metrics = {k: r[k] for k in KEYS}
                 except TrainingDivergedError as e:
                     metrics = {k: float("nan") for k in KEYS}

@@ -128,6 +128,7 @@ def _resume_centralized(args) -> int:
 def _train_centralized(args, init=None) -> int:
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.training.centralized import train_centralized
+    from keyboard_lm.training.config import TrainOptions
 
     if args.dp is not None:
         raise ConfigError("--dp is user-level DP of federated training; it does not apply to --centralized")
@@ -136,9 +137,12 @@ def _train_centralized(args, init=None) -> int:
     corpus, split = load_corpus_from_args(args), split_from_args(args)
     if init is not None:
         init = init.check_overlap(corpus, split)
-    train_centralized(corpus, args.out, args.model, args.vocab_size, args.embedding_dim, args.units,
-                      config, split, quantization=_quantization(args),
-                      data_source=data_source(args), overwrite=args.overwrite, init=init)
+    # The vocabulary's size is --vocab-size words (plus a base's): the options', not the model's.
+    model_config = ModelConfig(args.model, embedding_dim=args.embedding_dim, units=args.units,
+                               quantization=_quantization(args))
+    train_centralized(corpus, args.out, model_config, config, split,
+                      TrainOptions(init=init, vocab_size=args.vocab_size, data_source=data_source(args),
+                                   overwrite=args.overwrite))
     print(f"run saved to {args.out}")
     return 0
 
@@ -243,7 +247,7 @@ def _train_federated_from_args(args, corpus, track_clients, init, audit) -> None
                              worker_data=getattr(args, "worker_data", None),
                              worker_data_root=getattr(args, "worker_data_root", None), workers=worker_record,
                              on_round=on_round)
-        train_federated(corpus, args.out, model_config, fed, data_config, split, loop, options)
+        train_federated(corpus, args.out, model_config, fed, split, options, data_config=data_config, loop=loop)
     finally:
         if watchdog is not None:
             watchdog.stop()

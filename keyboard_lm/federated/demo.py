@@ -79,7 +79,8 @@ def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: b
     log(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, run directory {out}")
     if init is not None:
         init = init.check_overlap(corpus, split, given_log)
-    result = train_federated(corpus, out, model_config, fed, data_config, split, loop,
+    result = train_federated(corpus, out, model_config, fed, split,
                              RunOptions(init=init, data_source={"path": None, "format": "default"}, command="demo",
-                                        overwrite=overwrite, log=given_log))
+                                        overwrite=overwrite, log=given_log),
+                             data_config=data_config, loop=loop)
     return {"corpus": corpus, "split": split, "rounds": fed.rounds, "start": start, "result": result}

@@ -1,4 +1,5 @@
-"""How a federated run starts: its options (``RunOptions``), and what a resumed run takes from its own directory.
+"""How a federated run starts: its options (``RunOptions``: ``training.config.TrainOptions`` and a federated
+run's own), and what a resumed run takes from its own directory.
 
 ``run_setup.start_run`` reads these before the run directory is touched: a resumed run's model, recipe,
 vocabulary, split, loop and DP settings (``resume_settings``, from run.json through ``RunRecord``, with its
@@ -18,9 +19,9 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.config import FederatedConfig, LoopConfig
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.run_dir import RunRecord, load_run
-from keyboard_lm.models.warm_start import WarmStart
 from keyboard_lm.privacy.config import DPOptions
 from keyboard_lm.text.vocabulary import Vocabulary
+from keyboard_lm.training.config import TrainOptions
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +37,11 @@ def check_canary_words(audit: dict, vocab: Vocabulary) -> None:
 
 
 @dataclasses.dataclass(frozen=True)
-class RunOptions:
+class RunOptions(TrainOptions):
     """How a federated run starts, what it records and whom it tells; everything but the recipe.
+
+    The fields both trainers share (``init``, ``vocab_size``, ``data_source``, ``overwrite``, ``log``) are
+    ``training.config.TrainOptions``'s; these are a federated run's own.
 
     Attributes:
       resume: continue ``run_dir`` from its latest checkpoint; the model,
@@ -45,17 +49,11 @@ class RunOptions:
         the run, and only the round count may change (``rounds``).
       rounds: the round a resumed run trains up to (None: ``config.rounds``
         when a config is given, else the run's own count).
-      init: start a fresh run from another run's weights (``models.warm_start``):
-        the server's first model is the base's, with its model type and
-        sizes; run.json records the start in ``init_from``.
-      vocab_size: the vocabulary of a fresh run (before ``init`` adds its words).
       dp: DP-FedAvg or DP-FTRL (``federated.dp_run.DPRun``): the population is
         the training clients with text, cohorts are drawn as the accountant
         assumes, eps after each round goes to metrics.csv and the final (eps,
         delta, rho) with every DP setting to run.json.
-      data_source: the corpus's path and format, recorded for ``eval``.
       command: what made the run (``train`` or ``demo``), in run.json.
-      overwrite: replace a run already in ``run_dir``.
       track_clients: ids whose rounds of participation run.json records
         (``participation``), e.g. the clients holding audit canaries; a resumed
         run continues the rounds its checkpoint recorded.
@@ -69,25 +67,18 @@ class RunOptions:
         [...], "tls": bool}``, set up by the caller with
         ``remote.set_remote_context``), recorded in run.json; None: the local worker.
       on_round: ``on_round(round_num, seconds)`` after every round (the worker watchdog's clock).
-      log: deprecated; the run's progress lines go to ``logging`` (``keyboard_lm`` loggers), and a callable
-        given here receives them instead (``keyboard_lm.log.lines_to``).
     """
 
     resume: bool = False
     rounds: int | None = None
-    init: WarmStart | None = None
-    vocab_size: int = 10_000
     dp: DPOptions | None = None
-    data_source: dict | None = None
     command: str = "train"
-    overwrite: bool = False
     track_clients: tuple = ()
     audit: dict | None = None
     worker_data: str | None = None
     worker_data_root: str | None = None
     workers: dict | None = None
     on_round: Callable | None = None
-    log: Callable | None = None
 
 
 @dataclasses.dataclass

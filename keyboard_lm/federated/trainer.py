@@ -44,9 +44,9 @@ EVAL_KEYS = ("loss", "perplexity", "recall_at_1", "recall_at_3", "iv_accuracy_at
 
 
 def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | None = None,
-                    config: FederatedConfig | None = None, data_config: ClientDataConfig = ClientDataConfig(),
-                    split: SplitConfig = SplitConfig(), loop: LoopConfig = LoopConfig(),
-                    options: RunOptions = RunOptions()) -> dict:
+                    config: FederatedConfig | None = None, split: SplitConfig = SplitConfig(),
+                    options: RunOptions = RunOptions(), *, data_config: ClientDataConfig = ClientDataConfig(),
+                    loop: LoopConfig = LoopConfig()) -> dict:
     """Run federated training into ``run_dir``; returns the held-out evaluation of the round it keeps.
 
     With ``config.validation_fraction`` > 0 a share of the training clients
@@ -60,6 +60,9 @@ def train_federated(corpus: Corpus, run_dir: str, model_config: ModelConfig | No
     says how the run starts (fresh, from a base, resumed: then every setting
     but the round count is the run's own), with DP or not, what it records
     and where the data is read. Progress lines go to ``logging``.
+
+    The signature is ``train_centralized``'s, with a federated run's own settings after it, by keyword:
+    ``data_config`` (each client's batches) and ``loop`` (evaluation and checkpoint cadence).
     """
     with lines_to(options.log):
         t0 = time.perf_counter()

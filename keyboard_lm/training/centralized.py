@@ -23,9 +23,9 @@ from keyboard_lm.models.run_guard import hold_run_dir, prepare_run_dir
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.models.language_model import assign_weights, build_model, weights_dict
 from keyboard_lm.models.metrics import loss_fn, mixed_target_loss
-from keyboard_lm.models.warm_start import WarmStart, describe
+from keyboard_lm.models.warm_start import describe
 from keyboard_lm.text.vocabulary import Vocabulary
-from keyboard_lm.training.config import CentralizedConfig, default_config
+from keyboard_lm.training.config import CentralizedConfig, TrainOptions, default_config
 from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
 from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
@@ -95,12 +95,9 @@ class WeightAverage:
                 var.assign(value)
 
 
-def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vocab_size: int = 10_000,
-                      embedding_dim: int = 96, units: int = 670,
-                      config: CentralizedConfig | None = None,
-                      split: SplitConfig = SplitConfig(), log=None, quantization: str = "none",
-                      data_source: dict | None = None, overwrite: bool = False,
-                      init: WarmStart | None = None) -> dict:
+def train_centralized(corpus: Corpus, run_dir: str, model_config: ModelConfig | None = None,
+                      config: CentralizedConfig | None = None, split: SplitConfig = SplitConfig(),
+                      options: TrainOptions = TrainOptions()) -> dict:
     """Train on the pooled training clients, evaluate held-out clients each epoch.
 
     With ``config.validation_fraction`` > 0 a share of the training clients
@@ -113,24 +110,37 @@ def train_centralized(corpus: Corpus, run_dir: str, model_type: str = "cifg", vo
 
     Writes the run directory (see ``keyboard_lm.models.run_dir``) after
     every epoch, holding its lock meanwhile, and returns the held-out
-    evaluation of the kept weights. ``run_dir`` must be new or empty unless
-    ``overwrite`` (see ``models.run_guard.prepare_run_dir``); ``data_source``
-    (path and format) is recorded with the corpus fingerprint so ``eval``
-    scores the same corpus by default.
-
-    ``init`` starts from another run's weights (``models.warm_start``); the
-    model type and sizes must be the base's, and run.json records the start
-    in ``init_from``. ``config`` None is ``training.config.default_config``:
-    the from-scratch recipe, or its fine-tuning variant when ``init`` is given.
-    Progress lines go to ``logging`` (``log``: deprecated, a callable that takes them instead).
+    evaluation of the kept weights. ``model_config`` None is ``ModelConfig()``;
+    its ``quantization`` makes the training quantization-aware, and its
+    ``vocab_size`` is replaced by the vocabulary's (``options.vocab_size`` words,
+    plus a base's). ``options`` (``training.config.TrainOptions``, the same
+    fields ``train_federated``'s ``RunOptions`` starts with): ``run_dir`` must be
+    new or empty unless ``overwrite`` (see ``models.run_guard.prepare_run_dir``);
+    ``data_source`` (path and format) is recorded with the corpus fingerprint so
+    ``eval`` scores the same corpus by default; ``init`` starts from another
+    run's weights (``models.warm_start``): the model type and sizes must be the
+    base's, and run.json records the start in ``init_from``. ``config`` None is
+    ``training.config.default_config``: the from-scratch recipe, or its
+    fine-tuning variant when ``init`` is given. Progress lines go to ``logging``
+    (``options.log``: deprecated, a callable that takes them instead).
+    A federated ``RunOptions`` is refused when it sets a federated run's own fields.
     """
-    with lines_to(log):
-        return _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config, split, quantization,
-                      data_source, overwrite, init)
+    _refuse_federated_options(options)
+    with lines_to(options.log):
+        return _train(corpus, run_dir, model_config or ModelConfig(), config, split, options)
 
 
-def _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config, split, quantization, data_source,
-           overwrite, init) -> dict:
+def _refuse_federated_options(options: TrainOptions) -> None:
+    """A ``RunOptions`` (a ``TrainOptions`` too) whose federated fields are set would have them silently unused."""
+    shared = {f.name for f in dataclasses.fields(TrainOptions)}
+    set_here = [f.name for f in dataclasses.fields(options)
+                if f.name not in shared and getattr(options, f.name) != f.default]
+    if set_here:
+        raise ConfigError(f"train_centralized: option(s) {', '.join(set_here)} apply only to federated training")
+
+
+def _train(corpus, run_dir, sizes: ModelConfig, config, split, options: TrainOptions) -> dict:
+    init = options.init
     if config is None:
         config = default_config(warm_start=init is not None)
     train_ids, heldout_ids = split_clients(corpus.client_ids, split)
@@ -139,13 +149,13 @@ def _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config
     else:
         fit_ids, val_ids = train_ids, []
     if init is not None:
-        init.check_model(model_type, embedding_dim, units)
-    guard = prepare_run_dir(run_dir, "train --centralized", overwrite=overwrite, log=logger.info)
+        init.check_model(sizes.model_type, sizes.embedding_dim, sizes.units)
+    guard = prepare_run_dir(run_dir, "train --centralized", overwrite=options.overwrite, log=logger.info)
     try:
-        vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), vocab_size)
+        vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), options.vocab_size)
         if init is not None:
-            vocab = init.vocabulary(vocab, vocab_size)
-        model_config = ModelConfig(model_type, len(vocab), embedding_dim, units, quantization)
+            vocab = init.vocabulary(vocab, options.vocab_size)
+        model_config = dataclasses.replace(sizes, vocab_size=len(vocab))
         model = _compiled_model(model_config, config)
         if init is not None:
             assign_weights(model, init.initial_weights(vocab, config.seed))
@@ -154,7 +164,8 @@ def _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config
         data, n_examples = _training_data(corpus, fit_ids, vocab, config, teacher)
         info = {
             "trainer": "centralized", "command": "train --centralized", "run_id": guard.run_id,
-            "data": {"corpus": corpus.name, "source": data_source or {}, "fingerprint": corpus.fingerprint(),
+            "data": {"corpus": corpus.name, "source": options.data_source or {},
+                     "fingerprint": corpus.fingerprint(),
                      "train_clients": len(train_ids), "validation_clients": len(val_ids),
                      "heldout_clients": len(heldout_ids),
                      "train_examples": n_examples, "split": dataclasses.asdict(split)},
@@ -163,9 +174,9 @@ def _train(corpus, run_dir, model_type, vocab_size, embedding_dim, units, config
             "parameters": model.count_params(),
             "init_from": init.record(vocab) if init is not None else None,
         }
-        qat = f"quantization-aware ({quantization}), " if quantization != "none" else ""
+        qat = f"quantization-aware ({sizes.quantization}), " if sizes.quantization != "none" else ""
         val_note = f", {len(val_ids)} more for validation" if val_ids else ""
-        logger.info(f"centralized {model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
+        logger.info(f"centralized {sizes.model_type}: {model.count_params():,} parameters, V={len(vocab):,}, {qat}"
             f"{n_examples:,} examples from {len(fit_ids)} training clients{val_note}")
         writer = RunWriter(run_dir, model_config, vocab, info)
         average = WeightAverage(model, config.weight_average) if config.weight_average else None

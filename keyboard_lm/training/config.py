@@ -1,4 +1,5 @@
-"""Hyper-parameters of centralized training, importable without TensorFlow.
+"""Hyper-parameters of centralized training, and how any run starts (``TrainOptions``); importable without
+TensorFlow.
 
 The defaults here are the recipe: ``keyboard-lm train --centralized`` reads
 them for its flags and help, and a Python caller of
@@ -8,11 +9,15 @@ them for its flags and help, and a Python caller of
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING, Callable
 
 from keyboard_lm.config_checks import check_fields, check_range
 from keyboard_lm.data.limits import check_magnitude, check_seed
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.training.ngram_teacher import TeacherConfig
+
+if TYPE_CHECKING:
+    from keyboard_lm.models.warm_start import WarmStart
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,3 +114,29 @@ def default_config(warm_start: bool = False) -> CentralizedConfig:
     """The recipe ``train --centralized`` runs with no recipe flag: ``CentralizedConfig()``
     from random weights, with ``FINE_TUNE`` applied when the run starts from a base."""
     return CentralizedConfig(**FINE_TUNE) if warm_start else CentralizedConfig()
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions:
+    """How a run starts and what it records, for both trainers; everything but the model and the recipe.
+
+    ``train_centralized`` takes these; ``train_federated`` takes ``federated.run_start.RunOptions``, which
+    extends them with what only a federated run has (resume through the trainer, DP, workers, the audit).
+
+    Attributes:
+      init: start from another run's weights (``models.warm_start``): the
+        model type and sizes must be the base's; run.json records the start
+        in ``init_from``.
+      vocab_size: the vocabulary of a fresh run (before ``init`` adds its words);
+        the model's ``vocab_size`` is the vocabulary's final size.
+      data_source: the corpus's path and format, recorded for ``eval``.
+      overwrite: replace a run already in ``run_dir``.
+      log: deprecated; the run's progress lines go to ``logging`` (``keyboard_lm`` loggers), and a callable
+        given here receives them instead (``keyboard_lm.log.lines_to``).
+    """
+
+    init: WarmStart | None = None
+    vocab_size: int = 10_000
+    data_source: dict | None = None
+    overwrite: bool = False
+    log: Callable | None = None
