@@ -140,13 +140,13 @@ def worker_isolation_unavailable() -> str | None:
     Asked once per test process (the check starts a throwaway child): no TFF worker binary, or namespaces refused.
     """
     from keyboard_lm.errors import KeyboardLMError
-    from keyboard_lm.federated.distributed import remote
+    from keyboard_lm.federated import worker_process, worker_relay
 
     try:
-        remote.worker_binary()
+        worker_process.worker_binary()
     except KeyboardLMError as e:
         return str(e)
-    why = remote.isolation_error()
+    why = worker_relay.check()
     return None if why is None else f"this system does not permit network namespaces ({why})"
 
 

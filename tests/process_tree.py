@@ -7,7 +7,7 @@ import os
 import socket
 import struct
 
-from keyboard_lm.federated.distributed.local_worker import process_stat as _stat
+from keyboard_lm.federated.local_worker import process_stat as _stat
 
 
 def descendants(root: int) -> dict[int, str]:

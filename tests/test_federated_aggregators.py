@@ -5,7 +5,7 @@ import pytest
 
 from keyboard_lm.federated.fed_att import FedAttFactory, fedatt_reference
 from keyboard_lm.federated.robustness import NonFiniteZeroingFactory, UnweightedNonFiniteZeroingFactory
-from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+from keyboard_lm.federated.runtime import start_runtime
 
 tff = start_runtime()
 

@@ -15,7 +15,7 @@ from keyboard_lm.data.config import ClientDataConfig
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated.aggregation import build_aggregator
 from keyboard_lm.federated.config import AggregationConfig
-from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+from keyboard_lm.federated.runtime import start_runtime
 from keyboard_lm.models.run_dir import load_run
 from tests.conftest import REPO
 
@@ -172,7 +172,7 @@ def test_the_worker_starts_with_the_first_computation_and_sigterm_stops_it():
     orphaning it (one subprocess checks all of it)."""
     code = ("import signal, time\n"
             "from keyboard_lm.federated import dp, process, trainer\n"
-            "from keyboard_lm.federated.distributed.tff_runtime import start_runtime, workers_running, _child_workers\n"
+            "from keyboard_lm.federated.runtime import start_runtime, workers_running, _child_workers\n"
             "assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, 'a handler installed on import'\n"
             "print(workers_running(), flush=True)\n"
             "tff = start_runtime(); tff.federated_computation(lambda: 1)()\n"

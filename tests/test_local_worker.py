@@ -78,7 +78,7 @@ def _alive(pid: int) -> bool:
 
 
 #: One TFF computation, then what the worker listens on, from a process that then waits to be ended.
-_COMPUTE = ("from keyboard_lm.federated.distributed.tff_runtime import start_runtime\n"
+_COMPUTE = ("from keyboard_lm.federated.runtime import start_runtime\n"
             "tff = start_runtime()\n"
             "print(tff.federated_computation(lambda: 41)() + 1, flush=True)\n")
 
@@ -116,18 +116,18 @@ def test_train_without_namespaces_is_one_line_and_exit_2(tmp_path):
 def test_a_starting_run_ends_a_worker_that_a_killed_run_left_listening():
     """A worker_binary re-parented to init (TFF's own context in a process killed by SIGKILL) is found and ended
     by the next start of the runtime."""
-    from keyboard_lm.federated.distributed import remote
-    from keyboard_lm.federated.distributed.local_worker import end_orphaned_workers, orphaned_workers
+    from keyboard_lm.federated import worker_process
+    from keyboard_lm.federated.local_worker import end_orphaned_workers, orphaned_workers
 
-    port = remote.free_port()
+    port = worker_process.free_port()
     # A parent that starts the worker with nothing bound to its life and exits at once: the worker is orphaned,
     # exactly as TFF's own local context leaves it after SIGKILL.
     leaver = ("import subprocess, sys\n"
               "p = subprocess.Popen([sys.argv[1], '--port=' + sys.argv[2]], stdout=subprocess.DEVNULL, "
               "stderr=subprocess.DEVNULL, start_new_session=True)\n"
               "print(p.pid)\n")
-    out = subprocess.run([sys.executable, "-c", leaver, remote.worker_binary(), str(port)], capture_output=True,
-                         text=True, timeout=30, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", leaver, worker_process.worker_binary(), str(port)],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
     orphan = int(out)
     try:
         deadline = time.monotonic() + 10
@@ -153,7 +153,7 @@ def test_the_worker_outlives_the_thread_that_started_it():
     """The kernel's parent-death signal follows the thread that started a child: a worker started from a
     short-lived thread must still answer after that thread has ended."""
     code = ("import threading, time\n"
-            "from keyboard_lm.federated.distributed import local_worker\n"
+            "from keyboard_lm.federated import local_worker\n"
             "box = []\n"
             "t = threading.Thread(target=lambda: box.append(local_worker.start_local_worker()))\n"
             "t.start(); t.join(); time.sleep(1.5)\n"

@@ -101,7 +101,7 @@ def test_decoder_finds_what_tffs_decode_iblt_tf_finds(clients, capacity):
     count undecoded when the table is overloaded (capacity 150 for ~600 strings)."""
     import tensorflow as tf
 
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff
     from keyboard_lm.federated.phrase_discovery import _dataset
     from keyboard_lm.federated.phrase_sketch import SketchSpec, client_sketch, decode_sketch
 
@@ -245,7 +245,7 @@ def test_noise_changes_counts_and_the_threshold_drops_single_user_strings(client
 def test_only_integer_sketch_sums_cross_from_clients_to_the_server():
     """Every intrinsic that takes client values to the server is a sum of the int64 sketch, and no value placed
     at the server holds a string: a computation that sent strings (or anything else) up fails this check."""
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff
     from keyboard_lm.federated.phrase_discovery import build_phrase_computations
 
     tff = import_tff()

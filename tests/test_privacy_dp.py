@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.federated import dp as dp_lib
-from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+from keyboard_lm.federated.runtime import start_runtime
 from keyboard_lm.models.config import ModelConfig
 from keyboard_lm.privacy.config import DPConfig
 from keyboard_lm.text.vocabulary import Vocabulary

@@ -5,6 +5,7 @@ import socket
 import pytest
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated import worker_process
 from keyboard_lm.federated.distributed import remote
 
 pytestmark = pytest.mark.heavy
@@ -19,7 +20,7 @@ def test_parse_workers_and_refusals():
 
 
 def test_worker_starts_listens_and_stops():
-    port = remote.free_port()
+    port = worker_process.free_port()
     proc = remote.start_worker(port, wait=30.0)
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2.0):
@@ -81,7 +82,7 @@ def spread(tmp_path_factory):
     from tests.conftest import build_once
 
     def build(root):
-        ports = [remote.free_port(), remote.free_port()]
+        ports = [worker_process.free_port(), worker_process.free_port()]
         workers = [remote.start_worker(p, wait=30.0) for p in ports]
         flag = ",".join(f"127.0.0.1:{p}" for p in ports)
         runs = {f"local-{n}": ["train", "--out", str(root / f"local-{n}"), *SMALL, *x] for n, x in VARIANTS.items()}
@@ -183,7 +184,7 @@ def test_a_dead_then_a_hung_worker_is_a_clear_error_and_resume_finishes(tmp_path
     import time
 
     out = str(tmp_path / "run")
-    ports = [remote.free_port(), remote.free_port()]
+    ports = [worker_process.free_port(), worker_process.free_port()]
     workers = [remote.start_worker(p, wait=30.0) for p in ports]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     flag = ",".join(f"127.0.0.1:{p}" for p in ports)
@@ -284,7 +285,7 @@ def test_a_round_that_never_finishes_ends_the_run(tmp_path):
     import subprocess
     import sys
 
-    port = remote.free_port()
+    port = worker_process.free_port()
     worker = remote.start_worker(port, wait=30.0)
     try:
         done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", "train", "--out", str(tmp_path / "r"),
@@ -308,4 +309,4 @@ def test_round_timeout_follows_the_slowest_round_and_probe_tells_down():
     watchdog.round_done(3, 20.0)
     assert watchdog.timeout() == 1000.0  # 10x the slowest round so far
     assert remote.Watchdog([], round_timeout=5.0).timeout() == 5.0
-    assert remote.probe("127.0.0.1", remote.free_port(), timeout=2.0) == "down"
+    assert remote.probe("127.0.0.1", worker_process.free_port(), timeout=2.0) == "down"

@@ -164,7 +164,7 @@ def _aggregator(tree_restart, noise_seed=7):
     import tensorflow as tf
 
     from keyboard_lm.federated import dp as dp_lib
-    from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+    from keyboard_lm.federated.runtime import start_runtime
 
     tff = start_runtime()
     cfg = DPConfig(mechanism="ftrl", noise_multiplier=1.0, population=3, clients_per_round=3, clip=1.0,
@@ -216,7 +216,7 @@ def _find_restart_state(state):
 
 
 def test_checkpointed_restart_state_resumes_as_an_uninterrupted_run(tmp_path):
-    from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+    from keyboard_lm.federated.runtime import start_runtime
 
     tff = start_runtime()
     process = _aggregator(2)
@@ -263,7 +263,7 @@ def test_train_with_restarts_accounts_per_tree_and_resumes_into_the_same_trees(t
     import tensorflow as tf
 
     from keyboard_lm.federated.dp import build_dp_process
-    from keyboard_lm.federated.distributed.tff_runtime import start_runtime
+    from keyboard_lm.federated.runtime import start_runtime
 
     run = load_run(out)
     seq = run.info["client_data"]["max_seq_len"]

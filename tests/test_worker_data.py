@@ -61,7 +61,7 @@ def test_round_arguments_name_the_shard_as_the_workers_see_it(tmp_path):
 
 def test_the_worker_side_dataset_gives_the_driver_side_batches(tmp_path):
     """The TFF computation that reads a shard yields exactly ``client_batches`` of the same arrays and seed."""
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff
 
     tff = import_tff()
     config = ClientDataConfig(max_seq_len=4, batch_size=2, epochs=2, max_batches=5)

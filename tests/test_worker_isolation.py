@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from keyboard_lm.errors import ConfigError
+from keyboard_lm.federated import worker_process
 from keyboard_lm.federated.distributed import remote, worker_tls
 from tests.conftest import worker_isolation_unavailable
 from tests.test_remote_workers import SMALL, _drive, _losses
@@ -62,7 +63,7 @@ def _call(port: int, credentials=None, host: str = "127.0.0.1"):
 @needs_namespaces
 def test_worker_listens_only_on_the_bound_address():
     """TFF's worker binary listens on every interface; in its namespace only the bound socket is visible."""
-    port = remote.free_port()
+    port = worker_process.free_port()
     proc = remote.start_worker(port, bind="127.0.0.2", wait=30.0)
     try:
         assert proc.isolated
@@ -114,7 +115,7 @@ def test_without_namespaces_the_worker_is_refused_unless_all_interfaces_are_allo
     import os
     import subprocess
 
-    port = remote.free_port()
+    port = worker_process.free_port()
     refused = _without_namespaces(["worker", "--port", str(port)])
     if refused is None:
         pytest.skip("cannot make a user namespace with namespace limits here (unshare)")
@@ -146,7 +147,7 @@ def test_a_process_bound_to_its_parent_ends_when_the_parent_is_killed():
     import subprocess
     import sys
 
-    from keyboard_lm.federated.distributed import worker_relay
+    from keyboard_lm.federated import worker_relay
 
     starter = ("import importlib.util as u, subprocess, sys, time\n"
                "s = u.spec_from_file_location('worker_relay', sys.argv[1])\n"
@@ -189,7 +190,7 @@ def _files(directory, role: str) -> worker_tls.TLSFiles:
 @needs_namespaces
 def test_a_round_through_a_tls_worker_equals_the_single_process_round(tmp_path, certificates):
     a = certificates / "a"
-    port = remote.free_port()
+    port = worker_process.free_port()
     worker = remote.start_worker(port, wait=30.0, tls=_files(a, "server"))
     tls = ["--tls-ca", str(a / "ca.pem"), "--tls-cert", str(a / "client.pem"), "--tls-key", str(a / "client-key.pem")]
     try:
@@ -217,7 +218,7 @@ def test_clients_without_the_right_certificate_are_refused_and_the_worker_stays_
     import grpc
 
     a, b = certificates / "a", certificates / "b"
-    port = remote.free_port()
+    port = worker_process.free_port()
     worker = remote.start_worker(port, wait=30.0, tls=_files(a, "server"))
     try:
         good = worker_tls.channel_credentials(_files(a, "client"))
@@ -245,7 +246,7 @@ def test_certificates_from_the_openssl_command_work_too(tmp_path):
     """--tls-init falls back to the openssl command where the cryptography package is missing."""
     worker_tls.init_dir(str(tmp_path), ["worker.test"], tool="openssl")
     assert oct((tmp_path / "client-key.pem").stat().st_mode & 0o777) == "0o600"
-    port = remote.free_port()
+    port = worker_process.free_port()
     worker = remote.start_worker(port, wait=30.0, tls=_files(tmp_path, "server"))
     try:
         good = worker_tls.channel_credentials(_files(tmp_path, "client"))

@@ -39,7 +39,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
 from benchmarks.common import netns, result_file  # noqa: E402
-from keyboard_lm.federated.distributed import worker_relay  # noqa: E402
+from keyboard_lm.federated import worker_relay  # noqa: E402
 
 PORT = 8001
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

@@ -50,8 +50,8 @@ from keyboard_lm.data.split import SplitConfig, split_clients  # noqa: E402
 from keyboard_lm.federated.client_data import batched, example_client_data  # noqa: E402
 from keyboard_lm.federated.process import build_process  # noqa: E402
 from keyboard_lm.federated.config import FederatedConfig  # noqa: E402
-from keyboard_lm.federated.distributed import local_worker  # noqa: E402
-from keyboard_lm.federated.distributed.tff_runtime import import_tff  # noqa: E402
+from keyboard_lm.federated import local_worker  # noqa: E402
+from keyboard_lm.federated.runtime import import_tff  # noqa: E402
 from keyboard_lm.federated.rounds import sample_clients  # noqa: E402
 from keyboard_lm.models.config import ModelConfig  # noqa: E402
 from keyboard_lm.models.language_model import build_model  # noqa: E402
@@ -131,7 +131,7 @@ def main():
     if args.isolation and os.environ.get(_PRIVATE_NET) != "1":
         _reexec_in_private_network()
     if args.isolation:
-        from keyboard_lm.federated.distributed.worker_relay import loopback_up
+        from keyboard_lm.federated.worker_relay import loopback_up
 
         loopback_up()  # TFF's own worker is dialled at localhost
         args.concurrency, args.variants = "", TRAIN
@@ -242,7 +242,7 @@ if __name__ == "__main__":
     main()
     # The extra C++ contexts (--concurrency) keep threads that block the interpreter's exit, and their
     # workers outlive it: stop the workers, then leave without waiting for those threads.
-    from keyboard_lm.federated.distributed.tff_runtime import stop_workers
+    from keyboard_lm.federated.runtime import stop_workers
 
     stop_workers()
     sys.stdout.flush()

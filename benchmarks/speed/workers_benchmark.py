@@ -73,7 +73,7 @@ def probe(args) -> int:
     from keyboard_lm.federated.client_data import example_client_data
     from keyboard_lm.federated.process import build_process
     from keyboard_lm.federated.config import FederatedConfig
-    from keyboard_lm.federated.distributed.tff_runtime import import_tff
+    from keyboard_lm.federated.runtime import import_tff
     from keyboard_lm.federated.rounds import dataset_seed, round_datasets, sample_clients
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.text.vocabulary import Vocabulary
@@ -167,9 +167,10 @@ def main():
         return probe(args)
     import platform
 
+    from keyboard_lm.federated import worker_process
     from keyboard_lm.federated.distributed import remote
 
-    ports = [remote.free_port(), remote.free_port()]
+    ports = [worker_process.free_port(), worker_process.free_port()]
     procs = [remote.start_worker(port) for port in ports]
     names = {1: f"127.0.0.1:{ports[0]}", 2: ",".join(f"127.0.0.1:{p}" for p in ports)}
     results, transport = {}, {}

@@ -16,7 +16,7 @@ def cmd_demo(args) -> int:
     from keyboard_lm.export.tflite_export import export_run
     from keyboard_lm.federated.phrases_run import phrases_after_training
     from keyboard_lm.inference import Predictor
-    from keyboard_lm.federated.distributed import local_worker
+    from keyboard_lm.federated import local_worker
     from keyboard_lm.text.tokenizer import tokenize
 
     if args.allow_all_interfaces:

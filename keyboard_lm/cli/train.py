@@ -191,7 +191,7 @@ def _train_federated_from_args(args, corpus, track_clients, init, audit) -> None
     from keyboard_lm.federated.trainer import train_federated
 
     split = split_from_args(args)
-    from keyboard_lm.federated.distributed import local_worker
+    from keyboard_lm.federated import local_worker
 
     if args.allow_all_interfaces:
         local_worker.allow_all_interfaces()

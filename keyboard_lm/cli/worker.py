@@ -10,7 +10,8 @@ def cmd_worker(args) -> int:
     import signal
 
     from keyboard_lm.errors import ConfigError
-    from keyboard_lm.federated.distributed import remote, worker_relay, worker_tls
+    from keyboard_lm.federated import worker_relay
+    from keyboard_lm.federated.distributed import remote, worker_tls
 
     if args.tls_init:
         given = [f for f, v in (("--port", args.port), ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),

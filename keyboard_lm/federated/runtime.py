@@ -33,7 +33,7 @@ _exit_hook = False
 def _child_workers() -> list[int]:
     """Pids of the TFF worker processes this process started: its children, and its relays' children
     (Linux /proc; nothing elsewhere)."""
-    from keyboard_lm.federated.distributed.local_worker import started_workers, worker_processes
+    from keyboard_lm.federated.local_worker import started_workers, worker_processes
 
     parents = {os.getpid(), *(w.pid for w in started_workers())}
     return [pid for pid, ppid in worker_processes() if ppid in parents]
@@ -71,7 +71,7 @@ def release_local_worker() -> None:
     Called after installing remote workers' context; workers this process started for other purposes
     (``remote.start_worker``) are left alone.
     """
-    from keyboard_lm.federated.distributed.local_worker import stop_local_workers
+    from keyboard_lm.federated.local_worker import stop_local_workers
 
     stop_local_workers()
 
@@ -89,7 +89,7 @@ def stop_workers() -> None:
     import gc
     import sys
 
-    from keyboard_lm.federated.distributed.local_worker import stop_local_workers
+    from keyboard_lm.federated.local_worker import stop_local_workers
 
     stop_local_workers()
     _kill(_child_workers())
@@ -119,7 +119,7 @@ def import_tff():
 
     logging.getLogger("absl").setLevel(logging.ERROR)
     if not _exit_hook:
-        from keyboard_lm.federated.distributed.local_worker import create_context
+        from keyboard_lm.federated.local_worker import create_context
 
         # Before anything computes: TFF's own default context would start a worker on every interface.
         tff.framework.set_default_context(create_context())
@@ -141,7 +141,7 @@ def start_runtime():
     if not _registered:
         import sys
 
-        from keyboard_lm.federated.distributed.local_worker import end_orphaned_workers
+        from keyboard_lm.federated.local_worker import end_orphaned_workers
 
         _exit_on_sigterm()
         end_orphaned_workers(lambda line: print(f"keyboard-lm: {line}", file=sys.stderr))

@@ -10,7 +10,7 @@ Security: the TFF 0.87 worker has a ``--port`` flag but no address flag (it
 listens on every interface) and no authentication.  ``start_worker`` runs it
 in its own network namespace, reachable only through a socket bound to
 ``bind:port`` in the host's namespace, optionally behind TLS with client
-certificates (``worker_relay``, ``worker_tls``).  Plaintext is refused on a
+certificates (``federated.worker_relay``, ``worker_tls``).  Plaintext is refused on a
 non-loopback address unless ``insecure``.
 """
 
@@ -23,19 +23,7 @@ import threading
 import time
 
 from keyboard_lm.errors import ConfigError, KeyboardLMError
-
-
-def worker_binary() -> str:
-    """Path of the worker binary inside the installed tensorflow_federated wheel."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("tensorflow_federated")
-    if spec is None or not spec.origin:
-        raise KeyboardLMError("tensorflow_federated is not installed: no TFF worker binary")
-    path = os.path.join(os.path.dirname(spec.origin), "data", "worker_binary")
-    if not os.access(path, os.X_OK):
-        raise KeyboardLMError(f"TFF worker binary missing or not executable: {path} (Linux x86-64 only)")
-    return path
+from keyboard_lm.federated.worker_process import first_line, wait_for_port, worker_binary
 
 
 def parse_workers(text: str) -> list[tuple[str, int]]:
@@ -51,22 +39,9 @@ def parse_workers(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def wait_for_port(host: str, port: int, timeout: float = 30.0) -> None:
-    """Return when host:port accepts a TCP connection; error after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise KeyboardLMError(f"worker {host}:{port} did not accept connections within {timeout:.0f} s")
-            time.sleep(0.2)
-
-
 def isolation_error() -> str | None:
     """None if ``start_worker`` can put the worker in a network namespace here, else the system's reason."""
-    from keyboard_lm.federated.distributed import worker_relay
+    from keyboard_lm.federated import worker_relay
 
     return worker_relay.check()
 
@@ -122,7 +97,7 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
                           "give --tls-cert, --tls-key and --tls-client-ca (or --insecure on a trusted network)")
     cmd = [worker_binary(), f"--port={port}", f"--max_concurrent_computation_calls={max_concurrent_calls}",
            f"--grpc_max_message_length_megabytes={max_message_mb}"]
-    from keyboard_lm.federated.distributed import worker_relay
+    from keyboard_lm.federated import worker_relay
 
     listener = _listener(bind, port)
     relay = [*worker_relay.command(), f"--listen-fd={listener.fileno()}", f"--parent={os.getpid()}",
@@ -134,7 +109,7 @@ def start_worker(port: int, bind: str = "127.0.0.1", max_concurrent_calls: int =
                                 text=True)
     finally:
         listener.close()  # the relay holds it now: it closes when the relay ends
-    line = _first_line(proc, wait + 15.0)
+    line = first_line(proc, wait + 15.0)
     if line == "ready":
         proc.stdout.close()
         proc.isolated = True
@@ -171,14 +146,6 @@ def _tcp_state(host: str, port: int, timeout: float) -> str:
         return "refused connections"  # the process is gone
     except OSError as e:  # a timeout, no route: a cut link, a host that is down
         return f"been unreachable ({e.strerror or 'TCP connections time out'})"
-
-
-def _first_line(proc: subprocess.Popen, timeout: float) -> str:
-    """The first line the relay prints ("" if it ends or says nothing within ``timeout`` s)."""
-    import select
-
-    ready, _, _ = select.select([proc.stdout], [], [], timeout)
-    return proc.stdout.readline().strip() if ready else ""
 
 
 def _channel(host: str, port: int, credentials=None, options=None):
@@ -320,12 +287,6 @@ class Watchdog:
     def stop(self) -> None:
         """End the watch (the run is over): a process that trains again must not be ended by this run's clock."""
         self._stopped.set()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def set_remote_context(workers: list[tuple[str, int]], num_subrounds: int | None = None,

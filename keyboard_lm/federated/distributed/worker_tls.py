@@ -2,7 +2,7 @@
 
 Both ends hold the same three files: their own certificate and key, and the
 CA that signed the other end's certificate (``TLSFiles``).  The worker's relay
-(``worker_relay``) terminates TLS with Python's ``ssl`` (ALPN "h2", a client
+(``federated.worker_relay``) terminates TLS with Python's ``ssl`` (ALPN "h2", a client
 certificate required and verified); the driver's gRPC channels present the
 client certificate (``channel_credentials``).  ``init_dir`` writes a
 self-signed CA, a server and a client certificate for a quick start.

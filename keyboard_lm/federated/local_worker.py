@@ -109,7 +109,7 @@ class LocalWorker:
         this returns (killing the relay outright leaves the kernel's parent-death signal to end the worker a
         moment later). SIGKILL after 10 s, or at once for a worker that is this process's own child.
         """
-        from keyboard_lm.federated.distributed.worker_relay import stop_process
+        from keyboard_lm.federated.worker_relay import stop_process
 
         if self.isolated:
             stop_process(self.proc, timeout=10.0)
@@ -124,14 +124,14 @@ class LocalWorker:
 
 
 def _worker_cmd(port: int, max_concurrent_calls: int) -> list[str]:
-    from keyboard_lm.federated.distributed.remote import worker_binary
+    from keyboard_lm.federated.worker_process import worker_binary
 
     return [worker_binary(), f"--port={port}", f"--max_concurrent_computation_calls={max_concurrent_calls}"]
 
 
 def _start_isolated(max_concurrent_calls: int, wait: float) -> LocalWorker | str:
     """The worker in its own namespace behind a Unix socket; or the system's reason namespaces are refused."""
-    from keyboard_lm.federated.distributed import remote, worker_relay
+    from keyboard_lm.federated import worker_process, worker_relay
 
     directory = tempfile.mkdtemp(prefix="keyboard_lm-tff-")  # mode 0700: only this user can connect
     path = os.path.join(directory, "worker.sock")
@@ -149,7 +149,7 @@ def _start_isolated(max_concurrent_calls: int, wait: float) -> LocalWorker | str
         raise
     finally:
         listener.close()  # the relay holds its own copy
-    line = remote._first_line(proc, wait + 15.0)
+    line = worker_process.first_line(proc, wait + 15.0)
     if line == "ready":
         proc.stdout.close()
         return LocalWorker(proc, f"unix:{path}", True, directory)
@@ -164,15 +164,15 @@ def _start_isolated(max_concurrent_calls: int, wait: float) -> LocalWorker | str
 
 def _start_on_all_interfaces(max_concurrent_calls: int, wait: float) -> LocalWorker:
     """TFF's own way (every interface, a free port), but killed by the kernel when this process ends."""
-    from keyboard_lm.federated.distributed import remote, worker_relay
+    from keyboard_lm.federated import worker_process, worker_relay
 
-    port = remote.free_port()
+    port = worker_process.free_port()
     cmd = worker_relay.bound_to_this_process(_worker_cmd(port, max_concurrent_calls))
     proc = _keeper.run(lambda: subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                 stderr=subprocess.DEVNULL))
     worker = LocalWorker(proc, f"localhost:{port}", False)
     try:
-        remote.wait_for_port("127.0.0.1", port, wait)
+        worker_process.wait_for_port("127.0.0.1", port, wait)
     except BaseException:
         worker.stop()
         raise
@@ -190,7 +190,7 @@ def check_isolation() -> None:
     isolated, unless the user allowed every interface.  Costs one short child process."""
     if all_interfaces_allowed():
         return
-    from keyboard_lm.federated.distributed import worker_relay
+    from keyboard_lm.federated import worker_relay
 
     why = worker_relay.check()
     if why is not None:
@@ -308,7 +308,7 @@ def orphaned_workers() -> list[int]:
     run that died without stopping them: TFF's own local context, or a run of an earlier version.
 
     A worker of a live run has that run (or its relay, a Python process) as its parent, never init."""
-    from keyboard_lm.federated.distributed.remote import worker_binary
+    from keyboard_lm.federated.worker_process import worker_binary
 
     try:
         binary = os.path.realpath(worker_binary())

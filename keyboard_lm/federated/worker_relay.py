@@ -1,7 +1,7 @@
 """Run TFF's worker in its own network namespace, reachable only through one listening socket.
 
 TFF 0.87's ``worker_binary`` has no address flag: it listens on every
-interface.  ``remote.start_worker`` therefore binds the listening socket
+interface.  ``distributed.remote.start_worker`` therefore binds the listening socket
 itself (``--bind ADDR --port P``, in the host's network namespace) and starts
 this module as a process that receives that socket as an inherited file
 descriptor (``command()``: this file alone, standard library only, so the
