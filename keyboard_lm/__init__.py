@@ -35,6 +35,7 @@ _LAZY = {
     "default_federated": "keyboard_lm.federated.config",
     "train_centralized": "keyboard_lm.training.centralized",
     "CentralizedConfig": "keyboard_lm.training.config",
+    "TrainOptions": "keyboard_lm.training.config",
     "ClientDataConfig": "keyboard_lm.data.config",
     "ModelConfig": "keyboard_lm.models.config",
     "DPConfig": "keyboard_lm.privacy.config",
@@ -53,8 +54,8 @@ _LAZY = {
 __all__ = [
     "AggregationConfig", "CentralizedConfig", "ClientDataConfig", "ConfigError", "Corpus", "DPConfig",
     "DPOptions", "DataError", "FederatedConfig", "KeyboardLMError", "LoopConfig", "ModelConfig", "Predictor",
-    "RunOptions", "SPECIAL_TOKENS", "Session", "SpecialTokens", "SplitConfig", "TEXT_SPEC_VERSION", "UserHistory",
-    "Vocabulary", "default_federated", "evaluate_model", "export_run", "load_corpus", "load_run",
+    "RunOptions", "SPECIAL_TOKENS", "Session", "SpecialTokens", "SplitConfig", "TEXT_SPEC_VERSION", "TrainOptions",
+    "UserHistory", "Vocabulary", "default_federated", "evaluate_model", "export_run", "load_corpus", "load_run",
     "load_warm_start", "sentences", "split_clients", "tokenize", "train_centralized", "train_federated",
 ]
 

@@ -10,8 +10,8 @@ import keyboard_lm.inference
 PUBLIC = {
     "AggregationConfig", "CentralizedConfig", "ClientDataConfig", "ConfigError", "Corpus", "DPConfig",
     "DPOptions", "DataError", "FederatedConfig", "KeyboardLMError", "LoopConfig", "ModelConfig", "Predictor",
-    "RunOptions", "SPECIAL_TOKENS", "Session", "SpecialTokens", "SplitConfig", "TEXT_SPEC_VERSION", "UserHistory",
-    "Vocabulary", "default_federated", "evaluate_model", "export_run", "load_corpus", "load_run",
+    "RunOptions", "SPECIAL_TOKENS", "Session", "SpecialTokens", "SplitConfig", "TEXT_SPEC_VERSION", "TrainOptions",
+    "UserHistory", "Vocabulary", "default_federated", "evaluate_model", "export_run", "load_corpus", "load_run",
     "load_warm_start", "sentences", "split_clients", "tokenize", "train_centralized", "train_federated",
 }
 
