@@ -242,3 +242,20 @@ def test_overwrite_deletes_only_what_the_runs_manifest_lists(tmp_path, capsys):
         assert main(["train", "--out", str(forged), "--overwrite", *TINY_CENTRAL, "--epochs", "1"]) == 2
         assert why in _one_line(capsys.readouterr().err)
         assert (forged / "checkpoints" / "ckpt-2.index").exists()
+
+
+def test_resume_of_a_run_still_in_its_first_epoch_is_refused_as_in_use(tmp_path, capsys):
+    """Before its first epoch ends a run has its lock but no run.json: a --resume then is refused as "in use",
+    naming the holder, not as a flag the trainer it cannot yet read would refuse."""
+    from keyboard_lm.models.run_guard import lock_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    fd = lock_run_dir(str(out))  # held as a starting run holds it
+    try:
+        assert main(["train", "--out", str(out), "--resume", "--epochs", "3"]) == 2
+        assert f"{out}: in use by another keyboard-lm run (pid {os.getpid()})" in _one_line(capsys.readouterr().err)
+    finally:
+        os.close(fd)
+    assert main(["train", "--out", str(out), "--resume", "--epochs", "3"]) == 2  # free now: no run to resume
+    assert "in use" not in _one_line(capsys.readouterr().err)

@@ -39,6 +39,10 @@ def cmd_train(args) -> int:
         raise ConfigError("--tls-ca, --tls-cert and --tls-key secure the channels to --workers; give --workers")
     if args.worker_data_root and not args.worker_data:
         raise ConfigError("--worker-data-root says where workers find --worker-data DIR; give --worker-data too")
+    if args.resume:
+        from keyboard_lm.models.run_guard import refuse_if_held
+
+        refuse_if_held(args.out)
     if args.resume and (args.centralized or _trainer_of(args.out) == "centralized"):
         return _resume_centralized(args)  # a run resumes with its own trainer
     init = warm_start_from_args(args)

@@ -119,6 +119,26 @@ def lock_run_dir(run_dir: str) -> int:
     return fd
 
 
+def refuse_if_held(run_dir: str) -> None:
+    """Refuse at once (lock_run_dir's one line) when another process holds RUN_DIR's lock; a free lock is released
+    again. For ``--resume``: a run still in its first epoch has no run.json yet to say which trainer it is, and
+    "in use" is the true answer, not a complaint about the flags."""
+    path = os.path.join(run_dir or "", LOCK_FILE)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # no lock file (or none readable): nothing holds it; the run's own start reports the rest
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        who = f" (pid {holder})" if holder.isdigit() else ""
+        raise ConfigError(f"{run_dir}: in use by another keyboard-lm run{who}; wait for it to end, or choose "
+                          "another --out") from None
+    finally:
+        os.close(fd)
+
+
 def read_manifest(run_dir: str, run_id) -> tuple[dict | None, str]:
     """(the manifest's entries, "") when ``run_dir`` holds keyboard_lm's manifest of the run ``run_id``;
     (None, why not) otherwise."""
