@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up the pinned environment (idempotent) and run a job in it.
 #   bash dev.sh demo   - the main job on the embedded default corpus
-#   bash dev.sh test   - the whole test suite (two workers; the 15 slowest tests listed at the end)
+#   bash dev.sh test   - the test suite (two workers; the 15 slowest tests listed at the end)
+#   bash dev.sh test-extended - the tests CI adds: multi-process, fault and resume runs, Maven, benchmark scripts
 #   bash dev.sh env    - only set up
 # Needs Python 3.11 on PATH (python3.11, or python3 at 3.11) and the package index.
 set -euo pipefail
@@ -76,7 +77,12 @@ case "$job" in
   env) setup ;;
   demo) setup; exec .venv/bin/keyboard-lm demo "$@" ;;
   # Two pytest-xdist workers (the suite's subprocesses, TFF workers and timeouts leave a core idle otherwise);
-  # KEYBOARD_LM_TEST_WORKERS=0 runs in one process.
-  test) setup; maven_repository; exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal "$@" ;;
-  *) echo "usage: bash dev.sh demo|test|env [args...]" >&2; exit 2 ;;
+  # KEYBOARD_LM_TEST_WORKERS=0 runs in one process. `test` leaves out the tests marked extended (multi-process
+  # runtime, fault and resume runs, the Maven build) and bench (tests of benchmark scripts); `test-extended`
+  # runs exactly those; CI runs both (.ci/run). A -m of your own replaces the selection.
+  test) setup; maven_repository
+    exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal -m "not extended and not bench" "$@" ;;
+  test-extended) setup; maven_repository
+    exec .venv/bin/python -m pytest -n "${KEYBOARD_LM_TEST_WORKERS:-2}" --dist worksteal -m "extended or bench" "$@" ;;
+  *) echo "usage: bash dev.sh demo|test|test-extended|env [args...]" >&2; exit 2 ;;
 esac

@@ -93,7 +93,52 @@ def _comm(pid: int) -> str:
         return "?"
 
 
+# The extended tier: end-to-end runs that a faster test of the same code also covers in the default tier, kept
+# for CI because only a whole run shows a fault between processes, a kill between two files or a build from
+# Maven. `bash dev.sh test` leaves them out so that the default suite stays under 10 minutes on 2 cores;
+# `bash dev.sh test-extended` and CI (.ci/run) run them. "file" marks a whole file, "file::test" every case of a
+# test, "file::test[case]" one case. The default tier's cover is named beside each.
+EXTENDED = (
+    # Processes talking over sockets: remote workers, hosts in network namespaces, TLS relays
+    # (default tier: test_local_worker.py, test_federated_parts.py's runtime tests).
+    "test_remote_workers.py", "test_network_hosts.py", "test_worker_isolation.py",
+    # Builds: Maven, the jar, the guide's snippets against the Android API, the core on an emulated aarch64
+    # JVM, the predictor installed on Python 3.12/3.13 (default tier: test_android_core.py's JUnit run).
+    "test_android_maven.py", "test_android_core_jar.py", "test_embedding_guide.py", "test_predictor_install.py",
+    "test_android_core.py::test_java_core_passes_junit_on_an_emulated_aarch64_jvm",
+    # Kill, cut and resume end to end (default tier: test_federated_loop.py reads a saved program state back,
+    # test_run_dir_faults.py's other faults, test_centralized_resume.py's other tests).
+    "test_server_average.py::test_averaged_federated_run_saves_the_average_and_resumes_it",
+    "test_federated_training.py::test_resumed_run_ends_like_an_uninterrupted_run",
+    "test_federated_training.py::test_run_killed_mid_training_resumes_to_the_same_result",
+    "test_run_directories.py::test_resume_without_rounds_continues_to_the_runs_own_count",
+    "test_run_dir_faults.py::test_a_full_disk_during_resume_is_one_line_and_run_json_stays_at_its_checkpoint",
+    "test_centralized_resume.py::test_resumed_run_ends_like_an_uninterrupted_run",
+    "test_tree_restarts.py::test_train_with_restarts_accounts_per_tree_and_resumes_into_the_same_trees",
+    "test_blt.py::test_train_dp_blt_runs_in_tff_resumes_and_records_the_matrix",
+    # Audits and paper protocols (default tier: test_privacy_train.py's DP runs, test_privacy_canaries.py).
+    "test_privacy_train.py::test_an_audit_from_a_base_is_calibrated_against_the_start",
+    "test_privacy_train.py::test_audit_canaries_trains_audits_and_reaudits",
+    "test_federated_parts.py::test_ji_protocol_options_build_a_process_that_trains",
+    # A second model size or corpus through the same path (default tier: the dp-ftrl case, test_export.py's
+    # quantization-aware export, test_client_data.py's split of the roles).
+    "test_warm_start.py::test_federated_warm_start_sends_the_base_in_round_one[fedavg]",
+    "test_federated_training.py::test_quantization_aware_federated_run_exports_exactly",
+    "test_federated_training.py::test_federated_round_on_shakespeare_roles",
+)
+
+
+def _extended(item) -> bool:
+    path, _, case = item.nodeid.partition("::")
+    path = path.rsplit("/", 1)[-1]
+    return path in EXTENDED or f"{path}::{case.split('[', 1)[0]}" in EXTENDED or f"{path}::{case}" in EXTENDED
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _extended(item):
+            item.add_marker(pytest.mark.extended)
     # Tests marked heavy (subprocesses, TFF workers, long waits) go first, so the two xdist workers overlap
     # them with the many short tests instead of finishing on one long tail.
     items.sort(key=lambda item: "heavy" not in item.keywords)
