@@ -125,6 +125,22 @@ EXTENDED = (
     "test_warm_start.py::test_federated_warm_start_sends_the_base_in_round_one[fedavg]",
     "test_federated_training.py::test_quantization_aware_federated_run_exports_exactly",
     "test_federated_training.py::test_federated_round_on_shakespeare_roles",
+    "test_phrase_discovery.py::test_decoder_finds_what_tffs_decode_iblt_tf_finds[2000]",
+    "test_federated_training.py::test_each_algorithm_runs_a_round[fedavg-extra3]",  # compression: test_federated_parts
+    "test_federated_training.py::test_each_algorithm_runs_a_round[fedavg-extra4]",  # client clip: its unit tests
+    # A component's whole run where its own unit tests cover it (default tier: test_ngram_teacher.py's and
+    # test_models.py's unit tests, test_cli_models.py's centralized run, test_privacy_train.py's DP-FedAvg run,
+    # test_warm_start.py's federated warm start, test_federated_loop.py, test_layering.py's static rules, the
+    # in-process lock test of test_run_dir_faults.py).
+    "test_recipes.py::test_default_centralized_recipe_is_recorded_and_keeps_the_best_epoch",
+    "test_ngram_teacher.py::test_centralized_run_with_teacher_records_it_and_trains",
+    "test_cli_models.py::test_si_cifg_trains_with_plain_sgd",
+    "test_privacy_train.py::test_dp_ftrl_calibrated_to_epsilon_follows_its_schedule_and_resumes",
+    "test_warm_start.py::test_centralized_warm_start_begins_where_the_base_ended",
+    "test_federated_parts.py::test_a_process_built_again_from_the_same_parts_is_reused_and_draws_the_same_weights",
+    "test_run_directories.py::test_split_seed_is_apart_from_the_training_seed",
+    "test_layering.py::test_layering_holds_transitively",
+    "test_run_dir_faults.py::test_a_second_run_on_a_held_directory_is_refused_at_once",
 )
 
 
