@@ -91,6 +91,14 @@ class RunGuard:
         self.release()
 
 
+def _in_use(run_dir: str, fd: int) -> ConfigError:
+    """The one line for a lock another process holds, naming it when it wrote its pid into the lock file."""
+    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    who = f" (pid {holder})" if holder.isdigit() else ""
+    return ConfigError(f"{run_dir}: in use by another keyboard-lm run{who}; wait for it to end, or choose "
+                       "another --out")
+
+
 def lock_run_dir(run_dir: str) -> int:
     """Take the run directory's lock (exclusive, not waiting); returns its descriptor.
 
@@ -106,11 +114,9 @@ def lock_run_dir(run_dir: str) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        error = _in_use(run_dir, fd)
         os.close(fd)
-        who = f" (pid {holder})" if holder.isdigit() else ""
-        raise ConfigError(f"{run_dir}: in use by another keyboard-lm run{who}; wait for it to end, or choose "
-                          "another --out") from None
+        raise error from None
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
@@ -131,10 +137,7 @@ def refuse_if_held(run_dir: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        who = f" (pid {holder})" if holder.isdigit() else ""
-        raise ConfigError(f"{run_dir}: in use by another keyboard-lm run{who}; wait for it to end, or choose "
-                          "another --out") from None
+        raise _in_use(run_dir, fd) from None
     finally:
         os.close(fd)
 
