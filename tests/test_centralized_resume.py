@@ -93,15 +93,18 @@ def test_centralized_examples_are_every_fit_clients_chunks_and_a_second_run_reus
 
     fit_ids = default_corpus.client_ids[:80]
     vocab = Vocabulary.from_sentences(default_corpus.sentences(fit_ids), 300)
-    config = dataclasses.replace(default_config(warm_start=False), ngram_teacher=0.0, batch_size=7)
-    data, n = _training_data(default_corpus, fit_ids, vocab, config, config.teacher(), print)
-    batches = list(data(1).as_numpy_iterator())
-    got = np.concatenate([np.concatenate([x, y], axis=1) for x, y in batches])
-    want = np.array([np.concatenate([x, y]) for x, y in corpus_examples(default_corpus.sentences(fit_ids), vocab,
-                                                                       config.seq_len)], np.int32)
-    assert n == len(want) == len(got) > 100
-    assert sorted(map(tuple, got)) == sorted(map(tuple, want))
-    assert not np.array_equal(got, want)  # shuffled
+    for batching in ("padded", "length"):  # length: batches cut after their longest example, padded back here
+        config = dataclasses.replace(default_config(warm_start=False), ngram_teacher=0.0, batch_size=7,
+                                     batching=batching)
+        data, n = _training_data(default_corpus, fit_ids, vocab, config, config.teacher(), print)
+        batches = [(np.pad(x, [(0, 0), (0, 20 - x.shape[1])]), np.pad(y, [(0, 0), (0, 20 - y.shape[1])]))
+                   for x, y in data(1).as_numpy_iterator()]
+        got = np.concatenate([np.concatenate([x, y], axis=1) for x, y in batches])
+        want = np.array([np.concatenate([x, y]) for x, y in corpus_examples(default_corpus.sentences(fit_ids),
+                                                                           vocab, config.seq_len)], np.int32)
+        assert n == len(want) == len(got) > 100
+        assert sorted(map(tuple, got)) == sorted(map(tuple, want))
+        assert not np.array_equal(got, want)  # shuffled
     calls = []
     encode = preprocessing._encode_clients
     monkeypatch.setattr(preprocessing, "_encode_clients", lambda *a: calls.append(1) or encode(*a))

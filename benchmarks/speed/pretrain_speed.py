@@ -11,12 +11,16 @@ the 20 steps (``build_model(unroll=True)``); ``fused`` trains through the
 cell's ``sequence`` (the inputs' share of the gates as one matrix product over
 the whole batch, the steps unrolled; ``build_model(fused=True)``); ``xla``
 compiles the loss and its gradients with XLA (``jit_compile``, sampled softmax
-only); ``lr=R`` sets the learning rate (reported only: throughput does not
+only); ``length`` batches as ``train --centralized --batching length`` does
+(``data.length_batches``: similar-length examples with their trailing pads cut,
+about ``batch`` x the mean length in real targets per batch, the model's time
+dimension dynamic); ``lr=R`` sets the learning rate (reported only: throughput does not
 depend on it). Every variant trains the same model (V words, D=96, H=670, Adam
 with clipnorm 5, dropout 0.1 and the weight average of 0.999 as
 ``train --centralized`` does) from the same initialization on the same
-examples (the first training text, 20-token examples as the trainer builds
-them) through Keras ``fit``. Tokens are non-pad targets.
+examples (20-token examples as the trainer builds them, from ``--examples``
+texts drawn at random, seed 0) through Keras ``fit``. Tokens are non-pad
+targets.
 
 The machine may be shared, so the variants are interleaved: all are built and
 warmed up first, then each runs ``--seconds / --rounds`` seconds in every
@@ -24,7 +28,9 @@ round, and a float32 matrix product (2048^3, TF on all cores) measures the
 machine's peak FLOP rate in the same round. A variant's ratio to the first is
 the median over rounds of its tokens/s over the first's in that round; its
 share of peak is its model FLOP rate (``flops_per_position``, forward and
-backward, counted analytically) over the round's matmul rate.
+backward, counted analytically, over the positions it computes, pads included)
+over the round's matmul rate, and its useful share the same over its real
+targets only.
 
 Writes benchmarks/results/speed/NAME.{json,md} with the machine, date and command.
 """
@@ -43,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from benchmarks.common.result_file import write  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "speed")
-OPTIONS = ("unroll", "fused", "xla")
+OPTIONS = ("unroll", "fused", "xla", "length")
 D, H = 96, 670
 
 
@@ -109,6 +115,25 @@ def build(spec: dict, vocab_size: int, seq_len: int):
     return model
 
 
+def fit_chunk(run: dict, steps: int, x, y) -> tuple[int, int]:
+    """Train ``run``'s model on its next ``steps`` batches (cycling through them) with Keras ``fit``, each
+    batch cut to its width; returns the real targets and the positions (pads included) it computed."""
+    import tensorflow as tf
+
+    picks = [(run["cursor"] + i) % len(run["batches"]) for i in range(steps)]
+    run["cursor"] = (run["cursor"] + steps) % len(run["batches"])
+
+    def batches():
+        for i in picks:
+            index, width = run["batches"][i], run["widths"][i]
+            yield x[index, :width], y[index, :width]
+
+    sig = (tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, None), tf.int32))
+    h = run["model"].fit(tf.data.Dataset.from_generator(batches, output_signature=sig), epochs=1, verbose=0)
+    run["loss"] = float(h.history["loss"][-1])
+    return sum(run["tokens"][i] for i in picks), sum(run["positions"][i] for i in picks)
+
+
 def peak_gflops(seconds: float) -> float:
     """float32 GFLOP/s of a 2048 x 2048 x 2048 matrix product repeated for about ``seconds``."""
     import tensorflow as tf
@@ -135,6 +160,7 @@ def main(argv=None) -> int:
     p.add_argument("--peak-seconds", type=float, default=3.0, help="matmul seconds per round (3)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (3)")
     p.add_argument("--examples", type=int, default=20000, help="examples to cycle through (20,000)")
+    p.add_argument("--texts", type=int, default=5000, help="texts drawn at random (seed 0) to make them (5,000)")
     p.add_argument("--vocab-size", type=int, default=10_000, help="V (10,000)")
     p.add_argument("--name", default="pretrain_speed")
     args = p.parse_args(argv)
@@ -143,6 +169,7 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     from keyboard_lm.data.corpora import load_corpus
+    from keyboard_lm.data.length_batches import example_lengths, length_batches
     from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
     from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -152,61 +179,74 @@ def main(argv=None) -> int:
     ids = corpus.client_ids
     vocab = Vocabulary.from_sentences(corpus.sentences(ids), args.vocab_size)
     texts = [t for cid in ids for t in corpus.clients[cid]]
+    texts = [texts[i] for i in np.random.RandomState(0).permutation(len(texts))[:args.texts]]
     ds = texts_to_examples(tf.data.Dataset.from_tensor_slices(texts), vocab_table(vocab), 20).take(args.examples)
     x, y = (np.stack(a) for a in zip(*[(a.numpy(), b.numpy()) for a, b in ds]))
+    lengths = example_lengths(x)
     runs = []
     for v, spec in zip(variants, specs):
-        n = len(x) // spec["batch"] * spec["batch"]
-        data = tf.data.Dataset.from_tensor_slices((x[:n], y[:n])).batch(spec["batch"]).repeat()
-        model = build(spec, len(vocab), x.shape[1])
+        if spec["length"]:
+            batches = length_batches(lengths, spec["batch"], seed=0)
+        else:  # what the padded trainer runs: batch-size blocks, every example padded to 20
+            n = len(x) // spec["batch"] * spec["batch"]
+            batches = [np.arange(i, i + spec["batch"]) for i in range(0, n, spec["batch"])]
+        widths = [int(lengths[b].max()) if spec["length"] else x.shape[1] for b in batches]
+        model = build(spec, len(vocab), None if spec["length"] else x.shape[1])
+        run = {"variant": v, "spec": spec, "model": model, "batches": batches, "widths": widths, "cursor": 0,
+               "tokens": [int(lengths[b].sum()) for b in batches],
+               "positions": [len(b) * w for b, w in zip(batches, widths)],
+               "steps": 0, "seconds": 0.0, "real": 0, "computed": 0, "per_round": [], "loss": None}
         started = time.perf_counter()
-        model.fit(data, steps_per_epoch=args.warmup, epochs=1, verbose=0)
+        fit_chunk(run, args.warmup, x, y)
         print(f"{v}: built and warmed up in {time.perf_counter() - started:.0f}s", flush=True)
-        runs.append({"variant": v, "spec": spec, "model": model, "data": data, "steps": 0, "seconds": 0.0,
-                     "per_round": [], "loss": None,
-                     "tokens_per_batch": float(np.count_nonzero(y[:n])) / (n // spec["batch"])})
+        runs.append(run)
     peaks = []
     per_round_seconds = args.seconds / args.rounds
     for r in range(args.rounds):
         peaks.append(peak_gflops(args.peak_seconds))
         for run in runs:
             chunk = max(2, int(2048 / run["spec"]["batch"]))
-            steps, start = 0, time.perf_counter()
+            steps, real, computed, start = 0, 0, 0, time.perf_counter()
             while time.perf_counter() - start < per_round_seconds:
-                h = run["model"].fit(run["data"], steps_per_epoch=chunk, epochs=1, verbose=0)
-                steps += chunk
+                t, c = fit_chunk(run, chunk, x, y)
+                steps, real, computed = steps + chunk, real + t, computed + c
             elapsed = time.perf_counter() - start
-            run["loss"] = float(h.history["loss"][-1])
             run["steps"] += steps
             run["seconds"] += elapsed
-            run["per_round"].append(steps * run["tokens_per_batch"] / elapsed)
+            run["real"] += real
+            run["computed"] += computed
+            run["per_round"].append((real / elapsed, computed / elapsed))
         print(f"round {r + 1}/{args.rounds}: peak {peaks[-1]:.1f} GFLOP/s, "
-              + ", ".join(f"{run['variant']} {run['per_round'][-1]:,.0f}" for run in runs), flush=True)
+              + ", ".join(f"{run['variant']} {run['per_round'][-1][0]:,.0f}" for run in runs), flush=True)
     rows = []
-    ref = runs[0]["per_round"]
+    ref = [tok for tok, _ in runs[0]["per_round"]]
     for run in runs:
         spec = run["spec"]
         flops = flops_per_position(len(vocab), spec["sampled"])
-        positions = run["steps"] * spec["batch"] * x.shape[1]
-        gflops = flops * positions / run["seconds"] / 1e9
-        shares = [tok / run["tokens_per_batch"] * spec["batch"] * x.shape[1] * flops / 1e9 / pk
-                  for tok, pk in zip(run["per_round"], peaks)]
+        gflops = flops * run["computed"] / run["seconds"] / 1e9
+        shares = [pos * flops / 1e9 / pk for (_, pos), pk in zip(run["per_round"], peaks)]
+        useful = [tok * flops / 1e9 / pk for (tok, _), pk in zip(run["per_round"], peaks)]
         rows.append({"variant": run["variant"], "softmax": f"sampled {spec['sampled']}" if spec["sampled"] else "full",
                      "batch_size": spec["batch"], "learning_rate": spec["lr"],
                      "recurrence": "fused" if spec["fused"] else "unrolled" if spec["unroll"] else "loop",
-                     "xla": spec["xla"], "steps": run["steps"], "seconds": round(run["seconds"], 2),
-                     "tokens_per_second": round(run["steps"] * run["tokens_per_batch"] / run["seconds"]),
-                     "tokens_per_second_by_round": [round(t) for t in run["per_round"]],
-                     "ratio_to_first": round(statistics.median(t / f for t, f in zip(run["per_round"], ref)), 3),
+                     "xla": spec["xla"], "batching": "length" if spec["length"] else "padded",
+                     "pad_share": round(1 - run["real"] / run["computed"], 3),
+                     "steps": run["steps"], "seconds": round(run["seconds"], 2),
+                     "tokens_per_second": round(run["real"] / run["seconds"]),
+                     "tokens_per_second_by_round": [round(tok) for tok, _ in run["per_round"]],
+                     "ratio_to_first": round(statistics.median(
+                         tok / f for (tok, _), f in zip(run["per_round"], ref)), 3),
                      "flops_per_position": flops, "gflops_per_second": round(gflops, 2),
                      "share_of_peak": round(statistics.median(shares), 3),
+                     "useful_share_of_peak": round(statistics.median(useful), 3),
                      "last_train_loss": round(run["loss"], 4)})
-    header = ("| variant | softmax | batch | recurrence | XLA | tokens/s | x first (median of rounds) | "
-              "MFLOP/position | GFLOP/s | share of peak |\n|---|---|---:|---|---|---:|---:|---:|---:|---:|")
-    lines = [f"| {r['variant']} | {r['softmax']} | {r['batch_size']} | {r['recurrence']} | "
-             f"{'yes' if r['xla'] else 'no'} | {r['tokens_per_second']:,} | {r['ratio_to_first']:.2f} | "
-             f"{r['flops_per_position'] / 1e6:.2f} | {r['gflops_per_second']:.1f} | {r['share_of_peak']:.0%} |"
-             for r in rows]
+    header = ("| variant | softmax | batch | batching (pads) | recurrence | XLA | tokens/s | x first (median of rounds) "
+              "| MFLOP/position | GFLOP/s | share of peak | useful share |\n"
+              "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|")
+    lines = [f"| {r['variant']} | {r['softmax']} | {r['batch_size']} | {r['batching']} ({r['pad_share']:.0%}) | "
+             f"{r['recurrence']} | {'yes' if r['xla'] else 'no'} | {r['tokens_per_second']:,} | "
+             f"{r['ratio_to_first']:.2f} | {r['flops_per_position'] / 1e6:.2f} | {r['gflops_per_second']:.1f} | "
+             f"{r['share_of_peak']:.0%} | {r['useful_share_of_peak']:.0%} |" for r in rows]
     peak_line = (f"\nPeak: float32 2048^3 matmul, {statistics.median(peaks):.1f} GFLOP/s (median of {len(peaks)} "
                  f"rounds, min {min(peaks):.1f}, max {max(peaks):.1f}); V = {len(vocab):,}.")
     result = {"data": corpus.name, "examples": int(len(x)), "vocab_size": len(vocab), "rounds": args.rounds,

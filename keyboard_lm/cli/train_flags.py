@@ -21,7 +21,7 @@ from keyboard_lm.federated.distributed.remote import WORKER_GRACE
 from keyboard_lm.models.config import QUANTIZATION, ModelConfig
 from keyboard_lm.models.warm_start import INIT_VOCAB
 from keyboard_lm.privacy.config import DPOptions
-from keyboard_lm.training.config import CentralizedConfig, default_config
+from keyboard_lm.training.config import BATCHING, CentralizedConfig, default_config
 
 CEN, FED, CLIENT, LOOP, MODEL = CentralizedConfig(), FederatedConfig(), ClientDataConfig(), LoopConfig(), ModelConfig()
 FED_FT = default_federated(warm_start=True)  # the federated recipe of a run with --init-from
@@ -113,6 +113,9 @@ CENTRALIZED_FLAGS = tuple(field_flag(option, CentralizedConfig, text, **kw) for 
     ("--sampled-softmax", "train with a softmax over the target and N sampled words instead of the whole "
      "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full ({cen.sampled_softmax})",
      dict(type=non_negative_int, metavar="N")),
+    ("--batching", "length: batches of similar-length examples with their trailing pads cut, about as many "
+     "real words per batch as a padded one; padded: every example padded to --seq-len ({cen.batching})",
+     dict(choices=BATCHING)),
 ))
 
 #: The "federated training (TFF)" group: FederatedConfig, ClientDataConfig and LoopConfig fields, then the

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpus import Corpus
+from keyboard_lm.data.length_batches import example_lengths, length_batches, trimmed
 from keyboard_lm.data.preprocessing import encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
@@ -215,7 +216,9 @@ def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
     if record.trainer != "centralized":
         raise ConfigError(f"{run_dir}: --centralized --resume needs a centralized run, this one is "
                           f"{record.trainer!r}")
-    config = CentralizedConfig(**{**record.hyperparameters, **({"epochs": epochs} if epochs else {})})
+    # A run recorded before ``batching`` existed trained on padded batches, and resumes on them.
+    config = CentralizedConfig(**{"batching": "padded", **record.hyperparameters,
+                                  **({"epochs": epochs} if epochs else {})})
     fingerprint = record.data_fingerprint
     if fingerprint and fingerprint != corpus.fingerprint():
         raise ConfigError(f"{run_dir}: {corpus.name} is not the corpus this run trained on (fingerprint "
@@ -246,6 +249,7 @@ def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
         logger.info(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, "
             f"learning rate {state['learning_rate']:g})")
     writer = RunWriter(run_dir, run.model_config, run.vocab, info)
+    writer.update({"hyperparameters": info["hyperparameters"]})  # the settings it goes on with, also if no epoch is kept
     return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config,
                    writer, state)
 
@@ -268,8 +272,9 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         sentences = {cid: [vocab.encode(s) for s in corpus.sentences([cid])] for cid in fit_ids}
         ex = cross_fitted_examples(sentences, len(vocab), config.seq_len, teacher, log=log or logger.info)
         targets = mixed_targets(ex["y"], ex["teacher_ids"], ex["teacher_probs"], teacher.weight)
-        examples = tf.data.Dataset.from_tensor_slices((ex["x"], targets))  # ([S], [S, k + 1, 2])
-        n_examples = len(ex["x"])
+        x, y = ex["x"], targets
+        examples = tf.data.Dataset.from_tensor_slices((x, y))  # ([S], [S, k + 1, 2])
+        n_examples = len(x)
     else:
         # The clients' examples in fit_ids order, each client's in its text's order; encoded in batches and
         # kept for the next run of this process on the same text (a sweep, the test suite).
@@ -281,9 +286,20 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
 
     def epoch_data(epoch: int) -> tf.data.Dataset:
         seed = int(np.random.RandomState([config.seed, epoch]).randint(2**31 - 1))
+        if config.batching == "length":
+            return _length_batched(x, y, lengths, config.batch_size, seed)
         return examples.shuffle(n_examples, seed=seed, reshuffle_each_iteration=False).batch(config.batch_size)
 
+    if config.batching == "length":
+        lengths = example_lengths(x)
     return epoch_data, n_examples
+
+
+def _length_batched(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, batch_size: int, seed: int):
+    """One epoch of ``data.length_batches``: batches of similar-length examples, trailing pads trimmed."""
+    batches = length_batches(lengths, batch_size, seed)
+    spec = (tf.TensorSpec((None, None), x.dtype), tf.TensorSpec((None, None, *y.shape[2:]), y.dtype))
+    return tf.data.Dataset.from_generator(lambda: trimmed(x, y, lengths, batches), output_signature=spec)
 
 
 def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_examples, corpus, heldout_ids, val_ids,

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from keyboard_lm.models.warm_start import WarmStart
 
 
+#: How ``train --centralized`` batches its examples (``CentralizedConfig.batching``).
+BATCHING = ("length", "padded")
+
+
 @dataclasses.dataclass(frozen=True)
 class CentralizedConfig:
     """Hyper-parameters of centralized training; the defaults are the best
@@ -53,6 +57,10 @@ class CentralizedConfig:
         Jean et al. 2015) instead of all V: for pretraining on large corpora,
         where the V-wide output is most of a step's cost.  Evaluation always
         uses the full softmax. 0: full softmax (the default).
+      batching: ``length`` groups examples of similar length and trims each
+        batch's trailing pads, about ``batch_size`` x the mean length in real
+        targets per batch (``data.length_batches``); ``padded``: batches of
+        ``batch_size`` examples, each padded to ``seq_len``.
     """
 
     optimizer: str = "adam"
@@ -71,8 +79,11 @@ class CentralizedConfig:
     ngram_teacher: float = 0.25
     seed: int = 0
     sampled_softmax: int = 0
+    batching: str = "length"
 
     def __post_init__(self):
+        if self.batching not in BATCHING:
+            raise ConfigError(f"unknown batching {self.batching!r}; choose {' or '.join(BATCHING)}")
         if self.optimizer not in ("sgd", "adam", "adamw"):
             raise ConfigError(f"unknown optimizer {self.optimizer!r}; choose sgd, adam or adamw")
         # Finite and below MAGNITUDE_MAX: beyond float32's range a rate or a norm is inf inside Keras.
