@@ -117,7 +117,9 @@ def main(argv=None) -> int:
              f"{r['length_recall_at_3']:.4f} | {r['recall_at_3_ratio']:.3f} [{r['recall_at_3_ratio_ci'][0]:.3f}, "
              f"{r['recall_at_3_ratio_ci'][1]:.3f}] | {r['users']} |" for r in rows]
     note = (f"\nBoth arms: `keyboard-lm train --centralized {args.recipe}` with the corpus's flags, `--seed S` and "
-            "`--batching padded|length`; epoch seconds are the median epoch's (fit and evaluation) in metrics.csv.")
+            "`--batching padded|length`; epoch seconds are the median epoch's (fit and evaluation) in metrics.csv. The runs "
+            "train one after another, so on a shared machine their time ratio carries the load's swings; "
+            "`pretrain_speed.py` measures speed in interleaved rounds.")
     markdown = "\n".join([header, *lines]) + "\n" + note
     result_file.write(args.name, {"recipe": args.recipe, "rows": rows}, markdown, result_file.results_dir("speed"),
                       seeds=seeds_line(run_dirs, "paired intervals: 1,000 bootstrap draws of users, seed 0"),
