@@ -112,8 +112,8 @@ def test_train_records_its_batching_and_a_run_from_before_it_resumes_padded(tmp_
 
     data = _corpus(str(tmp_path))
     out = str(tmp_path / "run")
-    assert main(["train", *data, *SMALL, "--epochs", "1", "--out", out]) == 0
-    assert load_run(out).info["hyperparameters"]["batching"] == "length"  # the default
+    assert main(["train", *data, *SMALL, "--epochs", "1", "--batching", "length", "--out", out]) == 0
+    assert load_run(out).info["hyperparameters"]["batching"] == "length"
     # a run written before the field existed trained on padded batches, and goes on with them
     path = os.path.join(out, "run.json")
     with open(path, encoding="utf-8") as f:
@@ -125,14 +125,14 @@ def test_train_records_its_batching_and_a_run_from_before_it_resumes_padded(tmp_
     assert load_run(out).info["hyperparameters"]["batching"] == "padded"
 
 
-def test_padded_batching_and_a_bad_value(tmp_path, capsys):
+def test_padded_is_the_default_and_a_bad_value_is_refused(tmp_path, capsys):
     from keyboard_lm.cli import main
     from keyboard_lm.models.run_dir import load_run
 
     data = _corpus(str(tmp_path))
     out = str(tmp_path / "padded")
-    assert main(["train", *data, *SMALL, "--epochs", "1", "--batching", "padded", "--out", out]) == 0
-    assert load_run(out).info["hyperparameters"]["batching"] == "padded"
+    assert main(["train", *data, *SMALL, "--epochs", "1", "--out", out]) == 0
+    assert load_run(out).info["hyperparameters"]["batching"] == "padded"  # the default
     with pytest.raises(SystemExit) as e:
         main(["train", *data, *SMALL, "--batching", "sorted", "--out", str(tmp_path / "x")])
     assert e.value.code == 2
