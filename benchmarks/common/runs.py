@@ -41,8 +41,10 @@ def completed(info: dict) -> bool:
     return bool(info.get("final_metrics")) and not rounds_left and not epochs_left
 
 
-def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False) -> list[str]:
-    """`keyboard-lm` arguments of one run from the base, or of its continuation from its checkpoint."""
+def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False,
+               init_from: str | None = "base") -> list[str]:
+    """`keyboard-lm` arguments of one run from the base (``init_from`` None: from random weights), or of its
+    continuation from its checkpoint."""
     args = ["train", *corpus_args, "--out", run_dir]
     args += ["--rounds", str(rounds)] if rounds is not None else []
     args += [] if "--centralized" in recipe_args else ["--no-phrases"]  # the model's recipe is measured alone
@@ -50,17 +52,19 @@ def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, 
         # A resumed run takes its recipe and its start from its own run.json; `train` refuses --init-from there.
         return args + ["--resume"]
     args += ["--eval-every", str(eval_every)] if eval_every is not None else []
-    return args + ["--init-from", "base", *recipe_args, "--overwrite"]
+    return args + [*(["--init-from", init_from] if init_from else []), *recipe_args, "--overwrite"]
 
 
-def train_from_base(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None) -> float:
-    """Train (or resume) one run from the base; returns the wall seconds this call took.
+def train_from_base(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None,
+                    init_from: str | None = "base") -> float:
+    """Train (or resume) one run from the base (``init_from`` None: from random weights); returns the wall
+    seconds this call took.
 
     ``rounds``/``eval_every`` None leave `train`'s own defaults.
     """
     resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
     cmd = [sys.executable, "-m", "keyboard_lm.cli", *train_args(corpus_args, recipe_args, run_dir, rounds, eval_every,
-                                                               resume)]
+                                                               resume, init_from)]
     print("$", shlex.join(["keyboard-lm", *cmd[3:]]), flush=True)
     os.makedirs(os.path.dirname(run_dir), exist_ok=True)
     start = time.time()

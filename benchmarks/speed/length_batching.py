@@ -21,7 +21,6 @@ import argparse
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -29,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.curves import metrics_rows  # noqa: E402
 from benchmarks.common.heldout import heldout_by_user  # noqa: E402
 from benchmarks.common.runs import finished, seeds_line, train_from_base, trained  # noqa: E402
 
@@ -37,23 +37,7 @@ BATCHINGS = ("padded", "length")
 
 def epoch_seconds(run_dir: str) -> list[float]:
     """Each epoch's seconds (its fit and its evaluations) as metrics.csv records them."""
-    import csv
-
-    with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
-        return [float(r["seconds"]) for r in csv.DictReader(f) if r.get("epoch") and r.get("seconds")]
-
-
-def train_from_scratch(corpus_args: list[str], flags: list[str], run_dir: str) -> None:
-    """`keyboard-lm train` with ``flags`` from random weights into ``run_dir`` (resumed if it has a checkpoint)."""
-    resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
-    args = ["train", *corpus_args, "--out", run_dir, *(["--resume"] if resume else [*flags, "--overwrite"])]
-    print("$", shlex.join(["keyboard-lm", *args]), flush=True)
-    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
-    with open(run_dir + ".log", "a", encoding="utf-8") as log:
-        done = subprocess.run([sys.executable, "-m", "keyboard_lm.cli", *args], stdout=log, stderr=subprocess.STDOUT,
-                              check=False)
-    if done.returncode:
-        raise SystemExit(f"{run_dir}: train exited with {done.returncode}; see {run_dir}.log")
+    return [float(r["seconds"]) for r in metrics_rows(run_dir, evaluated=False) if r.get("epoch") and r.get("seconds")]
 
 
 def main(argv=None) -> int:
@@ -90,10 +74,7 @@ def main(argv=None) -> int:
                 run_dirs[f"{corpus} {batching} s{seed}"] = run_dir
                 if not finished(run_dir):
                     flags = ["--centralized", "--batching", batching, "--seed", str(seed), *recipe]
-                    if init_base:
-                        train_from_base(CORPORA[corpus], flags, run_dir)
-                    else:
-                        train_from_scratch(CORPORA[corpus], flags, run_dir)
+                    train_from_base(CORPORA[corpus], flags, run_dir, init_from="base" if init_base else None)
                 result = heldout_by_user(run_dir, CORPORA[corpus])
                 pair[batching] = {"run_dir": run_dir, "result": result, "epochs": epoch_seconds(run_dir),
                                   "trained": trained(run_dir)}

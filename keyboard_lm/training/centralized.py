@@ -284,14 +284,14 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         examples = tf.data.Dataset.from_tensor_slices((x, y))
         n_examples = len(x)
 
+    lengths = example_lengths(x) if config.batching == "length" else None
+
     def epoch_data(epoch: int) -> tf.data.Dataset:
         seed = int(np.random.RandomState([config.seed, epoch]).randint(2**31 - 1))
-        if config.batching == "length":
+        if lengths is not None:
             return _length_batched(x, y, lengths, config.batch_size, seed)
         return examples.shuffle(n_examples, seed=seed, reshuffle_each_iteration=False).batch(config.batch_size)
 
-    if config.batching == "length":
-        lengths = example_lengths(x)
     return epoch_data, n_examples
 
 
