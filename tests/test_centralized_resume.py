@@ -112,3 +112,67 @@ def test_centralized_examples_are_every_fit_clients_chunks_and_a_second_run_reus
     assert again == n and calls == []
     _training_data(default_corpus, fit_ids[:40], vocab, config, config.teacher(), print)
     assert calls == [1]  # other text: encoded
+
+
+@pytest.mark.parametrize("batching", ["padded", "length"])
+def test_a_run_stopped_inside_an_epoch_resumes_at_the_batch_it_reached(uninterrupted, tmp_path, monkeypatch,
+                                                                        batching):
+    """With --checkpoint-seconds the run checkpoints inside its epochs; stopped just after the third such
+    checkpoint of epoch 1 (a fault injected after the real write), --resume skips the batches done and the
+    run ends as the uninterrupted one, its checkpoint files inside the epoch gone after it."""
+    from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
+
+    root = os.path.dirname(uninterrupted)
+    args = ["--epochs", "2", "--batching", batching, *_recipe(root)]
+    full, part = str(tmp_path / "full"), str(tmp_path / "part")
+    assert main(["train", "--out", full, *args]) == 0
+    real, calls = EpochCheckpoints.save_partial, []
+
+    def stop_after_third(self, state):
+        real(self, state)
+        calls.append(state)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the process stopped right after the checkpoint's commit
+
+    monkeypatch.setattr(EpochCheckpoints, "save_partial", stop_after_third)
+    assert main(["train", "--out", part, *args, "--checkpoint-seconds", "1e-9"]) != 0  # "interrupted"
+    assert [c["epoch"] for c in calls] == [1, 1, 1] and [c["batches"] for c in calls] == [1, 2, 3]
+    assert load_run(part).info["epochs_done"] == 0
+    monkeypatch.setattr(EpochCheckpoints, "save_partial", real)
+    assert main(["train", "--out", part, "--resume"]) == 0
+    assert not [n for n in os.listdir(os.path.join(part, "checkpoints")) if n.startswith("partial")]
+    a, b = _rows(full), _rows(part)
+    assert [r["epoch"] for r in b] == ["1", "2"]
+    for key in ("train_loss", "loss", "recall_at_3", "val_recall_at_3"):
+        assert [float(r[key]) for r in a] == pytest.approx([float(r[key]) for r in b], rel=1e-3, abs=1e-5), key
+    ra, rb = load_run(full), load_run(part)
+    for name in ra.weights:
+        np.testing.assert_allclose(ra.weights[name], rb.weights[name], rtol=1e-3, atol=1e-5)
+
+
+def test_a_damaged_checkpoint_inside_an_epoch_starts_the_epoch_again(uninterrupted, tmp_path, monkeypatch, capsys):
+    from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
+
+    root = os.path.dirname(uninterrupted)
+    part = str(tmp_path / "part")
+    real = EpochCheckpoints.save_partial
+
+    def stop(self, state):
+        real(self, state)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(EpochCheckpoints, "save_partial", stop)
+    assert main(["train", "--out", part, "--epochs", "1", *_recipe(root), "--checkpoint-seconds", "1e-9"]) != 0
+    monkeypatch.setattr(EpochCheckpoints, "save_partial", real)
+    ckpt = os.path.join(part, "checkpoints")
+    with open(os.path.join(ckpt, "partial.json"), encoding="utf-8") as f:
+        name = json.load(f)["checkpoint"]
+    data = [n for n in os.listdir(ckpt) if n.startswith(name + ".data")][0]
+    with open(os.path.join(ckpt, data), "r+b") as f:
+        f.truncate(10)
+    capsys.readouterr()
+    assert main(["train", "--out", part, "--resume"]) == 0
+    captured = capsys.readouterr()
+    err = captured.out + captured.err
+    assert "skipping the damaged checkpoint inside epoch 1" in err and "the epoch starts again" in err
+    assert [r["epoch"] for r in _rows(part)] == ["1"]

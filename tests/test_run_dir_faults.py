@@ -146,7 +146,7 @@ def test_a_second_run_on_a_held_directory_is_refused_at_once(tmp_path, capsys):
                                "--epochs", "1000"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), start_new_session=True)
     try:
-        state = os.path.join(out, "checkpoints", "state.json")
+        state = os.path.join(out, "checkpoints", "state-1.json")  # state.json exists from epoch 0
         deadline = time.time() + 600
         while not os.path.exists(state) and holder.poll() is None and time.time() < deadline:
             time.sleep(0.05)

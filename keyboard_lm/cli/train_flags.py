@@ -165,9 +165,10 @@ FEDERATED_FLAGS = (
     field_flag("--checkpoint-every", LoopConfig, "save program state at least every N rounds, and after every "
                "evaluation, every round kept as the best and the last ({loop.checkpoint_every})",
                type=positive_int, default=None),
-    field_flag("--checkpoint-seconds", LoopConfig, "also save it whenever S seconds have passed since the last save; "
-               "0: by rounds only ({loop.checkpoint_seconds:g})", type=non_negative_magnitude, default=None,
-               metavar="S"),
+    field_flag("--checkpoint-seconds", (LoopConfig, CentralizedConfig), "also save it whenever S seconds have "
+               "passed since the last save; 0: by rounds only ({loop.checkpoint_seconds:g}); --centralized: inside "
+               "an epoch, resumed at the same batch, 0: after each epoch only ({cen.checkpoint_seconds:g})",
+               type=non_negative_magnitude, default=None, metavar="S"),
     flag("--no-phrases", "learn no phrase table after federated training (default: learn one by federated "
          "discovery on the training clients, as `keyboard-lm phrases` does; docs/training.md)", action="store_true"),
     flag("--resume", "continue RUN_DIR from its latest checkpoint (a federated run's last saved round, a "
@@ -219,8 +220,10 @@ DP_FLAGS = tuple(field_flag(option, DPOptions, text, default=None, **kw) for opt
 
 #: Every flag of ``train`` after the data and split flags.
 TRAIN_FLAGS = MAIN_FLAGS + CENTRALIZED_FLAGS + FEDERATED_FLAGS + DP_FLAGS
-#: What a centralized run refuses rather than ignores: the federated and DP groups (not --resume, which both take).
-FEDERATED_ONLY_FLAGS = tuple(f for f in FEDERATED_FLAGS + DP_FLAGS if f.option != "--resume")
+#: What a centralized run refuses rather than ignores: the federated and DP groups (not --resume and
+#: --checkpoint-seconds, which both take).
+FEDERATED_ONLY_FLAGS = tuple(f for f in FEDERATED_FLAGS + DP_FLAGS
+                             if f.option not in ("--resume", "--checkpoint-seconds"))
 
 
 def federated_only_given(args: argparse.Namespace) -> list[str]:

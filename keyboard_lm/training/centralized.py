@@ -245,13 +245,22 @@ def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
     if state["stopped"] or state["epoch"] == config.epochs:
         logger.info(f"resume: the run stopped after its last epoch's checkpoint (epoch {state['epoch']}) and before "
             "its end; finishing it")
+    elif state["kept_epoch"] is None:
+        logger.info(f"resume: no epoch of {config.epochs} done yet")
     else:
         logger.info(f"resume: epoch {state['epoch']} of {config.epochs} done (kept: epoch {state['kept_epoch']}, "
             f"learning rate {state['learning_rate']:g})")
+    partial = None
+    if not state["stopped"] and state["epoch"] < config.epochs:
+        partial = checkpoints.restore_partial(state["epoch"] + 1, state["checkpoint"])
+        if partial is not None:
+            logger.info(f"resume: epoch {partial['epoch']} goes on after {partial['batches']:,} of its batches")
+    else:
+        checkpoints.clear_partial()
     writer = RunWriter(run_dir, run.model_config, run.vocab, info)
     writer.update({"hyperparameters": info["hyperparameters"]})  # the settings it goes on with, also if no epoch is kept
     return _epochs(model, average, checkpoints, data, n_examples, corpus, heldout_ids, val_ids, run.vocab, config,
-                   writer, state)
+                   writer, state, partial)
 
 
 def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.keras.Model:
@@ -299,14 +308,50 @@ def _length_batched(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, batch_siz
     """One epoch of ``data.length_batches``: batches of similar-length examples, trailing pads trimmed."""
     batches = length_batches(lengths, batch_size, seed)
     spec = (tf.TensorSpec((None, None), x.dtype), tf.TensorSpec((None, None, *y.shape[2:]), y.dtype))
-    return tf.data.Dataset.from_generator(lambda: trimmed(x, y, lengths, batches), output_signature=spec)
+    data = tf.data.Dataset.from_generator(lambda: trimmed(x, y, lengths, batches), output_signature=spec)
+    return data.apply(tf.data.experimental.assert_cardinality(len(batches)))  # partial checkpoints count on it
+
+
+class _PartialCheckpoints(tf.keras.callbacks.Callback):
+    """Inside an epoch of ``n_batches`` batches, the first ``done`` of them already trained (mean loss ``loss``,
+    in ``seconds``): a checkpoint whenever ``every`` seconds have passed since the last one (none after the
+    epoch's last batch: the epoch's own checkpoint follows), and the epoch's mean training loss at its end."""
+
+    def __init__(self, checkpoints: EpochCheckpoints, epoch: int, n_batches: int, every: float,
+                 done: int = 0, loss: float = 0.0, seconds: float = 0.0):
+        super().__init__()
+        self._supports_tf_logs = True  # the loss is read (and synced) only when a checkpoint is written
+        self.checkpoints, self.epoch, self.n_batches, self.every = checkpoints, epoch, n_batches, every
+        self.done, self.loss, self.seconds = done, loss, seconds
+        self.start = self.last = time.time()
+
+    def on_train_batch_end(self, batch, logs=None):
+        now = time.time()
+        batches = self.done + batch + 1
+        if not self.every or now - self.last < self.every or batches >= self.n_batches:
+            return
+        mean = (self.loss * self.done + float(logs["loss"]) * (batch + 1)) / batches  # weighted by batches
+        self.checkpoints.save_partial({"epoch": self.epoch, "batches": batches, "loss": mean,
+                                       "seconds": round(self.seconds + now - self.start, 2)})
+        self.last = time.time()
+
+    def epoch_loss(self, fit_loss: float) -> float:
+        """The whole epoch's mean training loss, from ``fit``'s mean over the batches after ``done``."""
+        return (self.loss * self.done + fit_loss * (self.n_batches - self.done)) / self.n_batches
+
+
+def _initial_state(lr: float) -> dict:
+    """The checkpoint state before the first epoch (a partial checkpoint of epoch 1 resumes from it)."""
+    return {"epoch": 0, "learning_rate": lr, "best": None, "stale": 0, "kept_epoch": None, "kept_metrics": None,
+            "stopped": False}
 
 
 def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_examples, corpus, heldout_ids, val_ids,
-            vocab, config, writer: RunWriter, resumed: dict | None = None) -> dict:
+            vocab, config, writer: RunWriter, resumed: dict | None = None, partial: dict | None = None) -> dict:
     """The epochs: train, evaluate (with the averaged weights), keep the best by validation, decay, stop;
-    a checkpoint after each, then run.json. ``resumed``: the restored checkpoint's state to go on from (None:
-    a new run). Marks the run finished at the end."""
+    a checkpoint after each, then run.json, and with ``config.checkpoint_seconds`` checkpoints inside them.
+    ``resumed``: the restored checkpoint's state to go on from (None: a new run); ``partial``: the restored
+    state inside the epoch after it (its batches done). Marks the run finished at the end."""
     keep = KeepBest(bool(val_ids), config.lr_decay, config.patience, step_key="epoch")
     kept = None  # (epoch, weights, held-out result) of the epoch the run keeps; no result: the one on disk
     kept_metrics = None  # run.json's final_metrics: the kept epoch's held-out metrics
@@ -320,13 +365,28 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
         if stopped:
             first = config.epochs + 1  # stopped early: only the run's end is left
         _catch_up(writer, resumed, model, average)
+    elif config.checkpoint_seconds:
+        # Epoch 0: what a stop inside the first epoch resumes from (with run.json naming no epoch yet).
+        checkpoints.save(_initial_state(lr))
+        writer.save(weights_dict(model), {"epochs_done": 0, "finished": False})
+    if partial is not None:
+        elapsed_before += partial["seconds"]
     started = time.time() - elapsed_before
     saved = first - 1  # the newest epoch with a checkpoint
     try:
         for epoch in range(first, config.epochs + 1):
             start = time.time()
-            history = model.fit(data(epoch), epochs=1, verbose=0)
-            train_loss = float(history.history["loss"][-1])
+            epoch_data = data(epoch)
+            if partial is not None and partial["epoch"] == epoch:
+                progress = _PartialCheckpoints(checkpoints, epoch, int(epoch_data.cardinality()),
+                                               config.checkpoint_seconds, partial["batches"], partial["loss"],
+                                               partial["seconds"])
+                epoch_data = epoch_data.skip(partial["batches"])
+            else:
+                progress = _PartialCheckpoints(checkpoints, epoch, int(epoch_data.cardinality()),
+                                               config.checkpoint_seconds)
+            history = model.fit(epoch_data, epochs=1, verbose=0, callbacks=[progress])
+            train_loss = progress.epoch_loss(float(history.history["loss"][-1]))
             if not math.isfinite(train_loss):
                 raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "
                                             f"the best weights so far are in {writer.run_dir}")
@@ -341,7 +401,7 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
                 improved = verdict.improved or not val_ids  # no validation: the last epoch is kept
                 if improved:
                     kept, kept_metrics = (epoch, weights_dict(model), result), pooled
-            row.update({"seconds": round(time.time() - start, 2),
+            row.update({"seconds": round(time.time() - start + progress.seconds, 2),
                         "elapsed_seconds": round(time.time() - started, 2),
                         "examples_seen": epoch * n_examples, "best_epoch": kept[0],
                         **{k: pooled[k] for k in ("loss", "perplexity", "recall_at_1", "recall_at_3",
@@ -353,6 +413,7 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
             # The checkpoint first: run.json never names an epoch that has none.
             checkpoints.save({"epoch": epoch, "learning_rate": lr, "best": keep.best, "stale": keep.stale,
                               "kept_epoch": kept[0], "kept_metrics": kept_metrics, "stopped": verdict.stop})
+            checkpoints.clear_partial()
             saved = epoch
             if improved:
                 writer.save(kept[1], {"epochs_done": epoch, "best_epoch": epoch, "best": keep.best,

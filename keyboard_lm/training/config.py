@@ -63,6 +63,11 @@ class CentralizedConfig:
         the mean length in real targets per batch (``data.length_batches``):
         faster, level on held-out users at batch 8, behind per epoch at batch
         256 with few steps an epoch (docs/training.md).
+      checkpoint_seconds: also checkpoint inside an epoch whenever this many
+        seconds have passed since the last save (weights, optimizer and
+        average, and how many of the epoch's batches are done), so a stopped
+        run resumes mid-epoch on the same batch order (0: after each epoch
+        only). Pretraining epochs last tens of minutes.
     """
 
     optimizer: str = "adam"
@@ -82,6 +87,7 @@ class CentralizedConfig:
     seed: int = 0
     sampled_softmax: int = 0
     batching: str = "padded"
+    checkpoint_seconds: float = 600.0
 
     def __post_init__(self):
         if self.batching not in BATCHING:
@@ -97,6 +103,7 @@ class CentralizedConfig:
         if self.weight_decay and self.optimizer != "adamw":
             raise ConfigError("weight_decay needs --optimizer adamw (decoupled decay)")
         check_range("validation_fraction", self.validation_fraction, 0, 1, high_open=True)
+        check_range("checkpoint_seconds", self.checkpoint_seconds, 0, 1e9, high_open=True)
         check_range("lr_decay", self.lr_decay, 0, 1, low_open=True)
         if self.clipnorm is not None:
             check_magnitude("clipnorm", self.clipnorm)

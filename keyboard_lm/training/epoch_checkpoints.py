@@ -6,6 +6,13 @@ makes epoch N a checkpoint; ``state.json`` is the newest one's copy. Two are kep
 them, so it never names an epoch without its checkpoint; a run stopped in between gets run.json back from
 the state on ``--resume``. Restoring goes from the newest checkpoint back and skips one that cannot be read,
 saying which; a write that fails (full disk, file size limit) is one line naming what was written.
+
+Inside an epoch (``CentralizedConfig.checkpoint_seconds``): the same variables written under ``partial-a`` or
+``partial-b`` (the one ``partial.json`` does not name, so the last good one stays whole until the new one is),
+then ``partial.json`` (the epoch, how many of its batches are done, their mean loss and seconds), the commit.
+An epoch's checkpoint removes them. ``--resume`` goes on from the partial epoch when it is the one after the
+epoch checkpoint restored, skipping the batches done; a partial checkpoint that cannot be read is reported in
+one line and the epoch starts again.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 #: The newest checkpoint's state (runs made before per-epoch states kept only this one).
 STATE_FILE = "state.json"
+#: The newest partial epoch's state, and the two names its checkpoint alternates between.
+PARTIAL_FILE, PARTIAL_NAMES = "partial.json", ("partial-a", "partial-b")
 _STATE = re.compile(r"^state-(\d+)\.json$")
 
 
@@ -65,13 +74,7 @@ class EpochCheckpoints:
         try:
             path = self.manager.save(checkpoint_number=epoch)
             written = [os.path.basename(p) for p in glob.glob(f"{path}.*")] + ["checkpoint"]
-            for name in written:
-                fd = os.open(self._path(name), os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            fsync_directory(self.dir)
+            self._sync(written)
         except (OSError, tf.errors.OpError) as e:
             for leftover in glob.glob(self._path(f"ckpt-{epoch}*")):
                 if os.path.isfile(leftover):
@@ -87,6 +90,87 @@ class EpochCheckpoints:
                 os.remove(self._path(name))
         if self.guard is not None:
             self.guard.forget_missing()
+
+    def _sync(self, names) -> None:
+        """fsync the files ``names`` of the checkpoint directory, then the directory."""
+        for name in names:
+            fd = os.open(self._path(name), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_directory(self.dir)
+
+    def _partial_state(self) -> dict | None:
+        """partial.json's state, None when there is none; ValueError/OSError when it cannot be read."""
+        path = self._path(PARTIAL_FILE)
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+        if not isinstance(state, dict) or state.get("checkpoint") not in PARTIAL_NAMES:
+            raise ValueError("not a partial epoch's state")
+        return state
+
+    def save_partial(self, state: dict) -> None:
+        """A checkpoint inside epoch ``state["epoch"]`` after ``state["batches"]`` of its batches."""
+        try:
+            current = self._partial_state()
+        except (OSError, ValueError):
+            current = None
+        name = PARTIAL_NAMES[1] if current and current["checkpoint"] == PARTIAL_NAMES[0] else PARTIAL_NAMES[0]
+        for leftover in glob.glob(self._path(f"{name}.*")):
+            os.remove(leftover)
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+            path = self.checkpoint.write(self._path(name))
+            self._sync([os.path.basename(p) for p in glob.glob(f"{path}.*")])
+        except (OSError, tf.errors.OpError) as e:
+            for leftover in glob.glob(self._path(f"{name}.*")):
+                if os.path.isfile(leftover):
+                    os.remove(leftover)
+            raise RunWriteError(f"{self._path(name)}: cannot write ({failure_reason(e)})") from None
+        self._record(*(os.path.basename(p) for p in glob.glob(f"{path}.*")), PARTIAL_FILE)
+        atomic_write(self._path(PARTIAL_FILE),
+                     (json.dumps({**state, "checkpoint": name}, indent=2) + "\n").encode("utf-8"), mode=0o644)
+        other = PARTIAL_NAMES[1 - PARTIAL_NAMES.index(name)]
+        for stale in glob.glob(self._path(f"{other}.*")):
+            os.remove(stale)
+        if self.guard is not None:
+            self.guard.forget_missing()
+
+    def clear_partial(self) -> None:
+        """Remove the partial epoch's checkpoint (its epoch has one of its own now, or is not resumed)."""
+        paths = [self._path(PARTIAL_FILE)] + [p for n in PARTIAL_NAMES for p in glob.glob(self._path(f"{n}.*"))]
+        removed = False
+        for path in paths:
+            if os.path.isfile(path):
+                os.remove(path)
+                removed = True
+        if removed and self.guard is not None:
+            self.guard.forget_missing()
+
+    def restore_partial(self, epoch: int, fallback: str, log=None) -> dict | None:
+        """Restore the checkpoint inside ``epoch`` when there is one and return its state (``batches`` done,
+        their mean ``loss``, ``seconds``); None when there is none, or it belongs to another epoch, or it cannot
+        be read (said in one line; the epoch starts again from ``fallback``, the epoch checkpoint before it,
+        restored again). Call after ``restore_newest``."""
+        log = log or logger.info
+        try:
+            state = self._partial_state()
+            if state is None:
+                return None
+            if state.get("epoch") != epoch:
+                self.clear_partial()  # older than the epoch checkpoint restored
+                return None
+            self.checkpoint.restore(self._path(state["checkpoint"])).assert_existing_objects_matched()
+        except Exception as e:  # noqa: BLE001 - a damaged checkpoint raises whatever its reader meets
+            log(f"resume: skipping the damaged checkpoint inside epoch {epoch} in {self.dir} "
+                f"({type(e).__name__}: {failure_reason(e)}); the epoch starts again")
+            self.clear_partial()
+            self.checkpoint.restore(self._path(fallback)).assert_existing_objects_matched()
+            return None
+        return state
 
     def _states(self) -> list[tuple[str, dict | Exception]]:
         """(file, its state or why it is unreadable) of each checkpoint, newest first."""
