@@ -211,6 +211,21 @@ def worker_isolation_unavailable() -> str | None:
     return None if why is None else f"this system does not permit network namespaces ({why})"
 
 
+def write_word_chain_users(path, users: int, per_user: int, seed: int, words: list[str], length: int) -> None:
+    """A JSONL corpus of ``users`` users, each with ``per_user`` sentences of a seeded word chain (steps of 1-3
+    through ``words``): small, learnable, and the same for a given seed."""
+    import json
+
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for u in range(users):
+            for _ in range(per_user):
+                text = " ".join(words[i] for i in np.cumsum(rng.randint(1, 4, size=length)) % len(words))
+                f.write(json.dumps({"user": f"user{u}", "text": text}) + "\n")
+
+
 def assert_in_top_k(word: str, ranked, k: int = 3) -> None:
     """Assert ``word`` is among the first ``k`` of ``ranked`` ((word, p) pairs or a word -> p dict, best first).
 

@@ -10,6 +10,7 @@ import pytest
 
 from keyboard_lm.cli import main
 from keyboard_lm.models.run_dir import load_run
+from tests.conftest import write_word_chain_users
 
 # No dropout or DropConnect (their masks are drawn anew after a resume); the weight average, validation with
 # its rate decay and Adam's slots all carry over the stop.
@@ -27,13 +28,8 @@ def _rows(run_dir):
 def uninterrupted(tmp_path_factory):
     """Six epochs without a stop on a small corpus of 80 users (sentences of a seeded word chain)."""
     root = tmp_path_factory.mktemp("central")
-    rng = np.random.RandomState(0)
     words = "the a my your we they see hold call send read keep make find good new old long".split()
-    with open(root / "users.jsonl", "w", encoding="utf-8") as f:
-        for u in range(80):
-            for _ in range(8):
-                text = " ".join(words[i] for i in np.cumsum(rng.randint(1, 4, size=9)) % len(words))
-                f.write(json.dumps({"user": f"user{u}", "text": text}) + "\n")
+    write_word_chain_users(root / "users.jsonl", 80, 8, 0, words, 9)
     out = str(root / "full")
     assert main(["train", "--out", out, "--epochs", "6", *_recipe(root)]) == 0
     return out

@@ -11,6 +11,7 @@ import pytest
 from benchmarks.tools import run_snapshot
 from keyboard_lm.cli import main
 from keyboard_lm.models.run_dir import load_run
+from tests.conftest import write_word_chain_users
 
 RECIPE = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-size", "300", "--optimizer", "adam",
           "--lr", "0.05", "--ngram-teacher", "0", "--dropout", "0", "--weight-drop", "0", "--weight-average", "0.9"]
@@ -20,13 +21,8 @@ RECIPE = ["--centralized", "--units", "16", "--embedding-dim", "8", "--vocab-siz
 def runs(tmp_path_factory):
     """A corpus of 60 users; a run of three epochs and one stopped after two."""
     root = tmp_path_factory.mktemp("snap")
-    rng = np.random.RandomState(1)
     words = "we they see hold call send read keep make find good new old long time here".split()
-    with open(root / "users.jsonl", "w", encoding="utf-8") as f:
-        for u in range(60):
-            for _ in range(6):
-                text = " ".join(words[i] for i in np.cumsum(rng.randint(1, 4, size=8)) % len(words))
-                f.write(json.dumps({"user": f"u{u}", "text": text}) + "\n")
+    write_word_chain_users(root / "users.jsonl", 60, 6, 1, words, 8)
     recipe = ["--data", str(root / "users.jsonl"), "--format", "jsonl", *RECIPE]
     assert main(["train", "--out", str(root / "full"), "--epochs", "3", *recipe]) == 0
     assert main(["train", "--out", str(root / "two"), "--epochs", "2", *recipe]) == 0
