@@ -106,6 +106,8 @@ EXTENDED = (
     # JVM, the predictor installed on Python 3.12/3.13 (default tier: test_android_core.py's JUnit run).
     "test_android_maven.py", "test_android_core_jar.py", "test_embedding_guide.py", "test_predictor_install.py",
     "test_android_core.py::test_java_core_passes_junit_on_an_emulated_aarch64_jvm",
+    # A benchmark script's variants (three paper-size models built and trained briefly).
+    "test_pretrain_speed_script.py",
     # Kill, cut and resume end to end (default tier: test_federated_loop.py reads a saved program state back,
     # test_run_dir_faults.py's other faults, test_centralized_resume.py's other tests).
     "test_server_average.py::test_averaged_federated_run_saves_the_average_and_resumes_it",

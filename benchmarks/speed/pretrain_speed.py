@@ -128,7 +128,8 @@ def fit_chunk(run: dict, steps: int, x, y) -> tuple[int, int]:
             index, width = run["batches"][i], run["widths"][i]
             yield x[index, :width], y[index, :width]
 
-    sig = (tf.TensorSpec((None, None), tf.int32), tf.TensorSpec((None, None), tf.int32))
+    width = None if run["spec"]["length"] else x.shape[1]  # a padded batch's width is fixed (unroll needs it)
+    sig = (tf.TensorSpec((None, width), tf.int32), tf.TensorSpec((None, width), tf.int32))
     h = run["model"].fit(tf.data.Dataset.from_generator(batches, output_signature=sig), epochs=1, verbose=0)
     run["loss"] = float(h.history["loss"][-1])
     return sum(run["tokens"][i] for i in picks), sum(run["positions"][i] for i in picks)

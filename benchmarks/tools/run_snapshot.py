@@ -9,8 +9,8 @@ within a few hundred steps and are half of the bytes). ``restore`` writes a run 
 (the checkpoint rebuilt under its own name with TensorFlow's SaveV2), which ``--resume`` continues from the
 start of the next epoch; steps inside that epoch are not in a snapshot.
 
-    python benchmarks/tools/run_snapshot.py save runs/base_v2/w40k_s512 benchmarks/records/base/w40k_s512
-    python benchmarks/tools/run_snapshot.py restore benchmarks/records/base/w40k_s512 runs/base_v2/w40k_s512
+    python benchmarks/tools/run_snapshot.py save runs/base_v2/w40k benchmarks/records/base/w40k
+    python benchmarks/tools/run_snapshot.py restore benchmarks/records/base/w40k runs/base_v2/w40k
 
 A damaged or foreign snapshot is refused in one line naming the file (exit code 2).
 """
