@@ -331,9 +331,12 @@ class _PartialCheckpoints(tf.keras.callbacks.Callback):
         if not self.every or now - self.last < self.every or batches >= self.n_batches:
             return
         mean = (self.loss * self.done + float(logs["loss"]) * (batch + 1)) / batches  # weighted by batches
+        seconds = self.seconds + now - self.start
         self.checkpoints.save_partial({"epoch": self.epoch, "batches": batches, "loss": mean,
-                                       "seconds": round(self.seconds + now - self.start, 2)})
+                                       "seconds": round(seconds, 2)})
         self.last = time.time()
+        logger.info(f"epoch {self.epoch}: {batches:,} of {self.n_batches:,} batches  train loss {mean:.3f}  "
+                    f"({seconds:.0f}s, checkpoint saved)")
 
     def epoch_loss(self, fit_loss: float) -> float:
         """The whole epoch's mean training loss, from ``fit``'s mean over the batches after ``done``."""
