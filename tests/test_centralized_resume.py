@@ -110,7 +110,7 @@ def test_centralized_examples_are_every_fit_clients_chunks_and_a_second_run_reus
     assert calls == [1]  # other text: encoded
 
 
-@pytest.mark.parametrize("batching", ["padded", "length"])
+@pytest.mark.parametrize("batching", ["padded", "length", "packed"])
 def test_a_run_stopped_inside_an_epoch_resumes_at_the_batch_it_reached(uninterrupted, tmp_path, monkeypatch,
                                                                         batching):
     """With --checkpoint-seconds the run checkpoints inside its epochs; stopped just after the third such

@@ -14,7 +14,9 @@ compiles the loss and its gradients with XLA (``jit_compile``, sampled softmax
 only); ``length`` batches as ``train --centralized --batching length`` does
 (``data.length_batches``: similar-length examples with their trailing pads cut,
 about ``batch`` x the mean length in real targets per batch, the model's time
-dimension dynamic); ``lr=R`` sets the learning rate (reported only: throughput does not
+dimension dynamic); ``packed`` lays each padded batch's examples end to end in
+full rows with the state reset at each, as ``--batching packed`` does (the same
+examples per step, fewer positions; ``training.packed``); ``lr=R`` sets the learning rate (reported only: throughput does not
 depend on it). Every variant trains the same model (V words, D=96, H=670, Adam
 with clipnorm 5, dropout 0.1 and the weight average of 0.999 as
 ``train --centralized`` does) from the same initialization on the same
@@ -49,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 from benchmarks.common.result_file import write  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results", "speed")
-OPTIONS = ("unroll", "fused", "xla", "length")
+OPTIONS = ("unroll", "fused", "xla", "length", "packed")
 D, H = 96, 670
 
 
@@ -103,13 +105,16 @@ def build(spec: dict, vocab_size: int, seq_len: int):
     from keyboard_lm.models.language_model import build_model
     from keyboard_lm.models.metrics import loss_fn
     from keyboard_lm.training.centralized import WeightAverage
+    from keyboard_lm.training.packed import use_packed_batches
     from keyboard_lm.training.sampled_softmax import use_sampled_softmax
 
     tf.keras.utils.set_random_seed(0)
     model = build_model(ModelConfig("cifg", vocab_size, D, H), seq_len=seq_len, dropout=0.1, unroll=spec["unroll"],
                         fused=spec["fused"])
     model.compile(optimizer=tf.keras.optimizers.Adam(spec["lr"], clipnorm=5.0), loss=loss_fn())
-    if spec["sampled"]:
+    if spec["packed"]:
+        use_packed_batches(model, 0.1, spec["sampled"], jit_compile=spec["xla"])
+    elif spec["sampled"]:
         use_sampled_softmax(model, spec["sampled"], jit_compile=spec["xla"])
     WeightAverage(model, 0.999)
     return model
@@ -125,11 +130,16 @@ def fit_chunk(run: dict, steps: int, x, y) -> tuple[int, int]:
 
     def batches():
         for i in picks:
+            if run["packed"] is not None:
+                yield run["packed"][i]
+                continue
             index, width = run["batches"][i], run["widths"][i]
             yield x[index, :width], y[index, :width]
 
     width = None if run["spec"]["length"] else x.shape[1]  # a padded batch's width is fixed (unroll needs it)
     sig = (tf.TensorSpec((None, width), tf.int32), tf.TensorSpec((None, width), tf.int32))
+    if run["packed"] is not None:
+        sig = ((sig[0], tf.TensorSpec((None, width), tf.float32)), sig[1])
     h = run["model"].fit(tf.data.Dataset.from_generator(batches, output_signature=sig), epochs=1, verbose=0)
     run["loss"] = float(h.history["loss"][-1])
     return sum(run["tokens"][i] for i in picks), sum(run["positions"][i] for i in picks)
@@ -170,7 +180,7 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     from keyboard_lm.data.corpora import load_corpus
-    from keyboard_lm.data.length_batches import example_lengths, length_batches
+    from keyboard_lm.data.length_batches import example_lengths, length_batches, packed
     from keyboard_lm.data.preprocessing import texts_to_examples, vocab_table
     from keyboard_lm.text.vocabulary import Vocabulary
 
@@ -193,9 +203,11 @@ def main(argv=None) -> int:
             batches = [np.arange(i, i + spec["batch"]) for i in range(0, n, spec["batch"])]
         widths = [int(lengths[b].max()) if spec["length"] else x.shape[1] for b in batches]
         model = build(spec, len(vocab), None if spec["length"] else x.shape[1])
+        packs = [packed(x, y, lengths, b) for b in batches] if spec["packed"] else None
         run = {"variant": v, "spec": spec, "model": model, "batches": batches, "widths": widths, "cursor": 0,
-               "tokens": [int(lengths[b].sum()) for b in batches],
-               "positions": [len(b) * w for b, w in zip(batches, widths)],
+               "packed": packs, "tokens": [int(lengths[b].sum()) for b in batches],
+               "positions": ([p[1].size for p in packs] if packs else
+                             [len(b) * w for b, w in zip(batches, widths)]),
                "steps": 0, "seconds": 0.0, "real": 0, "computed": 0, "per_round": [], "loss": None}
         started = time.perf_counter()
         fit_chunk(run, args.warmup, x, y)
@@ -230,7 +242,7 @@ def main(argv=None) -> int:
         rows.append({"variant": run["variant"], "softmax": f"sampled {spec['sampled']}" if spec["sampled"] else "full",
                      "batch_size": spec["batch"], "learning_rate": spec["lr"],
                      "recurrence": "fused" if spec["fused"] else "unrolled" if spec["unroll"] else "loop",
-                     "xla": spec["xla"], "batching": "length" if spec["length"] else "padded",
+                     "xla": spec["xla"], "batching": "length" if spec["length"] else "packed" if spec["packed"] else "padded",
                      "pad_share": round(1 - run["real"] / run["computed"], 3),
                      "steps": run["steps"], "seconds": round(run["seconds"], 2),
                      "tokens_per_second": round(run["real"] / run["seconds"]),

@@ -117,14 +117,15 @@ def _resume_centralized(args) -> int:
     from keyboard_lm.models.run_dir import RunRecord
     from keyboard_lm.training.centralized import resume_centralized
 
-    stray = [f.option for f in TRAIN_FLAGS if f.option not in ("--centralized", "--resume", "--out", "--epochs")
+    stray = [f.option for f in TRAIN_FLAGS
+             if f.option not in ("--centralized", "--resume", "--out", "--epochs", "--batching")
              and getattr(args, f.dest, None) not in (None, False, f.kwargs.get("default"))]
     if stray:
         raise ConfigError(f"{', '.join(stray)}: a resumed run keeps its own settings; only --epochs (the epoch "
-                          "to reach) may be given")
+                          "to reach) and --batching padded|packed (the same steps) may be given")
     # run.json alone (the trainer loads the run itself): where the corpus is, without reading the weights twice
     default_data_to_run(args, {"data": {"source": RunRecord.read(args.out).data_source}})
-    resume_centralized(load_corpus_from_args(args), args.out, args.epochs)
+    resume_centralized(load_corpus_from_args(args), args.out, args.epochs, batching=args.batching)
     print(f"run saved to {args.out}")
     return 0
 

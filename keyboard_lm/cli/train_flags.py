@@ -114,8 +114,9 @@ CENTRALIZED_FLAGS = tuple(field_flag(option, CentralizedConfig, text, **kw) for 
      "vocabulary (for pretraining on large corpora; evaluation stays exact); 0 = full ({cen.sampled_softmax})",
      dict(type=non_negative_int, metavar="N")),
     ("--batching", "padded: every example padded to --seq-len; length: batches of similar-length examples with "
-     "their trailing pads cut, about as many real words per batch, faster but behind per epoch at batch 256 "
-     "({cen.batching})",
+     "their trailing pads cut, about as many real words per batch, faster but behind per epoch at batch 256; "
+     "packed: each padded batch's examples end to end in full rows, the state reset at each (the same step "
+     "on fewer positions) ({cen.batching})",
      dict(choices=BATCHING)),
 ))
 

@@ -82,3 +82,50 @@ def padded_share(lengths: np.ndarray, seq_len: int, batches: list[np.ndarray] | 
     else:
         computed = sum(len(b) * int(lengths[b].max()) for b in batches)
     return 1.0 - real / computed if computed else 0.0
+
+
+def pack_rows(lengths: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Place examples of ``lengths`` (each <= ``width``) end to end in as few rows of ``width`` positions as
+    best-fit decreasing finds: (row of each example, its first position in that row). Deterministic."""
+    lengths = np.asarray(lengths, np.int64)
+    if len(lengths) and int(lengths.max()) > width:
+        raise ValueError(f"an example of {int(lengths.max())} positions does not fit a row of {width}")
+    rows, starts = np.zeros(len(lengths), np.int64), np.zeros(len(lengths), np.int64)
+    free: list[list[int]] = [[] for _ in range(width + 1)]  # free[k]: rows with exactly k positions left
+    used: list[int] = []  # positions used in each row
+    for i in np.argsort(-lengths, kind="stable"):
+        need = int(lengths[i])
+        k = next((k for k in range(need, width + 1) if free[k]), None)  # the tightest row it fits
+        if k is None:
+            row = len(used)
+            used.append(0)
+        else:
+            row = free[k].pop()
+        rows[i], starts[i] = row, used[row]
+        used[row] += need
+        free[width - used[row]].append(row)
+    return rows, starts
+
+
+def packed(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, index: np.ndarray, pad_id: int = SPECIAL_TOKENS.pad_id
+           ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The examples ``index`` of a padded batch packed into full rows (``pack_rows``): ((inputs [R, S], resets
+    [R, S] float32, 1 at each example's first position), targets [R, S, ...]); the rest are pads. Trained
+    with the state reset at each 1 (``models.language_model.packed_model``), each example is computed as in
+    its own padded row, so a step sees the same examples, targets and mean loss with fewer pad positions."""
+    width = x.shape[1]
+    n = lengths[index]
+    rows, starts = pack_rows(n, width)
+    count = int(rows.max()) + 1 if len(index) else 0
+    ex = np.repeat(np.arange(len(index)), n)  # one entry per real position
+    pos = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)  # its position inside its example
+    r, c = rows[ex], starts[ex] + pos
+    inputs = np.full((count, width), pad_id, x.dtype)
+    targets = np.zeros((count, width, *y.shape[2:]), y.dtype)
+    if y.ndim == 2:
+        targets[:] = pad_id
+    inputs[r, c] = x[index[ex], pos]
+    targets[r, c] = y[index[ex], pos]
+    resets = np.zeros((count, width), np.float32)
+    resets[rows, starts] = 1.0
+    return (inputs, resets), targets

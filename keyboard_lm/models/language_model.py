@@ -111,6 +111,55 @@ def build_model(config: ModelConfig, seq_len: int | None = None, dropout: float 
     return tf.keras.Model(tokens, logits, name=config.model_type.replace("-", "_"))
 
 
+class ResetCell(tf.keras.layers.Layer):
+    """``cell`` stepping over inputs whose last column is a reset flag: where it is 1 the state is set to
+    zeros before the step, so examples packed end to end in one row are each computed from the zero state,
+    as in a row of their own. Holds no weights of its own: the steps are ``cell``'s, on its variables."""
+
+    def __init__(self, cell: tf.keras.layers.Layer, **kwargs):
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.state_size, self.output_size = cell.state_size, cell.output_size
+
+    def build(self, input_shape):
+        self.built = True  # ``cell`` was built by the model it belongs to
+
+    def prepare_weights(self, training: bool = False) -> None:
+        self.cell.prepare_weights(training)
+
+    def release_weights(self) -> None:
+        self.cell.release_weights()
+
+    def call(self, inputs, states):
+        keep = 1.0 - inputs[:, -1:]
+        return self.cell.call(inputs[:, :-1], [s * keep for s in states])
+
+
+def packed_model(model: tf.keras.Model, dropout: float = 0.0) -> tf.keras.Model:
+    """A training view of ``model`` on packed rows: (token ids [B, T], resets [B, T]) -> logits [B, T, V],
+    through the same embedding, cell and output (the same variables; nothing is copied), with the state
+    reset wherever ``resets`` is 1 (``data.length_batches.packed``). ``dropout`` as ``model`` was built with.
+    ``hidden``: the same view up to the cell's outputs [B, T, D]."""
+    from keyboard_lm.errors import ConfigError
+
+    rnn = model.get_layer("rnn")
+    if not isinstance(rnn.cell, ProjectedCell):
+        raise ConfigError("packed batches need the CIFG, SI-CIFG or LSTM cell")
+    tokens = tf.keras.Input(shape=(None,), dtype=tf.int32, name="tokens")
+    resets = tf.keras.Input(shape=(None,), dtype=tf.float32, name="resets")
+    x = model.get_layer("embedding")(tokens)
+    if dropout:
+        x = tf.keras.layers.Dropout(dropout)(x)
+    x = tf.concat([x, resets[..., None]], axis=-1)  # the flag rides along as the last input column
+    h = SequenceRNN(ResetCell(rnn.cell), return_sequences=True)(x)
+    if dropout:
+        h = tf.keras.layers.Dropout(dropout)(h)
+    logits = model.get_layer("tied_output")(h)
+    view = tf.keras.Model([tokens, resets], logits, name=f"{model.name}_packed")
+    view.hidden = tf.keras.Model([tokens, resets], h)  # [B, T, D], what the sampled softmax trains from
+    return view
+
+
 def weights_dict(model: tf.keras.Model) -> dict:
     """Model weights by variable name, for saving as .npz."""
     return {w.name: w.numpy() for w in model.weights}

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from keyboard_lm.data.corpus import Corpus
-from keyboard_lm.data.length_batches import example_lengths, length_batches, trimmed
+from keyboard_lm.data.length_batches import example_lengths, length_batches, packed, trimmed
 from keyboard_lm.data.preprocessing import encode_clients
 from keyboard_lm.data.split import SplitConfig, split_clients, validation_clients
 from keyboard_lm.errors import ConfigError, TrainingDivergedError
@@ -30,6 +30,7 @@ from keyboard_lm.training.config import CentralizedConfig, TrainOptions, default
 from keyboard_lm.training.epoch_checkpoints import EpochCheckpoints
 from keyboard_lm.training.loop import KeepBest, RunWriter, average_decay_ramp
 from keyboard_lm.training.ngram_teacher import cross_fitted_examples, mixed_targets
+from keyboard_lm.training.packed import use_packed_batches
 from keyboard_lm.training.sampled_softmax import use_sampled_softmax
 from keyboard_lm.log import lines_to
 
@@ -188,7 +189,8 @@ def _train(corpus, run_dir, sizes: ModelConfig, config, split, options: TrainOpt
         guard.release()
 
 
-def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=None) -> dict:
+def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, log=None,
+                       batching: str | None = None) -> dict:
     """Continue a centralized run from the checkpoint of its last finished epoch.
 
     Everything comes from the run: its recipe (run.json's hyperparameters), split, vocabulary and model,
@@ -196,19 +198,24 @@ def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, 
     the validation record (best epoch, epochs without gain) and where the shuffled data order stands, so
     the epochs go on as they would have without the stop (with dropout, its masks are drawn anew).
     ``epochs`` (None: the run's own) is the epoch to reach. ``corpus`` must be the one the run trained
-    on. A damaged newest checkpoint is skipped for the newest intact one; a run stopped after its last
-    epoch's checkpoint and before its end is finished. Returns the held-out evaluation of the weights the
+    on. ``batching`` may swap ``padded`` and ``packed`` (the same steps on fewer positions) from here on; any
+    other change of the run's settings is refused. A damaged newest checkpoint is skipped for the newest
+    intact one; a run stopped after its last epoch's checkpoint and before its end is finished. Returns the held-out evaluation of the weights the
     run keeps.
     """
     with lines_to(log):
         guard = hold_run_dir(run_dir)  # refused at once while another run trains here
         try:
-            return _resume(corpus, run_dir, epochs, guard)
+            return _resume(corpus, run_dir, epochs, guard, batching)
         finally:
             guard.release()
 
 
-def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
+#: Batchings that train the same steps, so a resumed run may go on with either.
+SAME_STEPS = {"padded", "packed"}
+
+
+def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard, batching: str | None = None) -> dict:
     run = load_run(run_dir)
     record = run.record
     # run.json as it is, rewritten by the writer; what is read of it is read through the record.
@@ -219,6 +226,12 @@ def _resume(corpus: Corpus, run_dir: str, epochs: int | None, guard) -> dict:
     # A run recorded before ``batching`` existed trained on padded batches, and resumes on them.
     config = CentralizedConfig(**{"batching": "padded", **record.hyperparameters,
                                   **({"epochs": epochs} if epochs else {})})
+    if batching is not None and batching != config.batching:
+        if {batching, config.batching} != SAME_STEPS:
+            raise ConfigError(f"{run_dir}: the run trained with --batching {config.batching}; a resumed run may only "
+                              "swap padded and packed (the same steps), not change to or from length")
+        logger.info(f"resume: --batching {config.batching} -> {batching} from here on (the same steps)")
+        config = dataclasses.replace(config, batching=batching)
     fingerprint = record.data_fingerprint
     if fingerprint and fingerprint != corpus.fingerprint():
         raise ConfigError(f"{run_dir}: {corpus.name} is not the corpus this run trained on (fingerprint "
@@ -268,7 +281,9 @@ def _compiled_model(model_config: ModelConfig, config: CentralizedConfig) -> tf.
     tf.keras.utils.set_random_seed(config.seed)
     model = build_model(model_config, dropout=config.dropout, weight_drop=config.weight_drop)
     model.compile(optimizer=make_optimizer(config), loss=mixed_target_loss if config.teacher().weight else loss_fn())
-    if config.sampled_softmax:
+    if config.batching == "packed":
+        use_packed_batches(model, config.dropout, config.sampled_softmax)
+    elif config.sampled_softmax:
         use_sampled_softmax(model, config.sampled_softmax)
     return model
 
@@ -293,15 +308,29 @@ def _training_data(corpus: Corpus, fit_ids, vocab: Vocabulary, config: Centraliz
         examples = tf.data.Dataset.from_tensor_slices((x, y))
         n_examples = len(x)
 
-    lengths = example_lengths(x) if config.batching == "length" else None
+    lengths = example_lengths(x) if config.batching != "padded" else None
 
     def epoch_data(epoch: int) -> tf.data.Dataset:
         seed = int(np.random.RandomState([config.seed, epoch]).randint(2**31 - 1))
-        if lengths is not None:
+        if config.batching == "length":
             return _length_batched(x, y, lengths, config.batch_size, seed)
+        if config.batching == "packed":
+            return _packed(x, y, lengths, config.batch_size, seed)
         return examples.shuffle(n_examples, seed=seed, reshuffle_each_iteration=False).batch(config.batch_size)
 
     return epoch_data, n_examples
+
+
+def _packed(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, batch_size: int, seed: int):
+    """One epoch of the padded batches (the same examples in the same order: the indices shuffled as the
+    padded path shuffles its examples), each packed into full rows (``data.length_batches.packed``)."""
+    order = tf.data.Dataset.range(len(x)).shuffle(len(x), seed=seed, reshuffle_each_iteration=False)
+    batches = [b for b in order.batch(batch_size).as_numpy_iterator()]
+    spec = ((tf.TensorSpec((None, x.shape[1]), x.dtype), tf.TensorSpec((None, x.shape[1]), tf.float32)),
+            tf.TensorSpec((None, x.shape[1], *y.shape[2:]), y.dtype))
+    data = tf.data.Dataset.from_generator(lambda: (packed(x, y, lengths, b) for b in batches),
+                                          output_signature=spec)
+    return data.apply(tf.data.experimental.assert_cardinality(len(batches)))
 
 
 def _length_batched(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, batch_size: int, seed: int):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 #: How ``train --centralized`` batches its examples (``CentralizedConfig.batching``).
-BATCHING = ("padded", "length")
+BATCHING = ("padded", "length", "packed")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,10 @@ class CentralizedConfig:
         length and trims each batch's trailing pads, about ``batch_size`` x
         the mean length in real targets per batch (``data.length_batches``):
         faster, level on held-out users at batch 8, behind per epoch at batch
-        256 with few steps an epoch (docs/training.md).
+        256 with few steps an epoch (docs/training.md); ``packed`` lays each
+        padded batch's examples end to end in full rows with the state reset
+        at each (``training.packed``): the same examples, targets and loss per
+        step as ``padded``, on fewer computed positions.
       checkpoint_seconds: also checkpoint inside an epoch whenever this many
         seconds have passed since the last save (weights, optimizer and
         average, and how many of the epoch's batches are done), so a stopped

@@ -40,14 +40,17 @@ def sampled_losses(table: tf.Tensor, labels: tf.Tensor, inputs: tf.Tensor, candi
     return tf.nn.sparse_softmax_cross_entropy_with_logits(tf.zeros_like(labels), logits)
 
 
-def loss_and_gradients(model: tf.keras.Model, jit_compile: bool = False):
+def loss_and_gradients(model: tf.keras.Model, jit_compile: bool = False, hidden: tf.keras.Model | None = None):
     """(x [B, T], labels [B*T] int64, candidates) -> (the step's sampled-softmax loss, its gradients with
     respect to ``model.trainable_variables``): the mean of ``sampled_losses`` over the non-pad targets, the
-    model's hidden states computed in training mode. ``jit_compile`` compiles it with XLA."""
+    model's hidden states computed in training mode. ``jit_compile`` compiles it with XLA. ``hidden``: what
+    computes the hidden states [B, T, D] from x (None: ``model`` up to its output; a packed view's ``hidden``
+    takes (tokens, resets))."""
     from keyboard_lm.text.spec import SPECIAL_TOKENS
 
     embedding = model.get_layer("embedding")
-    hidden = tf.keras.Model(model.inputs, model.get_layer("tied_output").input)  # tokens -> [B, T, D]
+    if hidden is None:
+        hidden = tf.keras.Model(model.inputs, model.get_layer("tied_output").input)  # tokens -> [B, T, D]
     pad = SPECIAL_TOKENS.pad_id
 
     def compute(x, labels, candidates):
@@ -63,7 +66,8 @@ def loss_and_gradients(model: tf.keras.Model, jit_compile: bool = False):
     return tf.function(compute, jit_compile=True) if jit_compile else compute
 
 
-def use_sampled_softmax(model: tf.keras.Model, num_sampled: int, jit_compile: bool = False) -> None:
+def use_sampled_softmax(model: tf.keras.Model, num_sampled: int, jit_compile: bool = False,
+                        hidden: tf.keras.Model | None = None) -> None:
     """Make ``model``'s training step a sampled softmax over the tied output (Jean et al. 2015).
 
     The loss of a step is the cross-entropy of the target against itself and
@@ -74,12 +78,12 @@ def use_sampled_softmax(model: tf.keras.Model, num_sampled: int, jit_compile: bo
     position instead of V.  Prediction and evaluation (``model(x)``) keep the
     full softmax.  ``jit_compile`` compiles the loss and its gradients with XLA
     (a compute choice, ``loss_and_gradients``; the candidates are drawn outside).
-    Call before ``WeightAverage`` wraps the step.
+    ``hidden``: as in ``loss_and_gradients`` (packed batches). Call before ``WeightAverage`` wraps the step.
     """
     vocab_size = model.get_layer("embedding").input_dim
     if not 0 < num_sampled < vocab_size:
         raise ValueError(f"sampled softmax needs 0 < num_sampled < V={vocab_size}, got {num_sampled}")
-    compute = loss_and_gradients(model, jit_compile)
+    compute = loss_and_gradients(model, jit_compile, hidden)
 
     def train_step(data):
         x, y = data
