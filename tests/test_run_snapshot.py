@@ -42,6 +42,9 @@ def test_a_restored_snapshot_resumes_as_the_run_would_have(runs, tmp_path, exact
     with open(os.path.join(snap, "snapshot.json"), encoding="utf-8") as f:
         index = json.load(f)
     assert index["epoch"] == 2 and ("bfloat16" in {e["dtype"] for e in index["tensors"]}) != exact
+    with open(os.path.join(snap, "run.json"), encoding="utf-8") as f:
+        source = json.load(f)["data"]["source"]["path"]
+    assert source == run_snapshot.repo_relative(str(runs / "users.jsonl"))  # inside the repository: relative
     assert run_snapshot.main(["restore", snap, again]) == 0
     assert main(["train", "--out", again, "--resume", "--epochs", "3"]) == 0
     a, b = _rows(runs / "full"), _rows(again)
@@ -52,6 +55,13 @@ def test_a_restored_snapshot_resumes_as_the_run_would_have(runs, tmp_path, exact
     ra, rb = load_run(str(runs / "full")), load_run(again)
     for name in ra.weights:
         np.testing.assert_allclose(ra.weights[name], rb.weights[name], rtol=tol["rel"] * 10, atol=tol["abs"] * 10)
+
+
+def test_a_path_inside_the_repository_is_kept_relative_to_it():
+    inside = os.path.join(run_snapshot.REPO, "build", "base_corpus_v2", "corpus.jsonl")
+    assert run_snapshot.repo_relative(inside) == os.path.join("build", "base_corpus_v2", "corpus.jsonl")
+    outside = os.path.join(os.path.dirname(run_snapshot.REPO), "elsewhere.jsonl")
+    assert run_snapshot.repo_relative(outside) == outside
 
 
 def test_bfloat16_rounding_is_to_nearest_and_keeps_the_exponent_range():

@@ -36,6 +36,7 @@ import sys
 import numpy as np
 
 from keyboard_lm.models.run_dir import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run, sha256_file
+from benchmarks.tools.run_snapshot import repo_relative
 
 
 def _card_sources(report: dict) -> list[dict]:
@@ -126,9 +127,12 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
     atomic_write(os.path.join(out, WEIGHTS_FILE), data, mode=0o644)
     shutil.copyfile(os.path.join(run_dir, VOCAB_FILE), os.path.join(out, VOCAB_FILE))
     info = dict(run.info)
-    # Where the corpus was on the machine that trained is no business of the package: the builder's default.
-    info["data"] = {**info["data"], "source": {"path": os.path.join("build", "base_corpus", "corpus.jsonl"),
-                                               "format": "jsonl"}}
+    # Where the corpus was on the machine that trained is no business of the package: the path inside the
+    # repository (build/...), else the builder's default.
+    source = repo_relative((info["data"].get("source") or {}).get("path") or "")
+    if not source or os.path.isabs(source):
+        source = os.path.join("build", "base_corpus", "corpus.jsonl")
+    info["data"] = {**info["data"], "source": {"path": source, "format": "jsonl"}}
     info["weights_sha256"] = hashlib.sha256(data).hexdigest()
     info["weights_dtype"] = "float16"
     info["card"] = {

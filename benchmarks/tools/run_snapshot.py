@@ -52,6 +52,27 @@ def _rounded(key: str, dtype: str, exact: bool) -> bool:
     return not exact and dtype == "float32" and key.startswith("optimizer/")
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def repo_relative(path: str) -> str:
+    """``path`` relative to the repository when it lies inside it (a snapshot moves between machines where
+    the repository is elsewhere; ``--resume`` runs from the repository's root), else as it is."""
+    rel = os.path.relpath(os.path.abspath(path), REPO)
+    return path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
+def _relative_source(run_json: str) -> None:
+    with open(run_json, encoding="utf-8") as f:
+        info = json.load(f)
+    source = (info.get("data") or {}).get("source") or {}
+    if source.get("path"):
+        source["path"] = repo_relative(source["path"])
+        with open(run_json, "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+            f.write("\n")
+
+
 def save(run_dir: str, out: str, exact: bool = False) -> dict:
     import tensorflow as tf
 
@@ -87,6 +108,7 @@ def save(run_dir: str, out: str, exact: bool = False) -> dict:
     for name in RUN_FILES:
         if os.path.isfile(os.path.join(run_dir, name)):  # metrics.csv: none before the first epoch
             shutil.copyfile(os.path.join(run_dir, name), os.path.join(tmp, name))
+    _relative_source(os.path.join(tmp, "run.json"))
     index = {"format": FORMAT, "epoch": state["epoch"], "checkpoint": state["checkpoint"], "state": state,
              "exact": exact, "tensors": entries}
     with open(os.path.join(tmp, INDEX), "w", encoding="utf-8") as f:
