@@ -66,13 +66,17 @@ def test_the_packed_view_computes_each_example_as_in_its_own_padded_row(model_ty
         np.testing.assert_allclose(together[r, s:s + lengths[i]], alone[i, :lengths[i]], rtol=1e-6, atol=1e-6)
 
 
-def test_packed_batches_refuse_the_gru():
+def test_packed_batches_refuse_the_gru(tmp_path, default_corpus, capsys):
+    from keyboard_lm.cli import main
     from keyboard_lm.errors import ConfigError
     from keyboard_lm.models.config import ModelConfig
     from keyboard_lm.models.language_model import build_model, packed_model
 
     with pytest.raises(ConfigError, match="packed batches need"):
         packed_model(build_model(ModelConfig("gru", 50, 8, 12)))
+    out = tmp_path / "run"
+    assert main(["train", "--centralized", "--model", "gru", "--batching", "packed", "--out", str(out)]) == 2
+    assert "--batching packed needs the CIFG" in capsys.readouterr().err and not out.exists()
 
 
 @pytest.mark.parametrize("softmax", [[], ["--sampled-softmax", "20"]], ids=["full", "sampled"])

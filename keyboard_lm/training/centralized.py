@@ -152,6 +152,8 @@ def _train(corpus, run_dir, sizes: ModelConfig, config, split, options: TrainOpt
         fit_ids, val_ids = train_ids, []
     if init is not None:
         init.check_model(sizes.model_type, sizes.embedding_dim, sizes.units)
+    if config.batching == "packed" and sizes.model_type == "gru":
+        raise ConfigError("--batching packed needs the CIFG, SI-CIFG or LSTM cell (its state is reset inside a row)")
     guard = prepare_run_dir(run_dir, "train --centralized", overwrite=options.overwrite, log=logger.info)
     try:
         vocab = Vocabulary.from_sentences(corpus.sentences(train_ids), options.vocab_size)
