@@ -202,8 +202,8 @@ def resume_centralized(corpus: Corpus, run_dir: str, epochs: int | None = None, 
     ``epochs`` (None: the run's own) is the epoch to reach. ``corpus`` must be the one the run trained
     on. ``batching`` may swap ``padded`` and ``packed`` (the same steps on fewer positions) from here on; any
     other change of the run's settings is refused. A damaged newest checkpoint is skipped for the newest
-    intact one; a run stopped after its last epoch's checkpoint and before its end is finished. Returns the held-out evaluation of the weights the
-    run keeps.
+    intact one; a run stopped after its last epoch's checkpoint and before its end is finished. Returns the
+    held-out evaluation of the weights the run keeps.
     """
     with lines_to(log):
         guard = hold_run_dir(run_dir)  # refused at once while another run trains here
@@ -327,7 +327,7 @@ def _packed(x: np.ndarray, y: np.ndarray, lengths: np.ndarray, batch_size: int, 
     """One epoch of the padded batches (the same examples in the same order: the indices shuffled as the
     padded path shuffles its examples), each packed into full rows (``data.length_batches.packed``)."""
     order = tf.data.Dataset.range(len(x)).shuffle(len(x), seed=seed, reshuffle_each_iteration=False)
-    batches = [b for b in order.batch(batch_size).as_numpy_iterator()]
+    batches = list(order.batch(batch_size).as_numpy_iterator())
     spec = ((tf.TensorSpec((None, x.shape[1]), x.dtype), tf.TensorSpec((None, x.shape[1]), tf.float32)),
             tf.TensorSpec((None, x.shape[1], *y.shape[2:]), y.dtype))
     data = tf.data.Dataset.from_generator(lambda: (packed(x, y, lengths, b) for b in batches),
@@ -411,15 +411,11 @@ def _epochs(model, average, checkpoints: EpochCheckpoints, data: Callable, n_exa
         for epoch in range(first, config.epochs + 1):
             start = time.time()
             epoch_data = data(epoch)
-            if partial is not None and partial["epoch"] == epoch:
-                progress = _PartialCheckpoints(checkpoints, epoch, int(epoch_data.cardinality()),
-                                               config.checkpoint_seconds, partial["batches"], partial["loss"],
-                                               partial["seconds"])
-                epoch_data = epoch_data.skip(partial["batches"])
-            else:
-                progress = _PartialCheckpoints(checkpoints, epoch, int(epoch_data.cardinality()),
-                                               config.checkpoint_seconds)
-            history = model.fit(epoch_data, epochs=1, verbose=0, callbacks=[progress])
+            begun = partial if partial is not None and partial["epoch"] == epoch else {}
+            progress = _PartialCheckpoints(checkpoints, epoch, int(epoch_data.cardinality()),
+                                           config.checkpoint_seconds, begun.get("batches", 0), begun.get("loss", 0.0),
+                                           begun.get("seconds", 0.0))
+            history = model.fit(epoch_data.skip(progress.done), epochs=1, verbose=0, callbacks=[progress])
             train_loss = progress.epoch_loss(float(history.history["loss"][-1]))
             if not math.isfinite(train_loss):
                 raise TrainingDivergedError(f"training diverged at epoch {epoch} (loss {train_loss}); "

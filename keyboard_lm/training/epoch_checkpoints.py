@@ -124,13 +124,14 @@ class EpochCheckpoints:
         try:
             os.makedirs(self.dir, exist_ok=True)
             path = self.checkpoint.write(self._path(name))
-            self._sync([os.path.basename(p) for p in glob.glob(f"{path}.*")])
+            written = [os.path.basename(p) for p in glob.glob(f"{path}.*")]
+            self._sync(written)
         except (OSError, tf.errors.OpError) as e:
             for leftover in glob.glob(self._path(f"{name}.*")):
                 if os.path.isfile(leftover):
                     os.remove(leftover)
             raise RunWriteError(f"{self._path(name)}: cannot write ({failure_reason(e)})") from None
-        self._record(*(os.path.basename(p) for p in glob.glob(f"{path}.*")), PARTIAL_FILE)
+        self._record(*written, PARTIAL_FILE)
         atomic_write(self._path(PARTIAL_FILE),
                      (json.dumps({**state, "checkpoint": name}, indent=2) + "\n").encode("utf-8"), mode=0o644)
         other = PARTIAL_NAMES[1 - PARTIAL_NAMES.index(name)]
