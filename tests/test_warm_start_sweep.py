@@ -81,3 +81,21 @@ def test_a_stopped_run_is_resumed_without_init_from(tmp_path):
     assert "--init-from" not in again and "--client-lr" not in again and again[-1] == "--resume"
     assert again[again.index("--partition") + 1] == "iid" and again[again.index("--rounds") + 1] == "100"
     assert warm_start_from_args(build_parser().parse_args(again)) is None  # accepted: no ConfigError
+
+
+def _by_user(hits: list[int], events: int = 10) -> dict:
+    """An evaluation as `evaluate_model` returns it: pooled and per-user recall@3 with their event counts."""
+    clients = {f"u{i}": {"recall_at_3": h / events, "num_events": events} for i, h in enumerate(hits)}
+    return {"pooled": {"recall_at_3": sum(hits) / (events * len(hits))}, "clients": clients}
+
+
+def test_paired_interval_is_against_the_first_recipe_on_the_same_users():
+    ref = _by_user([2, 3, 4, 2, 3, 5, 1, 2])
+    better = _by_user([h + 1 for h in [2, 3, 4, 2, 3, 5, 1, 2]])  # one more hit for every user
+    same = _by_user([2, 3, 4, 2, 3, 5, 1, 2])
+    out = sweep.paired({"mail": {"ref": ref, "better": better, "same": same}, "other": {"better": better}},
+                       ["ref", "better", "same"])
+    b = out["mail"]["better"]
+    assert b["ratio"] == pytest.approx(30 / 22) and 1 < b["lo"] <= b["ratio"] <= b["hi"]
+    assert out["mail"]["same"] == {"ratio": 1.0, "lo": 1.0, "hi": 1.0}
+    assert "ref" not in out["mail"] and "other" not in out  # no reference run there: no interval

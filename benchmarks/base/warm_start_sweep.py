@@ -29,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.corpora import CORPORA  # noqa: E402
+from benchmarks.common.heldout import heldout_by_user  # noqa: E402
 from benchmarks.common.ngram import ngram_on  # noqa: E402
 from benchmarks.common.runs import collect_run, finished, seeds_line, slug, train_from_base  # noqa: E402
 
@@ -47,7 +48,31 @@ def rank(results: dict, recipes: list[str], corpora: list[str]) -> list[dict]:
     return sorted(rows, key=lambda r: -(r["mean"] or 0))
 
 
-def report(results, ngrams, recipes, corpora, args) -> str:
+#: Bootstrap draws of held-out users for a recipe's paired interval against the first recipe.
+DRAWS = 1000
+
+
+def paired(by_user: dict, recipes: list[str]) -> dict:
+    """{corpus: {recipe: {"ratio", "lo", "hi"}}}: held-out recall@3 of each recipe's kept model over the first
+    recipe's on the same users, pooled, with its paired 95% interval (seed 0).
+
+    ``by_user``: {corpus: {recipe: evaluation with per-user results}} (``heldout_by_user``)."""
+    from keyboard_lm.evaluation import paired_intervals
+
+    out = {}
+    for corpus, per in by_user.items():
+        ref = per.get(recipes[0])
+        for name in recipes[1:]:
+            if ref is None or name not in per:
+                continue
+            lo, hi = paired_intervals(per[name], ref, ("recall_at_3",), replicates=DRAWS, seed=0)["recall_at_3"]
+            ratio = per[name]["pooled"]["recall_at_3"] / ref["pooled"]["recall_at_3"]
+            out.setdefault(corpus, {})[name] = {"ratio": ratio, "lo": lo, "hi": hi}
+    return out
+
+
+def report(results, ngrams, recipes, corpora, args, intervals=None) -> str:
+    intervals = intervals or {}
     lines = [f"Federated recipes from the base, {args.rounds} rounds, evaluated every {args.eval_every}; "
              "one run at a time. 'Kept' is the round the validation clients pick (best validation recall@3); "
              "held-out users never choose.", ""]
@@ -63,17 +88,21 @@ def report(results, ngrams, recipes, corpora, args) -> str:
         lines += ["", f"## {corpus}: `{shlex.join(CORPORA[corpus])}`", "",
                   (f"Kneser-Ney 5-gram: held-out recall@3 {ng['recall_at_3']:.4f}, perplexity "
                    f"{ng['perplexity']:.1f}." if ng else ""), "",
-                  "| recipe | kept round | validation recall@3 | held-out recall@3 | perplexity | vs 5-gram "
-                  "| wall s (whole run) |", "|---|---:|---:|---:|---:|---:|---:|"]
+                  "| recipe | kept round | validation recall@3 | held-out recall@3 | vs '" + recipes[0]
+                  + "' (paired 95%) | perplexity | vs 5-gram | wall s (whole run) |",
+                  "|---|---:|---:|---:|---|---:|---:|---:|"]
         for name in recipes:
             r = results[corpus].get(name)
             if not r:
-                lines.append(f"| {name} | not run | | | | | |")
+                lines.append(f"| {name} | not run | | | | | | |")
                 continue
             k = r["kept"]
             vs = f"{k['recall_at_3'] / ng['recall_at_3']:.3f}x" if ng else "-"
+            iv = intervals.get(corpus, {}).get(name)
+            pair = (f"{iv['ratio']:.3f}x [{iv['lo']:.3f}, {iv['hi']:.3f}]" if iv
+                    else "1.000x" if name == recipes[0] else "-")
             lines.append(f"| {name} | {k['step']} | {k.get('val_recall_at_3', float('nan')):.4f} "
-                         f"| {k['recall_at_3']:.4f} | {k['perplexity']:.1f} | {vs} | {r['seconds']:.0f}"
+                         f"| {k['recall_at_3']:.4f} | {pair} | {k['perplexity']:.1f} | {vs} | {r['seconds']:.0f}"
                          f"{'' if r['finished'] else ' (unfinished)'} |")
     lines += ["", "Recipes:", ""] + [f"- {n}: `{shlex.join(a) or '(the defaults)'}`" for n, a in args.recipes_]
     return "\n".join(lines) + "\n"
@@ -89,6 +118,8 @@ def main():
     p.add_argument("--work", default=os.path.join("runs", "warm_start_sweep"))
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--no-ngram", action="store_true", help="skip the 5-gram reference")
+    p.add_argument("--no-paired", action="store_true",
+                   help="skip the held-out paired intervals against the first recipe (they evaluate each kept model)")
     p.add_argument("--name", default="warm_start_sweep")
     p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args()
@@ -116,10 +147,14 @@ def main():
             if r:
                 results[corpus][name] = r
     ngrams = {} if args.no_ngram else {c: ngram_on(CORPORA[c]) for c in corpora}
-    text = report(results, ngrams, recipes, corpora, args)
+    intervals = {} if args.no_paired else paired(
+        {c: {n: heldout_by_user(r["run_dir"], CORPORA[c]) for n, r in per.items()} for c, per in results.items()},
+        recipes)
+    text = report(results, ngrams, recipes, corpora, args, intervals)
     paths = result_file.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
                                       "ngram": ngrams, "runs": results,
-                                      "ranking": rank(results, recipes, corpora)}, text, args.out,
+                                      "ranking": rank(results, recipes, corpora), "paired": intervals},
+                          text, args.out,
                           [r["trained"] for per in results.values() for r in per.values() if r],
                           seeds=seeds_line({f"{c} {n}": r["run_dir"] for c, per in results.items()
                                             for n, r in per.items() if r},
