@@ -8,10 +8,18 @@
 #      positions (the run's first epoch was padded).
 # After a session: python benchmarks/tools/run_snapshot.py save runs/base_v2/w40k \
 #   benchmarks/records/base/w40k  (and commit it). NICE (default 5) is the run's nice level.
+# MODEL=si-cifg pretrains Ro et al.'s SI-CIFG base the same way in runs/base_v2/si40k (snapshot
+# benchmarks/records/base/si40k); the default is the CIFG in runs/base_v2/w40k.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=runs/base_v2/w40k
-snapshot=benchmarks/records/base/w40k
+model="${MODEL:-cifg}"
+case "$model" in
+  cifg) name=w40k ;;
+  si-cifg) name=si40k ;;
+  *) echo "pretrain_base_v2.sh: MODEL=$model: expected cifg or si-cifg" >&2; exit 2 ;;
+esac
+out=runs/base_v2/$name
+snapshot=benchmarks/records/base/$name
 python="${PYTHON:-.venv/bin/python}"
 if [ ! -s build/base_corpus_v2/corpus.jsonl ]; then
   bash benchmarks/tools/base_corpus.sh build/base_corpus_v2
@@ -23,6 +31,6 @@ if [ -e "$out/run.json" ]; then
   exec nice -n "${NICE:-5}" "$python" -m keyboard_lm.cli train --centralized --resume --out "$out" --batching packed
 fi
 exec nice -n "${NICE:-5}" "$python" -m keyboard_lm.cli train --centralized --format jsonl \
-  --data build/base_corpus_v2/corpus.jsonl --out "$out" --vocab-size 40000 --epochs 20 --batch-size 256 \
+  --data build/base_corpus_v2/corpus.jsonl --out "$out" --model "$model" --vocab-size 40000 --epochs 20 --batch-size 256 \
   --lr 0.004 --sampled-softmax 1024 --ngram-teacher 0 --dropout 0.1 --weight-drop 0 --validation-fraction 0.05 \
   --batching packed
