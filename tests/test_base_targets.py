@@ -92,3 +92,21 @@ def test_the_per_user_cache_is_recomputed_when_what_it_was_computed_from_changes
     assert heldout.cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1
     assert heldout.cached(path, compute, key="a")["pooled"]["recall_at_3"] == 0.1 and len(calls) == 1
     assert heldout.cached(path, compute, key="b")["pooled"]["recall_at_3"] == 0.2  # e.g. a resumed run's new weights
+
+
+def test_a_candidate_base_is_measured_with_the_rows_own_commands(tmp_path, monkeypatch):
+    """--init-from starts every row from the given base (a candidate before it is the package's); the train
+    arguments each row gets are the real ones `train` parses."""
+    from keyboard_lm.cli.main import build_parser
+    from benchmarks.common import runs
+
+    calls = []
+    monkeypatch.setattr(bt, "train_from_base", lambda corpus, extra, run_dir, **kw: calls.append(
+        runs.train_args(corpus, extra, run_dir, **kw)))
+    bt.main(["--rows", "mail federated,mail centralized", "--seeds", "3", "--work", str(tmp_path / "w"),
+             "--init-from", "benchmarks/records/base/base_v2", "--no-intervals", "--out", str(tmp_path / "out")])
+    assert len(calls) == 2
+    for argv in calls:
+        parsed = build_parser().parse_args(argv)
+        assert parsed.init_from == "benchmarks/records/base/base_v2" and parsed.seed == 3
+    assert "--centralized" in calls[1]

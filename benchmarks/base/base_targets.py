@@ -12,6 +12,8 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
     python benchmarks/base/base_targets.py                  # every row, seeds 0,1,2
     python benchmarks/base/base_targets.py --seeds 0 --rows "mail federated"
     python benchmarks/base/base_targets.py --collect        # only read the runs and write the report
+    python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2 --work runs/base_targets_v2 \
+        --name base_targets_v2                              # a candidate base, before it is the package's
 
 Runs are ordered seed by seed (every row's seed 0 first), and a finished run
 directory is read, not retrained; a federated one with a checkpoint is
@@ -39,7 +41,8 @@ from benchmarks.common.runs import collect_run, finished, slug, train_from_base 
 #: Bootstrap draws of held-out users for each seed's paired interval.
 DRAWS = 1000
 
-#: row -> (corpus of warm_start_sweep.CORPORA, extra train arguments); every row runs `train --init-from base`.
+#: row -> (corpus of warm_start_sweep.CORPORA, extra train arguments); every row runs `train --init-from BASE`
+#: (``--init-from``, the package's base by default).
 ROWS = {
     "mail federated": ("mail", []),
     "mail centralized": ("mail", ["--centralized"]),
@@ -111,8 +114,9 @@ def _wall(run: dict) -> str:
     return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
 
 
-def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None) -> str:
-    lines = ["The base-model targets: `keyboard-lm train --init-from base` with its defaults, one run at a time. "
+def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None,
+           init_from: str = "base") -> str:
+    lines = [f"The base-model targets: `keyboard-lm train --init-from {init_from}` with its defaults, one run at a time. "
              "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
              "over seeds (`--seed`; the split is the default one in every run).", "",
              "| target | measured | aim | met |", "|---|---|---:|---|"]
@@ -169,6 +173,9 @@ def main(argv=None) -> int:
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
     p.add_argument("--no-intervals", action="store_true",
                    help="skip each seed's interval over held-out users (it evaluates every run per user once)")
+    p.add_argument("--init-from", default="base", metavar="BASE",
+                   help="the base every row starts from: the package's (base) or a packaged or run directory, "
+                        "to measure a candidate base before it is the package's")
     p.add_argument("--name", default="base_targets")
     p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args(argv)
@@ -186,7 +193,7 @@ def main(argv=None) -> int:
             corpus, extra = ROWS[row]
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
             if not args.collect and not finished(run_dir):
-                train_from_base(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir)
+                train_from_base(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir, init_from=args.init_from)
     for row in ROWS:
         for seed in seeds:
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
@@ -203,9 +210,10 @@ def main(argv=None) -> int:
         by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
                    for row, runs in results.items()}
         intervals = paired(by_user, ngram_users)
-    text = report(results, ngrams, seeds, intervals)
+    text = report(results, ngrams, seeds, intervals, args.init_from)
     summary = targets_summary(results, ngrams)
-    paths = result_file.write(args.name, {"rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
+    paths = result_file.write(args.name, {"init_from": args.init_from,
+                                          "rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
