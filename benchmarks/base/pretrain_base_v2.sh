@@ -8,6 +8,8 @@
 #      positions (the run's first epoch was padded).
 # After a session: python benchmarks/tools/run_snapshot.py save runs/base_v2/w40k \
 #   benchmarks/records/base/w40k  (and commit it). NICE (default 5) is the run's nice level.
+# The CIFG run ended at epoch 10 (validation gain +0.0004; packaged in benchmarks/records/base/base_v2);
+# its snapshot benchmarks/records/base/w40k is epoch 7's, for the record of how it got there.
 # MODEL=si-cifg pretrains Ro et al.'s SI-CIFG base the same way in runs/base_v2/si40k (snapshot
 # benchmarks/records/base/si40k); the default is the CIFG in runs/base_v2/w40k.
 set -euo pipefail
