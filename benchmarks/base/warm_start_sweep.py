@@ -147,8 +147,10 @@ def main():
             if r:
                 results[corpus][name] = r
     ngrams = {} if args.no_ngram else {c: ngram_on(CORPORA[c]) for c in corpora}
+    # only corpora with the reference and another recipe have a pair: evaluate no kept model for nothing
+    pairs = {c: per for c, per in results.items() if recipes[0] in per and len(per) > 1}
     intervals = {} if args.no_paired else paired(
-        {c: {n: heldout_by_user(r["run_dir"], CORPORA[c]) for n, r in per.items()} for c, per in results.items()},
+        {c: {n: heldout_by_user(r["run_dir"], CORPORA[c]) for n, r in per.items()} for c, per in pairs.items()},
         recipes)
     text = report(results, ngrams, recipes, corpora, args, intervals)
     paths = result_file.write(args.name, {"rounds": args.rounds, "recipes": dict(args.recipes_), "corpora": corpora,
