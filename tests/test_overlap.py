@@ -30,6 +30,20 @@ And God called the dry land Earth; and the gathering together of the waters call
 And God said, Let the earth bring forth grass, the herb yielding seed, and the fruit tree yielding fruit after his kind, whose seed is in itself, upon the earth: and it was so.
 And the earth brought forth grass, and herb yielding seed after his kind, and the tree yielding fruit, whose seed was in itself, after his kind: and God saw that it was good.""".splitlines()
 
+# The opening of Pride and Prejudice (public domain), as the base's corpus holds it (r-cran-janeaustenr).
+AUSTEN = [
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.",
+    "\"My dear Mr. Bennet,\" said his lady to him one day, \"have you heard that Netherfield Park is let at last?\"",
+    "Mr. Bennet replied that he had not.",
+    "\"But it is,\" returned she; \"for Mrs. Long has just been here, and she told me all about it.\"",
+    "Mr. Bennet made no answer.",
+    "\"Do you not want to know who has taken it?\" cried his wife impatiently.",
+    "\"_You_ want to tell me, and I have no objection to hearing it.\"",
+    "This was invitation enough.",
+    "\"What is his name?\"",
+    "\"Is he married or single?\"",
+]
+
 
 def _texts(corpus, ids):
     return [t for cid in ids for t in corpus.clients[cid]]
@@ -83,7 +97,7 @@ def test_the_shipped_base_flags_its_own_text_and_not_the_embedded_corpus():
         card = json.load(f)["card"]
     assert card["fingerprint"]["stored"] == len(fp.hashes) and card["fingerprint"]["sample"] == fp.sample
     assert os.path.getsize(os.path.join(base_model_dir(), FINGERPRINT_FILE)) < 600_000
-    own = fp.count(GENESIS)
+    own = fp.count(AUSTEN)
     assert own["checked"] >= 2 and own["share"] == 1.0
     report = overlap_report(fp, load_default(), SplitConfig())
     assert report["heldout"]["share"] <= 0.01 and report["train"]["share"] <= 0.01 and not report["warning"]

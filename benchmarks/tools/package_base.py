@@ -31,19 +31,50 @@ import io
 import json
 import os
 import shutil
+import statistics
 import sys
 
 import numpy as np
 
 from keyboard_lm.models.run_dir import RUN_FILE, VOCAB_FILE, WEIGHTS_FILE, atomic_write, load_run, sha256_file
+from benchmarks.tools.base_corpus.licenses import license_of
 from benchmarks.tools.run_snapshot import repo_relative
 
 
 def _card_sources(report: dict) -> list[dict]:
     keep = ("package", "version", "deb_sha256", "data_sha256", "documents", "records", "words", "words_available",
             "split", "heldout_clients")
-    return [{k: s.get(k) for k in keep if k in s} | {"source": name}
+    return [{k: s.get(k) for k in keep if k in s} | {"source": name, "license": license_of(name)}
             for name, s in sorted(report.get("sources", {}).items())]
+
+
+def _card_overlap(report: dict) -> dict:
+    """What the corpus build checked against each evaluation corpus and dropped: the rule (shared word
+    n-gram or whole sentence), and per corpus its file's sha256, the sentences checked and what was dropped."""
+    rule = dict((report.get("rules") or {}).get("overlap") or {})
+    filtered = report.get("filtered") or {}
+    corpora = {name: {**c, "dropped": filtered.get(f"overlap_{name}", {"records": 0, "words": 0})}
+               for name, c in (rule.pop("corpora", None) or {}).items()}
+    return {**rule, "corpora": corpora}
+
+
+def _speed(info: dict, rows: list[dict]) -> dict | None:
+    """Training token slots per wall-second of an epoch, the epoch's validation and held-out evaluation
+    included: train examples x sequence length / epoch seconds, for the fastest epoch (the nearest to an
+    idle machine) and the median one."""
+    examples = (info.get("data") or {}).get("train_examples")
+    seq_len = (info.get("hyperparameters") or {}).get("seq_len")
+    seconds = [float(r["seconds"]) for r in rows if r.get("seconds")]
+    if not (examples and seq_len and seconds):
+        return None
+    fastest, median = min(seconds), statistics.median(seconds)
+    return {"train_examples": examples, "seq_len": seq_len,
+            "batching": (info.get("hyperparameters") or {}).get("batching"),
+            "fastest_epoch_seconds": round(fastest, 2), "median_epoch_seconds": round(median, 2),
+            "tokens_per_second_fastest": round(examples * seq_len / fastest),
+            "tokens_per_second_median": round(examples * seq_len / median),
+            "of": "train examples x seq_len per wall-second of an epoch of the last stage, evaluation included; "
+                  "the step's own speed: benchmarks/results/speed/pretrain_speed_packed.md"}
 
 
 def write_fingerprint(data_path: str, out: str) -> dict:
@@ -136,15 +167,19 @@ def package(run_dir: str, out: str, corpus_report: str, command: str, data_path:
     info["weights_sha256"] = hashlib.sha256(data).hexdigest()
     info["weights_dtype"] = "float16"
     info["card"] = {
-        "name": "base", "what": "paper-size CIFG pretrained on public English text (docs/training.md)",
+        "name": "base",
+        "what": f"paper-size {run.model_config.model_type.upper()} pretrained on public English text with "
+                f"{run.model_config.vocab_size:,} vocabulary rows (docs/training.md)",
         "corpus": {"sha256": report.get("corpus_sha256"), "words": (report.get("totals") or {}).get("words"),
                    "records": (report.get("totals") or {}).get("records"), "rules": report.get("rules"),
+                   "mix": report.get("mix"), "overlap": _card_overlap(report),
                    "sources": _card_sources(report)},
         "command": command if not previous else " && ".join(st["command"] for st in stages),
         "stages": stages,
         "wall_seconds": wall,
         "epochs": epochs,
         "heldout_metrics": metrics,
+        "speed": _speed(run.info, rows),
     }
     if data_path:
         info["card"]["fingerprint"] = write_fingerprint(data_path, out)
