@@ -110,3 +110,8 @@ def test_a_candidate_base_is_measured_with_the_rows_own_commands(tmp_path, monke
         parsed = build_parser().parse_args(argv)
         assert parsed.init_from == "benchmarks/records/base/base_v2" and parsed.seed == 3
     assert "--centralized" in calls[1]
+    # the report's command column names the base the rows started from
+    (page,) = (tmp_path / "out").glob("*.md")
+    text = page.read_text()
+    assert "`keyboard-lm train --init-from benchmarks/records/base/base_v2 --data" in text
+    assert "--init-from base --data" not in text

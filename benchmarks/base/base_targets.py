@@ -145,7 +145,7 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
               "|---|---|---|---|---|---|---|---:|"]
     for row, (corpus, extra) in ROWS.items():
         runs = results.get(row, {})
-        cmd = shlex.join(["keyboard-lm", "train", "--init-from", "base", *CORPORA[corpus], *extra])
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *extra])
         if not runs:
             lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
             continue
