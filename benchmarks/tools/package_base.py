@@ -6,10 +6,11 @@
 Writes a run directory that ``train --init-from base`` loads: weights.npz in
 float16 (half the bytes; the held-out metrics of the float16 weights are
 measured here and recorded beside the float32 ones), vocab.txt, and run.json
-carrying the model card: what the corpus is made of (package, version, sha256
-of each .deb, words kept per source), the corpus sha256, the training command,
-its wall time and the held-out metrics, plus the sha256 of weights.npz that
-``load_warm_start`` checks, and fingerprint.npz: the sampled hashed set of the
+carrying the model card: what the corpus is made of (package, version, license,
+sha256 of each .deb, words kept per source; the mix; the overlap check against
+each evaluation corpus and what it dropped), the corpus sha256, the training
+command, its epochs, wall time and tokens per second, and the held-out
+metrics, plus the sha256 of weights.npz that ``load_warm_start`` checks, and fingerprint.npz: the sampled hashed set of the
 corpus's sentences (``keyboard_lm.data.overlap``) against which warm-started
 runs measure how much of their text the base saw.
 
