@@ -129,7 +129,8 @@ def test_a_figure_changed_by_one_digit_fails_the_check():
 def test_nearly_every_one_digit_change_of_a_figure_is_caught():
     """Every single-digit substitution of every decimal figure of the table: under one in ten still passes (a
     substitution passes only where it lands on another figure printed in the same home, as a base's
-    recall@3 may land on another epoch's line of the base's table). A search of every result file lets most of them through."""
+    recall@3 may land on another epoch's line of the base's table). A search of every result file lets most
+    of them through."""
     readme, tried, passed = _readme(), 0, []
     for row in results_rows(readme):
         what, measured, where = (c.strip() for c in row.strip().strip("|").split(" | "))

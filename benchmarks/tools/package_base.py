@@ -10,9 +10,10 @@ carrying the model card: what the corpus is made of (package, version, license,
 sha256 of each .deb, words kept per source; the mix; the overlap check against
 each evaluation corpus and what it dropped), the corpus sha256, the training
 command, its epochs, wall time and tokens per second, and the held-out
-metrics, plus the sha256 of weights.npz that ``load_warm_start`` checks, and fingerprint.npz: the sampled hashed set of the
-corpus's sentences (``keyboard_lm.data.overlap``) against which warm-started
-runs measure how much of their text the base saw.
+metrics, plus the sha256 of weights.npz that ``load_warm_start`` checks, and
+fingerprint.npz: the sampled hashed set of the corpus's sentences
+(``keyboard_lm.data.overlap``) against which warm-started runs measure how
+much of their text the base saw.
 
 A run continued from a packaged base (``--init-from base``) is packaged with ``--continues
 keyboard_lm/models/base``: the card lists both stages and numbers the epochs on.

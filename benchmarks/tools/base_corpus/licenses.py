@@ -3,7 +3,7 @@
 Read by hand from the copyright file of the pinned version (``debs.deb_sources``) and kept here so the
 base model's card (``benchmarks.tools.package_base``) carries it beside the version and the ``.deb``'s
 sha256; docs/data.md and the corpus records show the same table.  A source added to ``deb_sources``
-needs its line here (tests/test_base_corpus_licenses.py checks that none is missing).
+needs its line here (tests/test_package_base.py checks that none is missing).
 """
 
 from __future__ import annotations
