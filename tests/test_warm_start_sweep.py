@@ -99,3 +99,14 @@ def test_paired_interval_is_against_the_first_recipe_on_the_same_users():
     assert b["ratio"] == pytest.approx(30 / 22) and 1 < b["lo"] <= b["ratio"] <= b["hi"]
     assert out["mail"]["same"] == {"ratio": 1.0, "lo": 1.0, "hi": 1.0}
     assert "ref" not in out["mail"] and "other" not in out  # no reference run there: no interval
+
+
+def test_a_recipe_with_its_own_rounds_keeps_them_fresh_and_resumed(tmp_path):
+    """An equal-cost recipe (`--local-epochs 2 --rounds 175` beside 350-round recipes) must not be resumed
+    to the sweep's 350: on resume `--rounds` is the round to reach."""
+    recipe = ["--local-epochs", "2", "--rounds", "175"]
+    for resume in (False, True):
+        args = runs.train_args(sweep.CORPORA["embedded"], recipe, str(tmp_path / "r"), rounds=350, eval_every=25,
+                               resume=resume)
+        assert args.count("--rounds") == 1 and args[args.index("--rounds") + 1] == "175"
+    assert recipe == ["--local-epochs", "2", "--rounds", "175"]  # the caller's list is left as it was

@@ -73,7 +73,9 @@ def paired(by_user: dict, recipes: list[str]) -> dict:
 
 def report(results, ngrams, recipes, corpora, args, intervals=None) -> str:
     intervals = intervals or {}
-    lines = [f"Federated recipes from the base, {args.rounds} rounds, evaluated every {args.eval_every}; "
+    own = any("--rounds" in a for _, a in args.recipes_)
+    lines = [f"Federated recipes from the base, {args.rounds} rounds"
+             f"{' unless a recipe sets its own' if own else ''}, evaluated every {args.eval_every}; "
              "one run at a time. 'Kept' is the round the validation clients pick (best validation recall@3); "
              "held-out users never choose.", ""]
     ranked = rank(results, recipes, corpora)

@@ -44,7 +44,13 @@ def completed(info: dict) -> bool:
 def train_args(corpus_args, recipe_args, run_dir, rounds=None, eval_every=None, resume=False,
                init_from: str | None = "base") -> list[str]:
     """`keyboard-lm` arguments of one run from the base (``init_from`` None: from random weights), or of its
-    continuation from its checkpoint."""
+    continuation from its checkpoint.
+
+    A recipe that sets its own ``--rounds`` (an equal-cost recipe: twice the work a round, half the rounds)
+    keeps them, fresh or resumed: on resume ``--rounds`` is the round to reach."""
+    if "--rounds" in recipe_args:
+        at = recipe_args.index("--rounds")
+        rounds, recipe_args = int(recipe_args[at + 1]), [*recipe_args[:at], *recipe_args[at + 2:]]
     args = ["train", *corpus_args, "--out", run_dir]
     args += ["--rounds", str(rounds)] if rounds is not None else []
     args += [] if "--centralized" in recipe_args else ["--no-phrases"]  # the model's recipe is measured alone
