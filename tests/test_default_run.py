@@ -1,0 +1,39 @@
+"""The default-run benchmark's corpus: whole real senders up to a word count, written as `--format jsonl`."""
+
+import os
+
+import pytest
+
+from benchmarks.common.corpora import MAIL
+from benchmarks.speed import default_run
+
+pytestmark = pytest.mark.bench
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MBOX = os.path.join(HERE, "..", MAIL)
+
+
+def test_users_are_whole_and_reach_the_words_in_a_seeded_order():
+    clients = {"a": ["one two three."], "b": ["four five."], "c": ["six seven eight nine."], "d": ["ten."]}
+    ids, words = default_run.users_up_to(clients, 5, seed=0)
+    assert words >= 5 and words == sum(default_run.client_words(clients[c]) for c in ids)
+    assert words - default_run.client_words(clients[ids[-1]]) < 5  # it stops as soon as the count is reached
+    assert default_run.users_up_to(clients, 5, seed=0) == (ids, words)
+    assert {tuple(default_run.users_up_to(clients, 5, seed=s)[0]) for s in range(8)} != {tuple(ids)}
+    with pytest.raises(SystemExit, match="holds only"):
+        default_run.users_up_to(clients, 1000, seed=0)
+
+
+@pytest.mark.skipif(not os.path.exists(MBOX), reason="needs ../shared/data/spamassassin-ham (absent)")
+def test_the_mail_subset_reads_back_as_the_same_senders_and_text(tmp_path):
+    from keyboard_lm.data.corpora import load_corpus
+    from keyboard_lm.data.stats import corpus_stats
+
+    mail = load_corpus(MBOX, "mbox")
+    ids, words = default_run.users_up_to(mail.clients, 400_000, seed=0)
+    path = str(tmp_path / "corpus.jsonl")
+    default_run.write_corpus(mail.clients, ids, path)
+    back = load_corpus(path, "jsonl")
+    assert back.clients == {c: mail.clients[c] for c in ids}
+    assert corpus_stats(back)["words"] == words and 400_000 <= words < 400_000 + 50_000
+    assert 100 < len(ids) < len(mail.clients)
