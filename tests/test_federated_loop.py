@@ -124,6 +124,10 @@ def test_the_program_state_a_round_saves_is_what_a_resume_reads_back(default_cor
     initial = algorithm.init()
     state, metrics = algorithm.apply(initial, clients, 1, TimeBreakdown())
     assert metrics.clients == 2 and metrics.examples > 0 and np.isfinite(metrics.train_loss)
+    # the weights read off the state on the driver are those TFF's own computation returns
+    assert hasattr(state, "global_model_weights")
+    for a, b in zip(algorithm.trainable(state), algorithm.process.get_model_weights(state).trainable, strict=True):
+        np.testing.assert_array_equal(a, b)
     average = ServerAverage(config.weight_average, algorithm.trainable(initial))
     average.update(algorithm.trainable(state))
 

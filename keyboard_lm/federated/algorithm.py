@@ -103,13 +103,23 @@ class FederatedAlgorithm:
         return output.state, RoundMetrics(float(train["loss"]), int(train["num_examples"]), len(arguments), failed,
                                           int(output.metrics["aggregator"]["non_finite_zeroed"]), clip)
 
+    def model_weights(self, state):
+        """``state``'s global model (``tff.learning.models.ModelWeights``).
+
+        A composed learning process's state holds it as ``global_model_weights``, already on the driver:
+        reading it there costs nothing, where the process's ``get_model_weights`` computation costs a TFF
+        invocation (0.19 s a round for the paper-size CIFG on 2 cores, 15% of a round on the embedded
+        corpus). A state without the field goes through the computation."""
+        weights = getattr(state, "global_model_weights", None)
+        return weights if weights is not None else self.process.get_model_weights(state)
+
     def trainable(self, state) -> list:
         """The server model's trainable weights in ``state`` (what the server average folds in)."""
-        return self.process.get_model_weights(state).trainable
+        return self.model_weights(state).trainable
 
     def model(self, state, average=None) -> tf.keras.Model:
         """The Keras model with ``state``'s weights, or with the server average's when the run keeps one."""
-        self.process.get_model_weights(state).assign_weights_to(self.keras_model)
+        self.model_weights(state).assign_weights_to(self.keras_model)
         if average is not None:
             for var, value in zip(self.keras_model.trainable_weights, average.weights):
                 var.assign(value)
