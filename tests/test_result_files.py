@@ -55,3 +55,16 @@ def test_a_blank_field_is_found_in_a_header_and_in_json(tmp_path):
     rel = os.path.join("benchmarks", "results", "study")
     assert gaps(str(tmp_path)) == {f"{rel}/bare.md: machine", f"{rel}/bare.md: seeds", f"{rel}/bare.json: machine",
                                    f"{rel}/bare.json: command", f"{rel}/bare.json: seeds"}
+
+
+def test_the_command_line_is_quoted_so_it_can_be_run_again(tmp_path, monkeypatch):
+    """A recipe given as one argument with spaces (`--recipe "e2=--local-epochs 2"`) stays one argument."""
+    import shlex
+    import sys
+
+    from benchmarks.common import result_file
+
+    argv = ["benchmarks/base/warm_start_sweep.py", "--recipe", "e2 r175=--local-epochs 2 --rounds 175"]
+    monkeypatch.setattr(sys, "argv", argv)
+    json_path, _ = result_file.write("quoted", {}, "x", str(tmp_path), seeds="0")
+    assert shlex.split(json.loads(open(json_path, encoding="utf-8").read())["command"]) == ["python", *argv]

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import sys
 
 RESULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
@@ -66,7 +67,7 @@ def write(name: str, result: dict, markdown: str, out_dir: str, trained: list[di
         raise ValueError(f"result {name}: seeds is blank (say which seeds, or 'none (deterministic: ...)')")
     os.makedirs(out_dir, exist_ok=True)
     meta = {"benchmark": name, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(["python"] + sys.argv), "machine": machine(), "seeds": seeds}
+            "command": shlex.join(["python", *sys.argv]), "machine": machine(), "seeds": seeds}
     if trained is not None:
         meta["trained"] = trained
     doc = {**meta, **result}
