@@ -86,8 +86,8 @@ def report(r: dict) -> str:
     met = "yes" if r["wall_seconds"] <= BUDGET_SECONDS * r["words"] / 400_000 else "no"
     return "\n".join([
         f"Corpus: {r['clients']} senders of the SpamAssassin mail (sha256 order, seed {r['seed']}), "
-        f"{r['words']:,} words; the run's split: {r['train_clients']} training, {r['validation_clients']} "
-        f"validation, {r['heldout_clients']} held-out senders.", "",
+        f"{r['words']:,} words; the run's split: {r['train_clients']} training senders ({r['validation_clients']} "
+        f"of them validation, which never train), {r['heldout_clients']} held-out.", "",
         f"Command: `{r['command']}` (its defaults: {r['rounds']} rounds, {r['clients_per_round']} clients a "
         f"round, local epochs {r['local_epochs']}, phrase step {'on' if r['phrases'] else 'off'}).", "",
         "| what | figure |", "|---|---:|",
