@@ -128,14 +128,18 @@ def main() -> int:
     data, run_dir = os.path.join(args.work, "corpus.jsonl"), os.path.join(args.work, "run")
     write_corpus(mail.clients, ids, data)
     timing = os.path.join(args.work, "wall_seconds.json")
-    walls = json.load(open(timing, encoding="utf-8")) if os.path.exists(timing) and not args.again else []
+    walls = []
+    if os.path.exists(timing) and not args.again:
+        with open(timing, encoding="utf-8") as f:
+            walls = json.load(f)
     user_args = ["--init-from", "base", "--data", data, "--format", "jsonl", "--out", run_dir]
     if args.again or not finished(run_dir):
         resume = not args.again and os.path.isdir(os.path.join(run_dir, "checkpoints"))
         walls.append(timed_train(["--out", run_dir, "--resume"] if resume else [*user_args, "--overwrite"],
                                  run_dir + ".log"))
-        with open(timing, "w", encoding="utf-8") as f:
-            json.dump(walls, f)
+        from keyboard_lm.durable import replace_file
+
+        replace_file(timing, json.dumps(walls).encode("utf-8"))
     if not walls:
         raise SystemExit(f"default_run.py: {run_dir} finished without this script's timing ({timing}); "
                          "use --again")
