@@ -69,10 +69,16 @@ def train_from_base(corpus_args, recipe_args, run_dir, rounds=None, eval_every=N
     ``rounds``/``eval_every`` None leave `train`'s own defaults.
     """
     resume = os.path.isdir(os.path.join(run_dir, "checkpoints"))
-    cmd = [sys.executable, "-m", "keyboard_lm.cli", *train_args(corpus_args, recipe_args, run_dir, rounds, eval_every,
-                                                               resume, init_from)]
-    print("$", shlex.join(["keyboard-lm", *cmd[3:]]), flush=True)
-    os.makedirs(os.path.dirname(run_dir), exist_ok=True)
+    return run_keyboard_lm(train_args(corpus_args, recipe_args, run_dir, rounds, eval_every, resume, init_from),
+                           run_dir)
+
+
+def run_keyboard_lm(args: list[str], run_dir: str) -> float:
+    """Run `keyboard-lm args` (a run into ``run_dir``), its output appended to ``run_dir``.log; the command's
+    wall seconds. A failure ends the study in one line naming the log."""
+    cmd = [sys.executable, "-m", "keyboard_lm.cli", *args]
+    print("$", shlex.join(["keyboard-lm", *args]), flush=True)
+    os.makedirs(os.path.dirname(run_dir) or ".", exist_ok=True)
     start = time.time()
     with open(run_dir + ".log", "a", encoding="utf-8") as log:
         done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)

@@ -24,7 +24,6 @@ import csv
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -68,18 +67,6 @@ def write_corpus(clients: dict[str, list[str]], ids: list[str], path: str) -> No
     replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def timed_train(args: list[str], log_path: str) -> float:
-    """Run `keyboard-lm train args`, its output appended to ``log_path``; the command's wall seconds."""
-    cmd = [sys.executable, "-m", "keyboard_lm.cli", "train", *args]
-    print("$ keyboard-lm", " ".join(cmd[3:]), flush=True)
-    start = time.time()
-    with open(log_path, "a", encoding="utf-8") as log:
-        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False)
-    if done.returncode:
-        raise SystemExit(f"train exited with {done.returncode}; see {log_path}")
-    return time.time() - start
-
-
 def report(r: dict) -> str:
     tb = r["time_breakdown"]
     shares = ", ".join(f"{k} {v:.0%}" for k, v in tb["share"].items() if v >= 0.005)
@@ -117,9 +104,8 @@ def main() -> int:
         p.error("--words must be at least 1")
     started = time.time()
     from keyboard_lm.data.corpora import load_corpus
-    from keyboard_lm.models.run_dir import RunRecord
     from benchmarks.common.ngram import ngram_pooled
-    from benchmarks.common.runs import finished
+    from benchmarks.common.runs import finished, run_keyboard_lm
     from benchmarks.speed.federated_throughput import words_per_example
 
     mail = load_corpus(args.data, "mbox")
@@ -135,16 +121,16 @@ def main() -> int:
     user_args = ["--init-from", "base", "--data", data, "--format", "jsonl", "--out", run_dir]
     if args.again or not finished(run_dir):
         resume = not args.again and os.path.isdir(os.path.join(run_dir, "checkpoints"))
-        walls.append(timed_train(["--out", run_dir, "--resume"] if resume else [*user_args, "--overwrite"],
-                                 run_dir + ".log"))
+        walls.append(run_keyboard_lm(["train", "--out", run_dir, "--resume"] if resume
+                                     else ["train", *user_args, "--overwrite"], run_dir))
         from keyboard_lm.durable import replace_file
 
         replace_file(timing, json.dumps(walls).encode("utf-8"))
     if not walls:
         raise SystemExit(f"default_run.py: {run_dir} finished without this script's timing ({timing}); "
                          "use --again")
-    info = json.load(open(os.path.join(run_dir, "run.json"), encoding="utf-8"))
-    record = RunRecord.read(run_dir)
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        info = json.load(f)
     fed, split = info["federated"], info["data"]
     with open(os.path.join(run_dir, "metrics.csv"), encoding="utf-8") as f:
         examples = int(list(csv.DictReader(f))[-1]["examples_seen"])
@@ -156,7 +142,7 @@ def main() -> int:
         "heldout_clients": split["heldout_clients"], "rounds": fed.get("rounds"),
         "clients_per_round": fed.get("clients_per_round"), "local_epochs": info["client_data"]["epochs"],
         "phrases": bool((info.get("phrases") or {}).get("learn")), "wall_seconds": sum(walls),
-        "sessions": len(walls), "time_breakdown": record.time_breakdown,
+        "sessions": len(walls), "time_breakdown": info["time_breakdown"],
         "words_visited": visited, "kept_round": info["best"]["round"],
         "heldout_recall_at_3": info["best"]["heldout"]["recall_at_3"],
         "ngram_recall_at_3": ngram_pooled(data, "jsonl")["recall_at_3"]}
