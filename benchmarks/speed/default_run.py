@@ -32,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks.common import result_file  # noqa: E402
 from benchmarks.common.corpora import MAIL  # noqa: E402
+from keyboard_lm.durable import replace_file  # noqa: E402
 
 #: The budget the default run is held to: seconds for 400,000 words on the 2-core machine.
 BUDGET_SECONDS = 30 * 60
@@ -60,8 +61,6 @@ def users_up_to(clients: dict[str, list[str]], words: int, seed: int) -> tuple[l
 
 def write_corpus(clients: dict[str, list[str]], ids: list[str], path: str) -> None:
     """The chosen clients' records as `--format jsonl` reads them, each client's records in their order."""
-    from keyboard_lm.durable import replace_file
-
     lines = [json.dumps({"user": cid, "text": text}, ensure_ascii=False) for cid in sorted(ids)
              for text in clients[cid]]
     replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
@@ -123,8 +122,6 @@ def main() -> int:
         resume = not args.again and os.path.isdir(os.path.join(run_dir, "checkpoints"))
         walls.append(run_keyboard_lm(["train", "--out", run_dir, "--resume"] if resume
                                      else ["train", *user_args, "--overwrite"], run_dir))
-        from keyboard_lm.durable import replace_file
-
         replace_file(timing, json.dumps(walls).encode("utf-8"))
     if not walls:
         raise SystemExit(f"default_run.py: {run_dir} finished without this script's timing ({timing}); "
