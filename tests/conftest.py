@@ -23,6 +23,64 @@ SHARED_DATA = {"shakespeare": (SHAKESPEARE, "KEYBOARD_LM_SHAKESPEARE", "Tiny Sha
                "spamassassin": (SPAMASSASSIN, "KEYBOARD_LM_SPAMASSASSIN", "the SpamAssassin ham mbox")}
 
 
+GOLDEN_MODELS = REPO / "tests" / "golden" / "models"
+
+
+def compacted_copy(model: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
+    """``model`` (a committed golden file, exported before ``keyboard_lm.export.compaction``) with its
+    flatbuffer compacted as the exporter now writes it and the file sealed again; the archive unchanged."""
+    import zipfile
+
+    from keyboard_lm.export.compaction import compact
+    from keyboard_lm.inference.model_file import seal
+
+    data = model.read_bytes()
+    with zipfile.ZipFile(model) as z:
+        start = min(i.header_offset for i in z.infolist())  # where the archive starts
+    out.write_bytes(seal(compact(data[:start]) + data[start:]))
+    return out
+
+
+def realistic_words(n: int) -> list[str]:
+    """n distinct English-like words: the embedded corpus' words and their inflections."""
+    from keyboard_lm.data.corpora import load_default
+
+    base = sorted({w for s in load_default().sentences() for w in s})
+    words, seen = [], set()
+    for affix in ("{}", "{}s", "{}ed", "{}ing", "un{}", "{}ly", "re{}", "{}er", "{}est"):
+        for w in base:
+            cand = affix.format(w)
+            if cand not in seen:
+                seen.add(cand)
+                words.append(cand)
+            if len(words) == n:
+                return words
+    raise AssertionError("not enough words")
+
+
+def paper_size_run(tmp_path, model_type: str = "cifg", vocab_words: int = 9996, quantization: str = "none",
+                   bias_seed: int | None = None) -> str:
+    """A paper-size model (untrained weights) with a 10k vocabulary of real-looking words; with ``bias_seed``,
+    biases drawn from N(0, 0.1) as after training (the converter folds a zero bias, the SI-CIFG's start, away)."""
+    import numpy as np
+
+    from keyboard_lm.models.config import ModelConfig
+    from keyboard_lm.models.language_model import build_model, weights_dict
+    from keyboard_lm.models.run_dir import save_run
+    from keyboard_lm.text import Vocabulary
+
+    words = realistic_words(vocab_words)
+    vocab = Vocabulary.build({w: len(words) - i for i, w in enumerate(words)}, vocab_words + 4)
+    config = ModelConfig(model_type, len(vocab), quantization=quantization)
+    run_dir = str(tmp_path / f"{model_type}-{quantization}")
+    weights = weights_dict(build_model(config))
+    if bias_seed is not None:
+        rng = np.random.default_rng(bias_seed)
+        weights = {k: rng.normal(0, 0.1, w.shape).astype(w.dtype) if "bias" in k else w for k, w in weights.items()}
+    save_run(run_dir, config, vocab, weights, {"trainer": "centralized", "hyperparameters": {"seq_len": 20}})
+    return run_dir
+
+
 #: Marks every process this test run starts (inherited through the environment): what must be gone at its end.
 SESSION_MARK = "KEYBOARD_LM_TEST_SESSION"
 

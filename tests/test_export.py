@@ -9,47 +9,18 @@ import numpy as np
 import pytest
 
 from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES
+from keyboard_lm.export.compaction import compact
 from keyboard_lm.export.tflite_export import convert, export_run
 from keyboard_lm.cli import main
 from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn, log_softmax
 from keyboard_lm.inference.model_file import ModelFile
-from keyboard_lm.models.run_dir import build_loaded_model, load_run, save_run
-from keyboard_lm.models.config import ModelConfig
-from keyboard_lm.models.language_model import build_model, weights_dict
-from keyboard_lm.text import Vocabulary
+from keyboard_lm.models.run_dir import build_loaded_model, load_run
+from tests.conftest import GOLDEN_MODELS, compacted_copy, paper_size_run
 
 BUILTIN_OK = {"GATHER", "DEQUANTIZE", "CONCATENATION", "FULLY_CONNECTED", "SPLIT", "SPLIT_V", "LOGISTIC", "MUL",
               "SUB", "ADD", "TANH", "LOG_SOFTMAX", "TOPK_V2", "STRIDED_SLICE", "RELU", "REDUCE_MAX", "ABS",
               "GREATER", "SELECT_V2", "SELECT", "DIV", "ONES_LIKE", "FILL", "SHAPE", "BATCH_MATMUL", "MAXIMUM"}
-
-
-def _realistic_words(n):
-    """n distinct English-like words: the embedded corpus' words and their inflections."""
-    from keyboard_lm.data.corpora import load_default
-
-    base = sorted({w for s in load_default().sentences() for w in s})
-    words, seen = [], set()
-    for affix in ("{}", "{}s", "{}ed", "{}ing", "un{}", "{}ly", "re{}", "{}er", "{}est"):
-        for w in base:
-            cand = affix.format(w)
-            if cand not in seen:
-                seen.add(cand)
-                words.append(cand)
-            if len(words) == n:
-                return words
-    raise AssertionError("not enough words")
-
-
-def _paper_size_run(tmp_path, model_type="cifg", vocab_words=9996, quantization="none"):
-    """A paper-size model (untrained weights) with a 10k vocabulary of real-looking words."""
-    words = _realistic_words(vocab_words)
-    vocab = Vocabulary.build({w: len(words) - i for i, w in enumerate(words)}, vocab_words + 4)
-    config = ModelConfig(model_type, len(vocab), quantization=quantization)
-    run_dir = str(tmp_path / f"{model_type}-{quantization}")
-    save_run(run_dir, config, vocab, weights_dict(build_model(config)),
-             {"trainer": "centralized", "hyperparameters": {"seq_len": 20}})
-    return run_dir
 
 
 def _ops(flatbuffer):
@@ -75,6 +46,53 @@ def _weight_types(flatbuffer):
             and t.shape[0] * t.shape[1] >= 1024}
 
 
+GOLDEN = sorted(GOLDEN_MODELS.glob("*.tflite"))
+
+
+def _layout(flatbuffer):
+    """(names of tensors that are not a subgraph's or signature's input or output, computed tensors whose
+    buffer is not 0, buffers no tensor or metadata uses) of a flatbuffer."""
+    from tensorflow.lite.tools import flatbuffer_utils
+
+    model = flatbuffer_utils.convert_bytearray_to_object(bytearray(flatbuffer))
+    io = {(sd.subgraphIndex, t.tensorIndex) for sd in model.signatureDefs for t in list(sd.inputs) + list(sd.outputs)}
+    io |= {(g, int(t)) for g, sg in enumerate(model.subgraphs) for t in list(sg.inputs) + list(sg.outputs)}
+    empty = {i for i, b in enumerate(model.buffers) if b.data is None or len(b.data) == 0}
+    names = [t.name for g, sg in enumerate(model.subgraphs) for i, t in enumerate(sg.tensors)
+             if (g, i) not in io and t.name]
+    own_empty = [t.buffer for sg in model.subgraphs for t in sg.tensors if t.buffer in empty and t.buffer != 0]
+    used = {t.buffer for sg in model.subgraphs for t in sg.tensors} | {m.buffer for m in model.metadata or []}
+    return names, own_empty, sorted(set(range(1, len(model.buffers))) - used)
+
+
+@pytest.mark.parametrize("golden", GOLDEN, ids=lambda p: p.stem)
+def test_compaction_drops_names_and_empty_buffers_and_keeps_every_number(golden, tmp_path):
+    """The committed golden files were exported before compaction: compacted, each loads through the
+    structural check and computes bit for bit what it did, in both runtimes."""
+    with zipfile.ZipFile(golden) as z:
+        start = min(i.header_offset for i in z.infolist())  # where the archive starts
+    flatbuffer = golden.read_bytes()[:start]
+    names, own_empty, _ = _layout(flatbuffer)
+    assert names and own_empty  # the converter's layout, which compaction is for
+    path = compacted_copy(golden, tmp_path / golden.name)
+    data = path.read_bytes()
+    small = data[:min(i.header_offset for i in zipfile.ZipFile(path).infolist())]
+    assert _layout(small) == ([], [], [])
+    assert len(small) < len(flatbuffer) - 1000 and len(data) == len(golden.read_bytes()) - (len(flatbuffer) - len(small))
+    assert compact(small) == small
+    rng = np.random.default_rng(0)
+    for runtime in ("tflite-runtime", "ai-edge-litert"):
+        old, new = ModelFile.load(str(golden), runtime=runtime), ModelFile.load(str(path), runtime=runtime)
+        assert new.vocab.tokens == old.vocab.tokens
+        s_old, s_new = old.initial_state(), new.initial_state()
+        for token in rng.integers(4, len(old.vocab), 40):
+            (lp_old, s_old), (lp_new, s_new) = old.step_full(int(token), s_old), new.step_full(int(token), s_new)
+            np.testing.assert_array_equal(lp_new, lp_old)
+            np.testing.assert_array_equal(s_new, s_old)
+            for a, b in zip(new.step(int(token), s_new), old.step(int(token), s_old)):
+                np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("model_type,trained,mode", [
     ("cifg", "none", "dynamic-range"), ("si-cifg", "none", "dynamic-range"), ("gru", "none", "dynamic-range"),
     ("cifg", "none", "weight-only"), ("gru", "none", "weight-only"),
@@ -82,7 +100,7 @@ def _weight_types(flatbuffer):
     ("gru", "dynamic-range", "dynamic-range"), ("cifg", "weight-only", "weight-only"),
     ("cifg", "dynamic-range", "weight-only")])
 def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, trained, mode):
-    run = load_run(_paper_size_run(tmp_path, model_type, vocab_words=200, quantization=trained))
+    run = load_run(paper_size_run(tmp_path, model_type, vocab_words=200, quantization=trained))
     flatbuffer, _, quant = convert(run, quantization=mode)
     ops = _ops(flatbuffer)
     assert "WHILE" not in ops and not any(op.startswith("FLEX") or op == "CUSTOM" for op in ops)
@@ -91,6 +109,7 @@ def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, trained, m
     # rounding is what the hybrid kernels do themselves.
     assert not ops & {"ROUND", "FLOOR", "SIGN", "CAST", "MINIMUM", "REDUCE_MIN"}
     assert _weight_types(flatbuffer) == {"INT8"}  # every weight matrix is stored as int8
+    assert _layout(flatbuffer) == ([], [], [])  # compacted: no names or empty buffers beyond what readers use
     if mode == "weight-only":
         assert "DEQUANTIZE" in ops
     assert quant["mode"] == mode and quant["trained_for"] == trained
@@ -100,7 +119,7 @@ def test_step_uses_builtin_ops_only_and_no_loop(tmp_path, model_type, trained, m
 
 
 def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
-    run_dir = _paper_size_run(tmp_path)
+    run_dir = paper_size_run(tmp_path)
     out = str(tmp_path / "cifg.tflite")
     card = export_run(run_dir, out)
     size = os.path.getsize(out)
@@ -113,8 +132,40 @@ def test_paper_size_cifg_fits_the_budget_with_its_vocabulary(tmp_path):
         assert json.load(f)["sha256"] == card["sha256"]
 
 
+def test_over_budget_names_a_vocabulary_that_fits_and_export_keeps_it(tmp_path, capsys):
+    run_dir = paper_size_run(tmp_path)
+    full = str(tmp_path / "full.tflite")
+    size = export_run(run_dir, full, budget_bytes=None)["size_bytes"]
+    budget = size - 3000  # 3,000 bytes over: 32 rows of 96 int8 weights, and the alignment's slack
+    out = str(tmp_path / "fits.tflite")
+    assert main(["export", run_dir, "--out", out, "--budget-bytes", str(budget)]) == 2
+    err = capsys.readouterr().err
+    assert "over the budget" in err and not os.path.exists(out)
+    fits = int(err.split("--vocab-size ")[1].split()[0])
+    assert 10_000 - 40 < fits < 10_000 - 30
+    assert main(["export", run_dir, "--out", out, "--budget-bytes", str(budget), "--vocab-size", str(fits)]) == 0
+    printed = capsys.readouterr().out
+    assert f"the {fits:,} most frequent of the run's 10,000 words; the {10_000 - fits} rarest are <oov>" in printed
+    assert os.path.getsize(out) <= budget
+    with open(out + ".card.json", encoding="utf-8") as f:
+        card = json.load(f)
+    assert card["vocabulary"] == {"run": 10_000, "kept": fits} and card["model"]["vocab_size"] == fits
+    run = load_run(run_dir)
+    assert ModelFile.load(out).vocab.tokens == run.vocab.tokens[:fits]  # the most frequent, in their order
+
+
+@pytest.mark.parametrize("size", ["4", "10001"])
+def test_vocab_size_outside_the_run_fails_in_one_line(tmp_path, capsys, size):
+    run_dir = paper_size_run(tmp_path, vocab_words=96)
+    out = str(tmp_path / "m.tflite")
+    assert main(["export", run_dir, "--out", out, "--vocab-size", size]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--vocab-size {size}: the run has 100 words, 4 of them special" in err
+    assert not os.path.exists(out)
+
+
 def test_over_budget_fails_with_breakdown_and_writes_nothing(tmp_path, capsys):
-    run_dir = _paper_size_run(tmp_path, vocab_words=300)
+    run_dir = paper_size_run(tmp_path, vocab_words=300)
     out = str(tmp_path / "small.tflite")
     assert main(["export", run_dir, "--out", out, "--budget-bytes", "100000"]) == 2
     err = capsys.readouterr().err

@@ -11,13 +11,17 @@ def cmd_export(args) -> int:
 
     budget = None if args.budget_bytes == 0 else args.budget_bytes
     card = export_run(args.run_dir, args.out, budget_bytes=budget, k=args.top_k, quantization=args.quantization,
-                      phrases=not args.no_phrases)
+                      phrases=not args.no_phrases, vocab_size=args.vocab_size)
     b = card["size_breakdown"]
     print(f"wrote {args.out}: {b['total']:,} bytes (budget {budget:,} bytes)" if budget else
           f"wrote {args.out}: {b['total']:,} bytes (no budget)")
     for name, value in b.items():
         if name != "total":
             print(f"  {name:24s} {value:>10,} B")
+    v = card["vocabulary"]
+    if v["kept"] < v["run"]:
+        print(f"vocabulary: the {v['kept']:,} most frequent of the run's {v['run']:,} words; the "
+              f"{v['run'] - v['kept']:,} rarest are <oov> in the file and never suggested")
     q = card["quantization"]
     print(f"quantization: {q['mode']} ({q['scheme']})")
     if q["exact"]:
@@ -42,6 +46,10 @@ def register(sub) -> None:
                     help="fail if the file would be larger (1468006 = 1.4 MiB; 0 = no budget)")
     ex.add_argument("--no-phrases", action="store_true",
                     help="leave the run's phrase table (keyboard-lm phrases) out of the file")
+    ex.add_argument("--vocab-size", type=positive_int, default=None, metavar="N",
+                    help="keep only the run's N most frequent words: the rarest embedding rows are dropped, the "
+                         "ranking among the words kept is unchanged, a dropped word is <oov> (default: all; with a "
+                         "phrase table, the table's)")
     ex.add_argument("--top-k", type=positive_int, default=3, help="candidates returned by the step signature (3)")
     ex.add_argument("--quantization", choices=("auto", *QUANTIZATION), default="auto",
                     help="dynamic-range: int8 weights, int8-rounded matrix inputs at run time (hybrid kernels); "

@@ -35,7 +35,9 @@ import zipfile
 
 import tensorflow as tf
 
-from keyboard_lm.export.budget import DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown
+from keyboard_lm.export.budget import (DEFAULT_BUDGET_BYTES, SizeBreakdown, check_budget, size_breakdown,
+                                       vocab_size_that_fits)
+from keyboard_lm.export.compaction import compact
 from keyboard_lm.export.pruning import pruned_run
 from keyboard_lm.export.step_module import StepModule
 from keyboard_lm.export.weight_quantization import quantize_weights
@@ -84,6 +86,7 @@ def convert(run: Run, k: int = 3, quantization: str = "auto") -> tuple[bytes, St
         raise ConfigError(f"TFLite conversion of {run.path} failed: {e}") from None
     if mode == "weight-only":
         flatbuffer = quantize_weights(flatbuffer)
+    flatbuffer = compact(flatbuffer)  # names and empty buffers no reader needs
     # How far the file's weights are from those the run was evaluated with, in quantization steps
     # (a quantization-aware run was evaluated with the int8 roundings themselves).
     steps = 0.0 if mode == "none" or trained != "none" else max(
@@ -205,6 +208,11 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
     unless conversion succeeds and the file fits the budget.
     """
     run = load_run(run_dir)
+    run_words = len(run.vocab)
+    specials = len(run.vocab.special.tokens)
+    if vocab_size is not None and not specials < vocab_size <= run_words:
+        raise ConfigError(f"{run_dir}: --vocab-size {vocab_size}: the run has {run_words:,} words, "
+                          f"{specials} of them special; keep between {specials + 1} and {run_words:,}")
     table = run_phrases(run) if phrases else None
     if table is not None and run.record.differential_privacy:
         raise ConfigError(f"{run_dir}: trained under differential privacy, whose guarantee covers the model alone, "
@@ -224,9 +232,17 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
     extra = len(data) - len(flatbuffer)  # the archive and its checksum comment
     breakdown = size_breakdown(run, len(flatbuffer), extra, bytes_per_weight=4 if quant["mode"] == "none" else 1,
                                phrase_bytes=len(table[0]) if table else 0)
-    check_budget(breakdown, budget_bytes)
+    fits = None
+    if budget_bytes is not None and breakdown.total > budget_bytes and table is None:
+        fits = vocab_size_that_fits(breakdown, budget_bytes, len(run.vocab),
+                                    run.model_config.embedding_dim * (4 if quant["mode"] == "none" else 1),
+                                    len(run.vocab.special.tokens))
+    check_budget(breakdown, budget_bytes, fits)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)
+    # Words the file keeps of the run's (the rarest dropped: for a phrase table or --vocab-size); the card's
+    # evaluation is the run's, with all of them.
+    card["vocabulary"] = {"run": run_words, "kept": len(run.vocab)}
     card["phrases"] = {**{k: v for k, v in table[1].items() if k != "file"}, "vocab_size": table[2]} if table else None
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     # Each through an exclusively created temporary file, fsynced and renamed: never a predictable name.
