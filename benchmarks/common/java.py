@@ -3,10 +3,9 @@ the emulated aarch64 JVM's path, and the words every keystroke benchmark types."
 
 from __future__ import annotations
 
-import io
-import subprocess
-import tarfile
 from pathlib import Path
+
+from benchmarks.common import baseline
 
 REPO = Path(__file__).resolve().parents[2]
 #: The core's sources (main and bench), and its main sources relative to the repository (as git archive names them).
@@ -21,11 +20,7 @@ WORDS = 300
 
 def tree_at(rev: str, dest: Path) -> Path:
     """The core's main sources at ``rev``, unpacked into dest (git archive: the working tree is not touched)."""
-    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, CORE_MAIN], check=True,
-                          capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        t.extractall(dest)
-    return dest / CORE_MAIN
+    return baseline.tree_at(rev, dest, [CORE_MAIN]) / CORE_MAIN
 
 
 def typed_words() -> list[str]:

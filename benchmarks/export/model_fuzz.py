@@ -39,7 +39,6 @@ import select
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import zipfile
@@ -49,6 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.common import result_file  # noqa: E402
+from benchmarks.common.baseline import tree_at  # noqa: E402
 from keyboard_lm.inference.model_file import end_record, seal  # noqa: E402
 from keyboard_lm.inference.tflite_flatbuffer import read_model  # noqa: E402
 
@@ -225,16 +225,6 @@ class Worker:
 def python_worker(root: Path, timeout: float) -> Worker:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     return Worker([sys.executable, "-c", PYTHON_WORKER, str(root)], timeout, env)
-
-
-def tree_at(rev: str, dest: Path, paths: list[str]) -> Path:
-    """``paths`` of the repository at ``rev`` unpacked under ``dest`` (git archive: the working tree is untouched)."""
-    data = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", rev, *paths], check=True,
-                          capture_output=True).stdout
-    dest.mkdir(parents=True)
-    with tarfile.open(fileobj=__import__("io").BytesIO(data)) as t:
-        t.extractall(dest, filter="data")
-    return dest
 
 
 JAVA_MAIN = "android_demo/core/src/main/java"

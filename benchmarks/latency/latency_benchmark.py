@@ -41,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, REPO)
 
 from benchmarks.common import arm64, result_file  # noqa: E402
+from benchmarks.common.baseline import package_at, resolve  # noqa: E402
 
 RUNNER = """
 import json, sys, time
@@ -133,13 +134,6 @@ def _pool(runs: list[dict]) -> dict:
     return out
 
 
-def _baseline_tree(ref: str, into: str) -> str:
-    """The package as it is at git revision ``ref``, extracted under ``into`` (nothing in the repository changes)."""
-    archive = subprocess.run(["git", "archive", ref, "keyboard_lm"], cwd=REPO, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", into], input=archive, check=True)
-    return into
-
-
 def _keystroke_table(columns: dict) -> list[str]:
     """Rows of the per-keystroke calls, one p50/p99 column pair per measured variant."""
     head = "| call | " + " | ".join(f"{name} p50 ms | {name} p99 ms" for name in columns) + " |"
@@ -186,11 +180,10 @@ def main():
         p.error(f"--repeats, --rounds and --emulated-rounds must be >= 1, got {args.repeats}, {args.rounds} and "
                 f"{args.emulated_rounds}")
     if args.baseline:  # a commit id, so the result says what was measured
-        found = subprocess.run(["git", "rev-parse", "--short", "--verify", args.baseline + "^{commit}"], cwd=REPO,
-                               capture_output=True, text=True)
-        if found.returncode != 0:
+        found = resolve(args.baseline)
+        if found is None:
             p.error(f"--baseline {args.baseline}: not a git revision of this repository")
-        args.baseline = found.stdout.strip()
+        args.baseline = found
     for model in args.models:
         if not os.path.isfile(model):
             p.error(f"no model file at {model}")
@@ -210,7 +203,7 @@ def main():
         aarch64_python, env = arm64.emulated_python(REPO)
     results, lines = {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        baseline_dir = _baseline_tree(args.baseline, tmp) if args.baseline else None
+        baseline_dir = package_at(args.baseline, tmp) if args.baseline else None
         trees = [("current", REPO)] + ([("baseline", baseline_dir)] if baseline_dir else [])
         runs = {}
         for group in groups:
