@@ -81,6 +81,31 @@ def test_each_seed_ratio_carries_a_paired_interval_over_users():
     assert f"| {point:.3f}x [{fed_vs_ngram[0][0]:.3f}, {fed_vs_ngram[0][1]:.3f}] |" in row
 
 
+def _by_user(hits):
+    """One evaluation of six users with 50 events each: per user recall@3 of ``hits`` / 50."""
+    clients = {f"u{i}": {"recall_at_3": h / 50, "num_events": 50, "num_tokens": 60, "num_iv_events": 45}
+               for i, h in enumerate(hits)}
+    return {"pooled": {"recall_at_3": sum(hits) / (50 * len(hits))}, "clients": clients}
+
+
+def test_against_another_base_pairs_each_row_and_seed_over_the_same_users():
+    mine = {"mail federated": {0: _by_user([12, 13, 11, 15, 12, 11]), 1: _by_user([11, 12, 10, 13, 11, 9])},
+            "shakespeare federated": {0: _by_user([9, 9, 8, 10, 9, 9])}}
+    theirs = {"mail federated": {0: _by_user([11, 12, 10, 14, 11, 10])},  # seed 1 not run from the other base
+              "shakespeare federated": {0: _by_user([10, 9, 9, 10, 9, 9])}}
+    found = bt.against(mine, theirs)
+    assert set(found) == {"mail federated", "shakespeare federated"} and set(found["mail federated"]) == {0}
+    ratio, lo, hi = found["mail federated"][0]
+    assert ratio == pytest.approx(74 / 68) and 1.0 < lo <= ratio <= hi  # one more hit for every user
+    ratio, lo, hi = found["shakespeare federated"][0]
+    assert ratio == pytest.approx(54 / 56) and lo <= ratio <= hi < 1.0 + 1e-9
+    text = "\n".join(bt.against_report(found, [0, 1], "runs/other"))
+    assert "`--against runs/other`" in text
+    row = next(line for line in text.splitlines() if line.startswith("| mail federated |"))
+    assert row.startswith(f"| mail federated | {74 / 68:.3f}x [") and row.endswith(" |  | 1.088x (1 seed) |")
+    assert "| mail centralized |  |  |  |" in text  # a row neither base ran
+
+
 def test_the_per_user_cache_is_recomputed_when_what_it_was_computed_from_changes(tmp_path):
     calls = []
 

@@ -14,6 +14,8 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
     python benchmarks/base/base_targets.py --collect        # only read the runs and write the report
     python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2 --work runs/base_targets_v2 \
         --name base_targets_v2                              # a candidate base, before it is the package's
+    python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2_si --work runs/base_targets_si \
+        --name base_targets_si --against runs/base_targets_v2 --collect   # and against another base, row by row
 
 Runs are ordered seed by seed (every row's seed 0 first), and a finished run
 directory is read, not retrained; a federated one with a checkpoint is
@@ -103,6 +105,37 @@ def paired(by_user: dict, ngram_by_user: dict) -> dict:
     return out
 
 
+def against(by_user: dict, other_by_user: dict) -> dict:
+    """{row: {seed: (ratio, lo, hi)}}: each run's held-out recall@3 over the same row and seed from another base
+    (``other_by_user``, as ``by_user``), with the paired 95% interval over the held-out users."""
+    from keyboard_lm.evaluation import paired_intervals
+
+    out = {}
+    for row, per_seed in by_user.items():
+        for seed, mine in sorted(per_seed.items()):
+            theirs = other_by_user.get(row, {}).get(seed)
+            if theirs is not None:
+                lo, hi = paired_intervals(mine, theirs, ("recall_at_3",), replicates=DRAWS, seed=seed)["recall_at_3"]
+                out.setdefault(row, {})[seed] = (mine["pooled"]["recall_at_3"] / theirs["pooled"]["recall_at_3"],
+                                                 lo, hi)
+    return out
+
+
+def against_report(found: dict, seeds: list[int], other: str) -> list[str]:
+    """The section of ``against``'s ratios: one row per row of ROWS, one column per seed, and their mean."""
+    lines = ["", f"Against the same row and seed started from another base (`--against {other}`): held-out "
+             "recall@3, this base's over that one's, with the 95% interval over the held-out users (both runs "
+             f"pooled over the same {DRAWS:,} bootstrap draws):", "",
+             "| row | " + " | ".join(f"seed {s}" for s in seeds) + " | mean over seeds |",
+             "|---|" + "---|" * (len(seeds) + 1)]
+    for row in ROWS:
+        per = found.get(row, {})
+        cells = [f"{per[s][0]:.3f}x [{per[s][1]:.3f}, {per[s][2]:.3f}]" if s in per else "" for s in seeds]
+        mean = _fmt(summarize([v[0] for v in per.values()]), 3, "x") if per else ""
+        lines.append(f"| {row} | " + " | ".join(cells) + f" | {mean} |")
+    return lines
+
+
 def _fmt(s: dict, digits: int = 4, suffix: str = "") -> str:
     if s["n"] == 1:
         return f"{s['mean']:.{digits}f}{suffix} (1 seed)"
@@ -176,9 +209,14 @@ def main(argv=None) -> int:
     p.add_argument("--init-from", default="base", metavar="BASE",
                    help="the base every row starts from: the package's (base) or a packaged or run directory, "
                         "to measure a candidate base before it is the package's")
+    p.add_argument("--against", metavar="WORK",
+                   help="another base's work directory of this benchmark (e.g. runs/base_targets_v2): each row's "
+                        "run over its same-seed run there, with the paired interval over held-out users")
     p.add_argument("--name", default="base_targets")
     p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args(argv)
+    if args.against and not os.path.isdir(args.against):
+        p.error(f"--against {args.against}: no such work directory")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
@@ -205,19 +243,31 @@ def main(argv=None) -> int:
     ngram_users = {c: cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
                               lambda c=c: ngram_by_user(CORPORA[c])) for c in corpora}
     ngrams = {c: ngram_users[c]["pooled"] for c in corpora}
-    intervals = None
-    if not args.no_intervals:
+    intervals, compared = None, None
+    if not args.no_intervals or args.against:
         by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
                    for row, runs in results.items()}
-        intervals = paired(by_user, ngram_users)
+        intervals = None if args.no_intervals else paired(by_user, ngram_users)
+    if args.against:
+        others = {row: {seed: os.path.join(args.against, slug(row), f"seed{seed}") for seed in runs}
+                  for row, runs in results.items()}
+        compared = against(by_user, {row: {seed: heldout_by_user(d, CORPORA[ROWS[row][0]])
+                                           for seed, d in per.items() if finished(d)}
+                                     for row, per in others.items()})
     text = report(results, ngrams, seeds, intervals, args.init_from)
+    if args.against:
+        text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
     summary = targets_summary(results, ngrams)
     paths = result_file.write(args.name, {"init_from": args.init_from,
                                           "rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
-                                                               for w, per in (intervals or {}).items()}}},
+                                                               for w, per in (intervals or {}).items()}},
+                                          "against": {"work": args.against,
+                                                      "ratios": {row: {str(s): list(v) for s, v in per.items()}
+                                                                 for row, per in (compared or {}).items()}}
+                                          if args.against else None},
                           text, args.out,
                           [r["trained"] for per in results.values() for r in per.values() if r],
                           seeds=f"{', '.join(map(str, seeds))} (each row's `train --seed S`; the split is the default "
