@@ -37,3 +37,12 @@ def test_the_mail_subset_reads_back_as_the_same_senders_and_text(tmp_path):
     assert back.clients == {c: mail.clients[c] for c in ids}
     assert corpus_stats(back)["words"] == words and 400_000 <= words < 400_000 + 50_000
     assert 100 < len(ids) < len(mail.clients)
+
+
+def test_the_timed_command_is_the_trainers_and_starts_from_the_base_given():
+    from keyboard_lm.cli.main import build_parser
+
+    for base in ("base", "benchmarks/records/base/base_v2_si"):
+        parsed = build_parser().parse_args(["train", *default_run.user_args("c.jsonl", "runs/x", base)])
+        assert parsed.init_from == base and parsed.data == "c.jsonl" and parsed.format == "jsonl"
+    assert default_run.user_args("c.jsonl", "runs/x")[:2] == ["--init-from", "base"]  # the package's by default

@@ -12,6 +12,8 @@ breakdown, the seconds after the training loop (the phrase step), and the held-o
 beside the Kneser-Ney 5-gram on the same split.
 
     python benchmarks/speed/default_run.py --words 400000 --work runs/default_run
+    python benchmarks/speed/default_run.py --words 400000 --init-from benchmarks/records/base/base_v2_si \
+        --work runs/default_run_si --name default_run_si       # a candidate base, timed the same way
 
 A finished run in the work directory is read, not retrained (``--again`` retrains it); an interrupted one is
 resumed (the wall seconds then add the sessions' commands). Run it alone on the machine: the figure is wall time.
@@ -66,6 +68,11 @@ def write_corpus(clients: dict[str, list[str]], ids: list[str], path: str) -> No
     replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
+def user_args(data: str, run_dir: str, init_from: str = "base") -> list[str]:
+    """`keyboard-lm train`'s arguments as README gives them to a trainer, from ``init_from``."""
+    return ["--init-from", init_from, "--data", data, "--format", "jsonl", "--out", run_dir]
+
+
 def report(r: dict) -> str:
     tb = r["time_breakdown"]
     shares = ", ".join(f"{k} {v:.0%}" for k, v in tb["share"].items() if v >= 0.005)
@@ -95,6 +102,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="seed of the senders' order (0)")
     p.add_argument("--data", default=MAIL, help="the mbox the senders come from (the SpamAssassin ham)")
     p.add_argument("--work", default=os.path.join("runs", "default_run"))
+    p.add_argument("--init-from", default="base", metavar="BASE",
+                   help="the base the run starts from: the package's (base), or a candidate's package or run "
+                        "directory, timed before it is the package's")
     p.add_argument("--again", action="store_true", help="retrain a finished run")
     p.add_argument("--name", default="default_run")
     p.add_argument("--out", default=result_file.results_dir("speed"))
@@ -117,11 +127,11 @@ def main() -> int:
     if os.path.exists(timing) and not args.again:
         with open(timing, encoding="utf-8") as f:
             walls = json.load(f)
-    user_args = ["--init-from", "base", "--data", data, "--format", "jsonl", "--out", run_dir]
+    command = user_args(data, run_dir, args.init_from)
     if args.again or not finished(run_dir):
         resume = not args.again and os.path.isdir(os.path.join(run_dir, "checkpoints"))
         walls.append(run_keyboard_lm(["train", "--out", run_dir, "--resume"] if resume
-                                     else ["train", *user_args, "--overwrite"], run_dir))
+                                     else ["train", *command, "--overwrite"], run_dir))
         replace_file(timing, json.dumps(walls).encode("utf-8"))
     if not walls:
         raise SystemExit(f"default_run.py: {run_dir} finished without this script's timing ({timing}); "
@@ -134,7 +144,7 @@ def main() -> int:
     visited = examples * words_per_example(run_dir, ["--data", data, "--format", "jsonl"])
     result = {
         "seed": args.seed, "clients": len(ids), "words": words, "command": "keyboard-lm train " + " ".join(
-            os.path.relpath(a) if os.sep in a else a for a in user_args),
+            os.path.relpath(a) if os.sep in a else a for a in command),
         "train_clients": split["train_clients"], "validation_clients": split["validation_clients"],
         "heldout_clients": split["heldout_clients"], "rounds": fed.get("rounds"),
         "clients_per_round": fed.get("clients_per_round"), "local_epochs": info["client_data"]["epochs"],
