@@ -26,17 +26,21 @@ SHARED_DATA = {"shakespeare": (SHAKESPEARE, "KEYBOARD_LM_SHAKESPEARE", "Tiny Sha
 GOLDEN_MODELS = REPO / "tests" / "golden" / "models"
 
 
+def archive_start(model: pathlib.Path) -> int:
+    """Where a model file's zip archive (vocabulary, metadata) starts: the flatbuffer's length."""
+    import zipfile
+
+    with zipfile.ZipFile(model) as z:
+        return min(i.header_offset for i in z.infolist())
+
+
 def compacted_copy(model: pathlib.Path, out: pathlib.Path) -> pathlib.Path:
     """``model`` (a committed golden file, exported before ``keyboard_lm.export.compaction``) with its
     flatbuffer compacted as the exporter now writes it and the file sealed again; the archive unchanged."""
-    import zipfile
-
     from keyboard_lm.export.compaction import compact
     from keyboard_lm.inference.model_file import seal
 
-    data = model.read_bytes()
-    with zipfile.ZipFile(model) as z:
-        start = min(i.header_offset for i in z.infolist())  # where the archive starts
+    data, start = model.read_bytes(), archive_start(model)
     out.write_bytes(seal(compact(data[:start]) + data[start:]))
     return out
 

@@ -16,7 +16,7 @@ from keyboard_lm.errors import ConfigError
 from keyboard_lm.evaluation import evaluate_model, evaluate_predict_fn, log_softmax
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.models.run_dir import build_loaded_model, load_run
-from tests.conftest import GOLDEN_MODELS, compacted_copy, paper_size_run
+from tests.conftest import GOLDEN_MODELS, archive_start, compacted_copy, paper_size_run
 
 BUILTIN_OK = {"GATHER", "DEQUANTIZE", "CONCATENATION", "FULLY_CONNECTED", "SPLIT", "SPLIT_V", "LOGISTIC", "MUL",
               "SUB", "ADD", "TANH", "LOG_SOFTMAX", "TOPK_V2", "STRIDED_SLICE", "RELU", "REDUCE_MAX", "ABS",
@@ -69,14 +69,12 @@ def _layout(flatbuffer):
 def test_compaction_drops_names_and_empty_buffers_and_keeps_every_number(golden, tmp_path):
     """The committed golden files were exported before compaction: compacted, each loads through the
     structural check and computes bit for bit what it did, in both runtimes."""
-    with zipfile.ZipFile(golden) as z:
-        start = min(i.header_offset for i in z.infolist())  # where the archive starts
-    flatbuffer = golden.read_bytes()[:start]
+    flatbuffer = golden.read_bytes()[:archive_start(golden)]
     names, own_empty, _ = _layout(flatbuffer)
     assert names and own_empty  # the converter's layout, which compaction is for
     path = compacted_copy(golden, tmp_path / golden.name)
     data = path.read_bytes()
-    small = data[:min(i.header_offset for i in zipfile.ZipFile(path).infolist())]
+    small = data[:archive_start(path)]
     assert _layout(small) == ([], [], [])
     assert len(small) < len(flatbuffer) - 1000 and len(data) == len(golden.read_bytes()) - (len(flatbuffer) - len(small))
     assert compact(small) == small

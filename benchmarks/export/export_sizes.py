@@ -50,9 +50,7 @@ def measure(tree: str, run_dir: str, tmp: str, tag: str, budget: int) -> dict:
     row = {"model_type": card["model"]["model_type"], "vocab_size": card["model"]["vocab_size"],
            **{k: b[k] for k in PARTS}, "margin": budget - b["total"]}
     if row["margin"] < 0 and tree == REPO:
-        row_bytes = card["model"]["embedding_dim"] * (4 if card["quantization"]["mode"] == "none" else 1)
-        fits = vocab_size_that_fits(SizeBreakdown(**b), budget, row["vocab_size"], row_bytes,
-                                    len(SPECIAL_TOKENS.tokens))
+        fits = vocab_size_that_fits(SizeBreakdown(**b), budget, row["vocab_size"], len(SPECIAL_TOKENS.tokens))
         check = export(tree, run_dir, os.path.join(tmp, f"{tag}-fits.tflite"), "--vocab-size", str(fits),
                        "--budget-bytes", str(budget))
         row["fits"] = {"vocab_size": fits, "bytes": check["size_bytes"] if check else None}

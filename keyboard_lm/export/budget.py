@@ -55,12 +55,12 @@ def size_breakdown(run, flatbuffer_bytes: int, associated_bytes: int, bytes_per_
 ALIGNMENT_SLACK = 16
 
 
-def vocab_size_that_fits(breakdown: SizeBreakdown, budget_bytes: int, vocab_size: int, row_bytes: int,
-                         specials: int) -> int | None:
+def vocab_size_that_fits(breakdown: SizeBreakdown, budget_bytes: int, vocab_size: int, specials: int) -> int | None:
     """The largest vocabulary (most frequent words kept) whose file fits ``budget_bytes``, counting only
     the embedding rows it drops (its vocabulary text shrinks too, so the file ends up a little under);
     None when no vocabulary with a word beside the ``specials`` fits."""
     over = breakdown.total - budget_bytes + ALIGNMENT_SLACK
+    row_bytes = breakdown.embedding // vocab_size  # one row of the tied embedding, as stored
     size = vocab_size - -(-over // row_bytes)
     return size if size > specials else None
 

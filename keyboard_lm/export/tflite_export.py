@@ -234,8 +234,7 @@ def export_run(run_dir: str, out_path: str, budget_bytes: int | None = DEFAULT_B
                                phrase_bytes=len(table[0]) if table else 0)
     fits = None
     if budget_bytes is not None and breakdown.total > budget_bytes and table is None:
-        fits = vocab_size_that_fits(breakdown, budget_bytes, len(run.vocab),
-                                    run.model_config.embedding_dim * (4 if quant["mode"] == "none" else 1), specials)
+        fits = vocab_size_that_fits(breakdown, budget_bytes, len(run.vocab), specials)
     check_budget(breakdown, budget_bytes, fits)
     sha = hashlib.sha256(data).hexdigest()
     card = model_card(run, breakdown, sha, out_path, quant)
