@@ -140,3 +140,24 @@ def test_a_candidate_base_is_measured_with_the_rows_own_commands(tmp_path, monke
     text = page.read_text()
     assert "`keyboard-lm train --init-from benchmarks/records/base/base_v2 --data" in text
     assert "--init-from base --data" not in text
+
+
+def test_a_candidate_rounds_default_reaches_the_federated_rows_only(tmp_path, monkeypatch):
+    """--rounds N is the federated rows' `train --rounds N` (fresh and resumed); the centralized row keeps its
+    epochs; the page's commands say so."""
+    from keyboard_lm.cli.main import build_parser
+    from benchmarks.common import runs
+
+    calls = []
+    monkeypatch.setattr(bt, "train_from_base", lambda corpus, extra, run_dir, **kw: calls.append(
+        (runs.train_args(corpus, extra, run_dir, **kw), runs.train_args(corpus, extra, run_dir, resume=True, **kw))))
+    bt.main(["--rows", "mail federated,mail centralized", "--seeds", "0", "--work", str(tmp_path / "w"),
+             "--rounds", "275", "--no-intervals", "--out", str(tmp_path / "out")])
+    (fed, fed_resumed), (cen, cen_resumed) = calls
+    assert build_parser().parse_args(fed).rounds == 275 and build_parser().parse_args(fed_resumed).rounds == 275
+    assert "--rounds" not in cen and "--rounds" not in cen_resumed
+    text = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "but 275 federated rounds" in text
+    assert "--format mbox --rounds 275`" in text and "--centralized --rounds" not in text
+    with pytest.raises(SystemExit):
+        bt.main(["--rounds", "0", "--collect", "--work", str(tmp_path / "w")])

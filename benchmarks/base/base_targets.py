@@ -16,6 +16,9 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
         --name base_targets_v2                              # a candidate base, before it is the package's
     python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2_si --work runs/base_targets_si \
         --name base_targets_si --against runs/base_targets_v2 --collect   # and against another base, row by row
+    python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2_si --rounds 275 \
+        --rows "mail federated" --work runs/base_targets_si_r275 --against runs/base_targets_v2 \
+        --name base_targets_si_r275                         # a candidate default: the federated rows' rounds
 
 Runs are ordered seed by seed (every row's seed 0 first), and a finished run
 directory is read, not retrained; a federated one with a checkpoint is
@@ -147,9 +150,16 @@ def _wall(run: dict) -> str:
     return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
 
 
+def row_args(row: str, rounds: int | None = None) -> list[str]:
+    """A row's own train arguments, with ``--rounds`` on a federated row when a candidate sets them."""
+    extra = ROWS[row][1]
+    return [*extra, "--rounds", str(rounds)] if rounds is not None and "--centralized" not in extra else list(extra)
+
+
 def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None,
-           init_from: str = "base") -> str:
-    lines = [f"The base-model targets: `keyboard-lm train --init-from {init_from}` with its defaults, one run at a time. "
+           init_from: str = "base", rounds: int | None = None) -> str:
+    defaults = "its defaults" if rounds is None else f"its defaults but {rounds} federated rounds"
+    lines = [f"The base-model targets: `keyboard-lm train --init-from {init_from}` with {defaults}, one run at a time. "
              "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
              "over seeds (`--seed`; the split is the default one in every run).", "",
              "| target | measured | aim | met |", "|---|---|---:|---|"]
@@ -176,9 +186,9 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
                 lines.append(f"| {what} | " + " | ".join(cells) + " |")
     lines += ["", "| row | command | seeds | held-out recall@3 | recall@1 | perplexity | kept | wall s |",
               "|---|---|---|---|---|---|---|---:|"]
-    for row, (corpus, extra) in ROWS.items():
+    for row, (corpus, _) in ROWS.items():
         runs = results.get(row, {})
-        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *extra])
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *row_args(row, rounds)])
         if not runs:
             lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
             continue
@@ -212,9 +222,14 @@ def main(argv=None) -> int:
     p.add_argument("--against", metavar="WORK",
                    help="another base's work directory of this benchmark (e.g. runs/base_targets_v2): each row's "
                         "run over its same-seed run there, with the paired interval over held-out users")
+    p.add_argument("--rounds", type=int, metavar="N",
+                   help="the federated rows' rounds instead of train's default (a candidate default; "
+                        "the centralized row keeps its own)")
     p.add_argument("--name", default="base_targets")
     p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        p.error(f"--rounds {args.rounds}: expected a positive number of rounds")
     if args.against and not os.path.isdir(args.against):
         p.error(f"--against {args.against}: no such work directory")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
@@ -228,10 +243,10 @@ def main(argv=None) -> int:
     results: dict = {row: {} for row in ROWS}
     for seed in seeds:
         for row in rows:
-            corpus, extra = ROWS[row]
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
             if not args.collect and not finished(run_dir):
-                train_from_base(CORPORA[corpus], [*extra, "--seed", str(seed)], run_dir, init_from=args.init_from)
+                train_from_base(CORPORA[ROWS[row][0]], [*row_args(row, args.rounds), "--seed", str(seed)], run_dir,
+                                init_from=args.init_from)
     for row in ROWS:
         for seed in seeds:
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
@@ -254,12 +269,13 @@ def main(argv=None) -> int:
         compared = against(by_user, {row: {seed: heldout_by_user(d, CORPORA[ROWS[row][0]])
                                            for seed, d in per.items() if finished(d)}
                                      for row, per in others.items()})
-    text = report(results, ngrams, seeds, intervals, args.init_from)
+    text = report(results, ngrams, seeds, intervals, args.init_from, args.rounds)
     if args.against:
         text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
     summary = targets_summary(results, ngrams)
-    paths = result_file.write(args.name, {"init_from": args.init_from,
-                                          "rows": {r: {"corpus": ROWS[r][0], "args": ROWS[r][1]} for r in ROWS},
+    paths = result_file.write(args.name, {"init_from": args.init_from, "rounds": args.rounds,
+                                          "rows": {r: {"corpus": ROWS[r][0], "args": row_args(r, args.rounds)}
+                                                   for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
