@@ -161,3 +161,23 @@ def test_a_candidate_rounds_default_reaches_the_federated_rows_only(tmp_path, mo
     assert "--format mbox --rounds 275`" in text and "--centralized --rounds" not in text
     with pytest.raises(SystemExit):
         bt.main(["--rounds", "0", "--collect", "--work", str(tmp_path / "w")])
+
+
+def test_the_demo_corpus_is_a_row_a_candidate_default_is_measured_on(tmp_path, monkeypatch):
+    """The embedded corpus (what `keyboard-lm demo` trains on) runs as a federated row with its own arguments,
+    seed by seed, and a candidate's rounds reach it."""
+    from keyboard_lm.cli.main import build_parser
+    from benchmarks.common import runs
+
+    calls = []
+    monkeypatch.setattr(bt, "train_from_base", lambda corpus, extra, run_dir, **kw: calls.append(
+        (runs.train_args(corpus, extra, run_dir, **kw), run_dir)))
+    bt.main(["--rows", "embedded federated", "--seeds", "1,2", "--work", str(tmp_path / "w"), "--rounds", "275",
+             "--no-intervals", "--out", str(tmp_path / "out")])
+    assert [d for _, d in calls] == [str(tmp_path / "w" / "embedded_federated" / f"seed{s}") for s in (1, 2)]
+    for (argv, _), seed in zip(calls, (1, 2)):
+        parsed = build_parser().parse_args(argv)
+        assert parsed.format == "default" and parsed.data is None and parsed.seed == seed and parsed.rounds == 275
+    text = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "| embedded federated | `keyboard-lm train --init-from base --format default --rounds 275` | not run |" \
+        in text

@@ -19,6 +19,7 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
     python benchmarks/base/base_targets.py --init-from benchmarks/records/base/base_v2_si --rounds 275 \
         --rows "mail federated" --work runs/base_targets_si_r275 --against runs/base_targets_v2 \
         --name base_targets_si_r275                         # a candidate default: the federated rows' rounds
+    python benchmarks/base/base_targets.py --rows "embedded federated" --seeds 0,1,2   # the demo's corpus, 3 seeds
 
 Runs are ordered seed by seed (every row's seed 0 first), and a finished run
 directory is read, not retrained; a federated one with a checkpoint is
@@ -52,6 +53,8 @@ ROWS = {
     "mail federated": ("mail", []),
     "mail centralized": ("mail", ["--centralized"]),
     "shakespeare federated": ("shakespeare", []),
+    # the corpus `keyboard-lm demo` trains on: a candidate default has to hold on it too
+    "embedded federated": ("embedded", []),
 }
 
 #: (what, row, reference, target): reference is "5-gram" or another row, paired by seed.
