@@ -181,3 +181,34 @@ def test_the_demo_corpus_is_a_row_a_candidate_default_is_measured_on(tmp_path, m
     text = next((tmp_path / "out").glob("*.md")).read_text()
     assert "| embedded federated | `keyboard-lm train --init-from base --format default --rounds 275` | not run |" \
         in text
+
+
+def test_a_page_keeps_what_pairing_needs_so_its_runs_can_be_paired_against_once_gone(tmp_path):
+    """--against a result file pairs exactly as against the work directory its runs lived in."""
+    import json
+
+    theirs = {"mail federated": {0: _by_user([11, 12, 10, 14, 11, 10]), 1: _by_user([10, 12, 10, 13, 11, 9])}}
+    for e in theirs["mail federated"].values():  # what a real evaluation also carries, and the record drops
+        e["pooled"].update(perplexity=150.0, num_events=300)
+        for c in e["clients"].values():
+            c.update(perplexity=140.0, loss=4.9)
+    page = tmp_path / "other.json"
+    page.write_text(json.dumps({"users": {row: {str(s): bt.users(e) for s, e in per.items()}
+                                          for row, per in theirs.items()}}))
+    kept = bt.other_by_user(str(page), {"mail federated": [0, 2], "shakespeare federated": [0]})
+    assert set(kept["mail federated"]) == {0} and kept["shakespeare federated"] == {}  # only what was run there
+    assert set(kept["mail federated"][0]["clients"]["u0"]) == set(bt.USER_FIELDS) - {"recall_at_1"}
+    mine = {"mail federated": {0: _by_user([12, 13, 11, 15, 12, 11])}}
+    assert bt.against(mine, kept) == bt.against(mine, theirs)
+
+
+def test_against_a_file_that_is_not_a_page_with_per_user_records_is_one_line_exit_2(tmp_path, capsys):
+    bad = tmp_path / "v2.json"
+    for text, why in (("{not json", "not a result file"), ('{"runs": {}}', "without per-user records")):
+        bad.write_text(text)
+        with pytest.raises(SystemExit) as e:
+            bt.main(["--against", str(bad), "--collect", "--work", str(tmp_path / "w")])
+        assert e.value.code == 2 and why in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        bt.main(["--against", str(tmp_path / "missing"), "--collect", "--work", str(tmp_path / "w")])
+    assert e.value.code == 2 and "no such work directory or result file" in capsys.readouterr().err

@@ -20,6 +20,11 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
         --rows "mail federated" --work runs/base_targets_si_r275 --against runs/base_targets_v2 \
         --name base_targets_si_r275                         # a candidate default: the federated rows' rounds
     python benchmarks/base/base_targets.py --rows "embedded federated" --seeds 0,1,2   # the demo's corpus, 3 seeds
+    python benchmarks/base/base_targets.py ... --against benchmarks/results/base/base_targets_v2.json \
+        --collect                                           # against a page's per-user records, its runs gone
+
+The result file keeps each evaluated run's held-out users (recall and events per user), so a later
+candidate can be paired against these runs after their directories are gone.
 
 Runs are ordered seed by seed (every row's seed 0 first), and a finished run
 directory is read, not retrained; a federated one with a checkpoint is
@@ -127,6 +132,34 @@ def against(by_user: dict, other_by_user: dict) -> dict:
     return out
 
 
+#: What a run's per-user record keeps of its held-out evaluation: enough to pool and pair recall again.
+USER_FIELDS = ("recall_at_1", "recall_at_3", "num_events")
+
+
+def users(evaluation: dict) -> dict:
+    """A held-out evaluation cut to what pairing needs (``USER_FIELDS``, pooled and per user): kept in the
+    result file, so a run can be paired against after its run directory is gone."""
+    def cut(m):
+        return {k: m[k] for k in USER_FIELDS if k in m}
+    return {"pooled": cut(evaluation["pooled"]), "clients": {c: cut(m) for c, m in evaluation["clients"].items()}}
+
+
+def other_by_user(source: str, wanted: dict) -> dict:
+    """{row: {seed: evaluation}} of another base for the rows and seeds of ``wanted`` ({row: seeds}):
+    from a work directory of this benchmark (each finished run evaluated per user), or from a result file
+    this benchmark wrote (its per-user records)."""
+    if os.path.isfile(source):
+        import json
+
+        with open(source, encoding="utf-8") as f:
+            kept = json.load(f).get("users") or {}
+        return {row: {s: kept[row][str(s)] for s in seeds if str(s) in kept.get(row, {})}
+                for row, seeds in wanted.items()}
+    return {row: {s: heldout_by_user(d, CORPORA[ROWS[row][0]]) for s in seeds
+                  if finished(d := os.path.join(source, slug(row), f"seed{s}"))}
+            for row, seeds in wanted.items()}
+
+
 def against_report(found: dict, seeds: list[int], other: str) -> list[str]:
     """The section of ``against``'s ratios: one row per row of ROWS, one column per seed, and their mean."""
     lines = ["", f"Against the same row and seed started from another base (`--against {other}`): held-out "
@@ -211,6 +244,22 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
     return "\n".join(lines) + "\n"
 
 
+def _against_file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be read as a result file with per-user records, or None."""
+    import json
+
+    if not os.path.isfile(path):
+        return "no such work directory or result file"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return f"not a result file of this benchmark ({type(e).__name__})"
+    if not isinstance(data, dict) or not isinstance(data.get("users"), dict):
+        return "a result file without per-user records (kept since 2026-12-02 by runs with intervals or --against)"
+    return None
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated, of {', '.join(ROWS)}")
@@ -222,9 +271,10 @@ def main(argv=None) -> int:
     p.add_argument("--init-from", default="base", metavar="BASE",
                    help="the base every row starts from: the package's (base) or a packaged or run directory, "
                         "to measure a candidate base before it is the package's")
-    p.add_argument("--against", metavar="WORK",
-                   help="another base's work directory of this benchmark (e.g. runs/base_targets_v2): each row's "
-                        "run over its same-seed run there, with the paired interval over held-out users")
+    p.add_argument("--against", metavar="WORK|JSON",
+                   help="another base's work directory of this benchmark (e.g. runs/base_targets_v2), or a result "
+                        "file it wrote with per-user records (e.g. benchmarks/results/base/base_targets_v2.json): "
+                        "each row's run over its same-seed run there, with the paired interval over held-out users")
     p.add_argument("--rounds", type=int, metavar="N",
                    help="the federated rows' rounds instead of train's default (a candidate default; "
                         "the centralized row keeps its own)")
@@ -234,7 +284,9 @@ def main(argv=None) -> int:
     if args.rounds is not None and args.rounds < 1:
         p.error(f"--rounds {args.rounds}: expected a positive number of rounds")
     if args.against and not os.path.isdir(args.against):
-        p.error(f"--against {args.against}: no such work directory")
+        problem = _against_file_problem(args.against)
+        if problem:
+            p.error(f"--against {args.against}: {problem}")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
@@ -261,17 +313,13 @@ def main(argv=None) -> int:
     ngram_users = {c: cached(os.path.join(args.work, f"ngram_{c}_by_user.json"),
                               lambda c=c: ngram_by_user(CORPORA[c])) for c in corpora}
     ngrams = {c: ngram_users[c]["pooled"] for c in corpora}
-    intervals, compared = None, None
+    intervals, compared, by_user = None, None, None
     if not args.no_intervals or args.against:
         by_user = {row: {seed: heldout_by_user(r["run_dir"], CORPORA[ROWS[row][0]]) for seed, r in runs.items()}
                    for row, runs in results.items()}
         intervals = None if args.no_intervals else paired(by_user, ngram_users)
     if args.against:
-        others = {row: {seed: os.path.join(args.against, slug(row), f"seed{seed}") for seed in runs}
-                  for row, runs in results.items()}
-        compared = against(by_user, {row: {seed: heldout_by_user(d, CORPORA[ROWS[row][0]])
-                                           for seed, d in per.items() if finished(d)}
-                                     for row, per in others.items()})
+        compared = against(by_user, other_by_user(args.against, {row: list(runs) for row, runs in results.items()}))
     text = report(results, ngrams, seeds, intervals, args.init_from, args.rounds)
     if args.against:
         text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
@@ -286,7 +334,10 @@ def main(argv=None) -> int:
                                           "against": {"work": args.against,
                                                       "ratios": {row: {str(s): list(v) for s, v in per.items()}
                                                                  for row, per in (compared or {}).items()}}
-                                          if args.against else None},
+                                          if args.against else None,
+                                          # what --against needs of these runs once their directories are gone
+                                          "users": {row: {str(s): users(e) for s, e in per.items()}
+                                                    for row, per in by_user.items() if per} if by_user else None},
                           text, args.out,
                           [r["trained"] for per in results.values() for r in per.values() if r],
                           seeds=f"{', '.join(map(str, seeds))} (each row's `train --seed S`; the split is the default "
