@@ -212,3 +212,20 @@ def test_against_a_file_that_is_not_a_page_with_per_user_records_is_one_line_exi
     with pytest.raises(SystemExit) as e:
         bt.main(["--against", str(tmp_path / "missing"), "--collect", "--work", str(tmp_path / "w")])
     assert e.value.code == 2 and "no such work directory or result file" in capsys.readouterr().err
+
+
+def test_a_page_reports_the_rows_asked_for_not_another_rows_run_training_beside_it(tmp_path, monkeypatch):
+    work = tmp_path / "w"
+    for row in ("embedded federated", "shakespeare federated"):
+        (work / bt.slug(row) / "seed0").mkdir(parents=True)
+    read = []
+    monkeypatch.setattr(bt, "collect_run", lambda d: read.append(d) or {**_run(0.6), "run_dir": d, "trained": {}})
+    monkeypatch.setattr(bt, "cached", lambda path, compute, key="": {"pooled": {
+        "recall_at_3": 0.61, "recall_at_1": 0.5, "perplexity": 15.0}, "clients": {}})
+    bt.main(["--rows", "embedded federated", "--seeds", "0", "--work", str(work), "--collect", "--no-intervals",
+             "--out", str(tmp_path / "out")])
+    assert read == [str(work / "embedded_federated" / "seed0")]
+    text = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "| shakespeare federated | `keyboard-lm train --init-from base --data" in text
+    assert next(line for line in text.splitlines() if line.startswith("| shakespeare federated |")).endswith(
+        "| not run | | | | | |")
