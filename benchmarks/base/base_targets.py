@@ -20,8 +20,8 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
         --rows "mail federated" --work runs/base_targets_si_r275 --against runs/base_targets_v2 \
         --name base_targets_si_r275                         # a candidate default: the federated rows' rounds
     python benchmarks/base/base_targets.py --rows "embedded federated" --seeds 0,1,2   # the demo's corpus, 3 seeds
-    python benchmarks/base/base_targets.py ... --against benchmarks/results/base/base_targets_v2.json \
-        --collect                                           # against a page's per-user records, its runs gone
+    python benchmarks/base/base_targets.py ... --collect \
+        --against benchmarks/results/base/base_targets_v2_embedded_shakespeare.json  # a page's runs, once gone
 
 The result file keeps each evaluated run's held-out users (recall and events per user), so a later
 candidate can be paired against these runs after their directories are gone.
@@ -264,7 +264,8 @@ def _against_file_problem(path: str) -> str | None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated rows to run and report, of {', '.join(ROWS)}")
+    p.add_argument("--rows", default=",".join(ROWS),
+                   help=f"comma-separated rows to run and report, of {', '.join(ROWS)}")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (0,1,2)")
     p.add_argument("--work", default=os.path.join("runs", "base_targets"))
     p.add_argument("--collect", action="store_true", help="only read the runs and write the report")
@@ -275,8 +276,9 @@ def main(argv=None) -> int:
                         "to measure a candidate base before it is the package's")
     p.add_argument("--against", metavar="WORK|JSON",
                    help="another base's work directory of this benchmark (e.g. runs/base_targets_v2), or a result "
-                        "file it wrote with per-user records (e.g. benchmarks/results/base/base_targets_v2.json): "
-                        "each row's run over its same-seed run there, with the paired interval over held-out users")
+                        "file it wrote with per-user records (e.g. "
+                        "benchmarks/results/base/base_targets_v2_embedded_shakespeare.json): each row's run over "
+                        "its same-seed run there, with the paired interval over held-out users")
     p.add_argument("--rounds", type=int, metavar="N",
                    help="the federated rows' rounds instead of train's default (a candidate default; "
                         "the centralized row keeps its own)")
