@@ -195,7 +195,7 @@ def test_a_page_keeps_what_pairing_needs_so_its_runs_can_be_paired_against_once_
     page = tmp_path / "other.json"
     page.write_text(json.dumps({"users": {row: {str(s): bt.users(e) for s, e in per.items()}
                                           for row, per in theirs.items()}}))
-    kept = bt.other_by_user(str(page), {"mail federated": [0, 2], "shakespeare federated": [0]})
+    kept = bt.other_by_user(bt.page_users(str(page)), {"mail federated": [0, 2], "shakespeare federated": [0]})
     assert set(kept["mail federated"]) == {0} and kept["shakespeare federated"] == {}  # only what was run there
     assert set(kept["mail federated"][0]["clients"]["u0"]) == set(bt.USER_FIELDS) - {"recall_at_1"}
     mine = {"mail federated": {0: _by_user([12, 13, 11, 15, 12, 11])}}

@@ -146,16 +146,30 @@ def users(evaluation: dict) -> dict:
     return {"pooled": cut(evaluation["pooled"]), "clients": {c: cut(m) for c, m in evaluation["clients"].items()}}
 
 
-def other_by_user(source: str, wanted: dict) -> dict:
-    """{row: {seed: evaluation}} of another base for the rows and seeds of ``wanted`` ({row: seeds}):
-    from a work directory of this benchmark (each finished run evaluated per user), or from a result file
-    this benchmark wrote (its per-user records)."""
-    if os.path.isfile(source):
-        import json
+def page_users(path: str) -> dict:
+    """The per-user records of a result file this benchmark wrote ({row: {seed: evaluation}}, seeds as
+    strings); ValueError saying why the file has none."""
+    import json
 
-        with open(source, encoding="utf-8") as f:
-            kept = json.load(f).get("users") or {}
-        return {row: {s: kept[row][str(s)] for s in seeds if str(s) in kept.get(row, {})}
+    if not os.path.isfile(path):
+        raise ValueError("no such work directory or result file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"not a result file of this benchmark ({type(e).__name__})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("users"), dict):
+        raise ValueError("a result file without per-user records (kept since 2026-12-02 by runs with intervals "
+                         "or --against)")
+    return data["users"]
+
+
+def other_by_user(source: str | dict, wanted: dict) -> dict:
+    """{row: {seed: evaluation}} of another base for the rows and seeds of ``wanted`` ({row: seeds}):
+    from a work directory of this benchmark (each finished run evaluated per user), or from a result file's
+    per-user records (``page_users``)."""
+    if isinstance(source, dict):
+        return {row: {s: source[row][str(s)] for s in seeds if str(s) in source.get(row, {})}
                 for row, seeds in wanted.items()}
     return {row: {s: heldout_by_user(d, CORPORA[ROWS[row][0]]) for s in seeds
                   if finished(d := os.path.join(source, slug(row), f"seed{s}"))}
@@ -246,22 +260,6 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
     return "\n".join(lines) + "\n"
 
 
-def _against_file_problem(path: str) -> str | None:
-    """Why ``path`` cannot be read as a result file with per-user records, or None."""
-    import json
-
-    if not os.path.isfile(path):
-        return "no such work directory or result file"
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return f"not a result file of this benchmark ({type(e).__name__})"
-    if not isinstance(data, dict) or not isinstance(data.get("users"), dict):
-        return "a result file without per-user records (kept since 2026-12-02 by runs with intervals or --against)"
-    return None
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rows", default=",".join(ROWS),
@@ -287,10 +285,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rounds is not None and args.rounds < 1:
         p.error(f"--rounds {args.rounds}: expected a positive number of rounds")
+    other = args.against  # a work directory, or a result file's per-user records, read once
     if args.against and not os.path.isdir(args.against):
-        problem = _against_file_problem(args.against)
-        if problem:
-            p.error(f"--against {args.against}: {problem}")
+        try:
+            other = page_users(args.against)
+        except ValueError as e:
+            p.error(f"--against {args.against}: {e}")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
@@ -323,7 +323,7 @@ def main(argv=None) -> int:
                    for row, runs in results.items()}
         intervals = None if args.no_intervals else paired(by_user, ngram_users)
     if args.against:
-        compared = against(by_user, other_by_user(args.against, {row: list(runs) for row, runs in results.items()}))
+        compared = against(by_user, other_by_user(other, {row: list(runs) for row, runs in results.items()}))
     text = report(results, ngrams, seeds, intervals, args.init_from, args.rounds)
     if args.against:
         text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
