@@ -54,13 +54,32 @@ def _summary(scores: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.nd
     z = scores - m  # one float64 [N, V] buffer, exponentiated in place: only the targets' entries are needed
     np.exp(z, out=z)
     ce = m[:, 0] + np.log(z.sum(axis=-1)) - scores[rows, targets]
+    return ce, _top3(scores)
+
+
+def _top3(scores: np.ndarray) -> np.ndarray:
+    """The three best words of each row of scores [N, V], best first, ties by id ascending.
+
+    The tie rule is the deployed ranking's (the exported graph's TOPK_V2 and the ``Ranker``): with
+    int8 kernels equal scores do occur, and ids are frequency-ordered, so any other rule would score
+    the model as the keyboard never ranks it.
+    """
     # Special tokens are the first ids of every vocabulary (text spec): candidates are the columns after them.
     first = len(_SP.tokens)
     words = scores[:, first:]
-    top3 = (np.argpartition(words, words.shape[1] - 3, axis=-1)[:, -3:] if words.shape[1] > 3
-            else np.argsort(-words, axis=-1)[:, :3]) + first
-    order = np.argsort(-np.take_along_axis(scores, top3, axis=-1), axis=-1, kind="stable")
-    return ce, np.take_along_axis(top3, order, axis=-1)
+    k = min(3, words.shape[1])
+    if words.shape[1] > k:
+        top = np.argpartition(words, words.shape[1] - k, axis=-1)[:, -k:]
+        kth = np.take_along_axis(words, top, axis=-1).min(axis=-1)
+        # Rows where a word left out scores as the k-th best: take the tied words of lowest ids.
+        for row in np.flatnonzero((words >= kth[:, None]).sum(axis=-1) > k):
+            above = np.flatnonzero(words[row] > kth[row])
+            tied = np.flatnonzero(words[row] == kth[row])
+            top[row] = np.concatenate([above, tied[:k - len(above)]])
+    else:
+        top = np.broadcast_to(np.arange(k), (len(words), k))
+    order = np.lexsort((top, -np.take_along_axis(words, top, axis=-1)), axis=-1)
+    return np.take_along_axis(top, order, axis=-1) + first
 
 
 def _event_stats(ce: np.ndarray, top3: np.ndarray, targets: np.ndarray) -> dict[str, np.ndarray]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from keyboard_lm.baselines.ngram import KneserNey
-from keyboard_lm.evaluation import evaluate_predict_fn, paired_intervals
+from keyboard_lm.evaluation import _top3, evaluate_predict_fn, paired_intervals
 from keyboard_lm.inference.model_file import ModelFile
 from keyboard_lm.inference.predictor import Predictor
 from keyboard_lm.suggestion_evaluation import evaluate_ngram_stack, evaluate_stack, fit_gate, significant
@@ -24,9 +25,21 @@ def test_the_model_alone_streamed_scores_as_eval_scores_it(small_tflite, default
     model = ModelFile.load(small_tflite)
     streamed = evaluate_stack(Predictor(model), default_corpus, users[2])
     batch = evaluate_predict_fn(model.predict_log_probs, default_corpus, users[2], model.vocab, model.seq_len)
-    assert streamed["pooled"]["num_events"] == batch["pooled"]["num_events"]
-    assert streamed["pooled"]["recall_at_3"] == pytest.approx(batch["pooled"]["recall_at_3"], abs=0.002)
-    assert streamed["pooled"]["recall_at_1"] == pytest.approx(batch["pooled"]["recall_at_1"], abs=0.002)
+    # The same numbers ranked by the same rule (log-prob, ties by id ascending): the same hits, on every machine.
+    # Ties are real with int8 kernels; a batch tie rule of its own once cost 6 of 867 hits on one CPU.
+    for metric in ("num_events", "recall_at_3", "recall_at_1"):
+        assert streamed["pooled"][metric] == batch["pooled"][metric], metric
+
+
+def test_eval_ranks_tied_scores_by_id_as_the_deployed_graph_does():
+    scores = np.full((3, len(SP.tokens) + 6), -5.0, np.float32)
+    first = len(SP.tokens)
+    scores[0, first:] = [1, 2, 2, 2, 2, 0]      # a four-way tie for the best: the three lowest ids
+    scores[1, first:] = [5, 1, 3, 3, 3, 1]      # a tie at the third place
+    scores[2, :first] = 9.0                     # specials never count, however high
+    scores[2, first:] = [0, 0, 0, 0, 0, 0]
+    best = _top3(scores) - first
+    assert best.tolist() == [[1, 2, 3], [0, 2, 3], [0, 1, 2]]
 
 
 def test_the_ngram_stream_scores_as_eval_scores_it_and_history_changes_it(small_tflite, default_corpus, users):
