@@ -46,3 +46,13 @@ def test_the_timed_command_is_the_trainers_and_starts_from_the_base_given():
         parsed = build_parser().parse_args(["train", *default_run.user_args("c.jsonl", "runs/x", base)])
         assert parsed.init_from == base and parsed.data == "c.jsonl" and parsed.format == "jsonl"
     assert default_run.user_args("c.jsonl", "runs/x")[:2] == ["--init-from", "base"]  # the package's by default
+    # the trainer's default rounds unless an earlier recipe is timed beside it
+    assert build_parser().parse_args(["train", *default_run.user_args("c.jsonl", "runs/x")]).rounds is None
+    earlier = build_parser().parse_args(["train", *default_run.user_args("c.jsonl", "runs/x", "base", 350)])
+    assert earlier.rounds == 350
+
+
+def test_against_names_a_directory_that_is_not_a_finished_work_directory(tmp_path):
+    (tmp_path / "run").mkdir()
+    with pytest.raises(SystemExit, match="not a finished default_run.py work directory"):
+        default_run.against(str(tmp_path / "mine"), "c.jsonl", str(tmp_path))

@@ -14,6 +14,9 @@ beside the Kneser-Ney 5-gram on the same split.
     python benchmarks/speed/default_run.py --words 400000 --work runs/default_run
     python benchmarks/speed/default_run.py --words 400000 --init-from benchmarks/records/base/base_v2_si \
         --work runs/default_run_si --name default_run_si       # a candidate base, timed the same way
+    python benchmarks/speed/default_run.py --words 400000 --init-from benchmarks/records/base/base_v2 \
+        --rounds 350 --work runs/default_run_cifg --name default_run_cifg   # an earlier recipe
+    python benchmarks/speed/default_run.py --words 400000 --against runs/default_run_cifg   # and the two side by side
 
 A finished run in the work directory is read, not retrained (``--again`` retrains it); an interrupted one is
 resumed (the wall seconds then add the sessions' commands). Run it alone on the machine: the figure is wall time.
@@ -68,9 +71,35 @@ def write_corpus(clients: dict[str, list[str]], ids: list[str], path: str) -> No
     replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
-def user_args(data: str, run_dir: str, init_from: str = "base") -> list[str]:
-    """`keyboard-lm train`'s arguments as README gives them to a trainer, from ``init_from``."""
-    return ["--init-from", init_from, "--data", data, "--format", "jsonl", "--out", run_dir]
+def user_args(data: str, run_dir: str, init_from: str = "base", rounds: int | None = None) -> list[str]:
+    """`keyboard-lm train`'s arguments as README gives them to a trainer, from ``init_from`` (and, to time an
+    earlier recipe, with ``rounds``)."""
+    return ["--init-from", init_from, "--data", data, "--format", "jsonl", "--out", run_dir,
+            *(["--rounds", str(rounds)] if rounds else [])]
+
+
+def against(run_dir: str, data: str, other_work: str) -> dict:
+    """This run beside another work directory's on the same corpus: the commands' wall seconds and held-out
+    recall@3, its ratio with the 95% interval paired over the same held-out senders (1,000 draws, seed 0)."""
+    from benchmarks.common.heldout import heldout_by_user
+    from keyboard_lm.evaluation import paired_intervals
+
+    other_run, other_timing = os.path.join(other_work, "run"), os.path.join(other_work, "wall_seconds.json")
+    if not (os.path.isfile(os.path.join(other_run, "run.json")) and os.path.isfile(other_timing)):
+        raise SystemExit(f"default_run.py: --against {other_work}: not a finished default_run.py work directory "
+                         "(run/run.json and wall_seconds.json)")
+    with open(os.path.join(other_run, "run.json"), encoding="utf-8") as f:
+        other_info = json.load(f)
+    with open(other_timing, encoding="utf-8") as f:
+        other_wall = sum(json.load(f))
+    flags = ["--data", data, "--format", "jsonl"]
+    mine, theirs = heldout_by_user(run_dir, flags), heldout_by_user(other_run, flags)
+    lo, hi = paired_intervals(mine, theirs, ("recall_at_3",))["recall_at_3"]
+    return {"work": os.path.relpath(other_work), "wall_seconds": other_wall,
+            "rounds": (other_info.get("federated") or {}).get("rounds"),
+            "model_type": other_info["model"]["model_type"], "kept_round": other_info["best"]["round"],
+            "heldout_recall_at_3": theirs["pooled"]["recall_at_3"], "this_recall_at_3": mine["pooled"]["recall_at_3"],
+            "recall_ratio": mine["pooled"]["recall_at_3"] / theirs["pooled"]["recall_at_3"], "interval": [lo, hi]}
 
 
 def report(r: dict) -> str:
@@ -93,7 +122,22 @@ def report(r: dict) -> str:
         f"| held-out recall@3, round {r['kept_round']} (validation's pick) | {r['heldout_recall_at_3']:.4f} |",
         f"| Kneser-Ney 5-gram, same split | {r['ngram_recall_at_3']:.4f} "
         f"({r['heldout_recall_at_3'] / r['ngram_recall_at_3']:.3f}x) |", "",
-        f"The loop's time: {shares}."])
+        f"The loop's time: {shares}.", *against_lines(r)])
+
+
+def against_lines(r: dict) -> list[str]:
+    a = r.get("against")
+    if not a:
+        return []
+    lo, hi = a["interval"]
+    return ["", f"Beside `{a['work']}` (the same corpus and split; its {a['model_type']} run of {a['rounds']} rounds, "
+            "one after the other on this machine):", "",
+            "| what | this run | that run | ratio |", "|---|---:|---:|---|",
+            f"| command wall seconds | {r['wall_seconds']:,.0f} | {a['wall_seconds']:,.0f} | "
+            f"{r['wall_seconds'] / a['wall_seconds']:.3f}x |",
+            f"| held-out recall@3 (kept rounds {r['kept_round']}, {a['kept_round']}) | {a['this_recall_at_3']:.4f} "
+            f"| {a['heldout_recall_at_3']:.4f} | {a['recall_ratio']:.3f}x [{lo:.3f}, {hi:.3f}] (paired over the "
+            f"{r['heldout_clients']} held-out senders) |"]
 
 
 def main() -> int:
@@ -105,12 +149,19 @@ def main() -> int:
     p.add_argument("--init-from", default="base", metavar="BASE",
                    help="the base the run starts from: the package's (base), or a candidate's package or run "
                         "directory, timed before it is the package's")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="rounds, to time an earlier recipe beside the default (default: the command's own)")
+    p.add_argument("--against", metavar="WORK",
+                   help="another default_run.py work directory on the same corpus: its command's wall time and, "
+                        "paired over the same held-out senders, its held-out recall@3 beside this run's")
     p.add_argument("--again", action="store_true", help="retrain a finished run")
     p.add_argument("--name", default="default_run")
     p.add_argument("--out", default=result_file.results_dir("speed"))
     args = p.parse_args()
     if args.words < 1:
         p.error("--words must be at least 1")
+    if args.rounds is not None and args.rounds < 1:
+        p.error("--rounds must be at least 1")
     started = time.time()
     from keyboard_lm.data.corpora import load_corpus
     from benchmarks.common.ngram import ngram_pooled
@@ -127,7 +178,7 @@ def main() -> int:
     if os.path.exists(timing) and not args.again:
         with open(timing, encoding="utf-8") as f:
             walls = json.load(f)
-    command = user_args(data, run_dir, args.init_from)
+    command = user_args(data, run_dir, args.init_from, args.rounds)
     if args.again or not finished(run_dir):
         resume = not args.again and os.path.isdir(os.path.join(run_dir, "checkpoints"))
         walls.append(run_keyboard_lm(["train", "--out", run_dir, "--resume"] if resume
@@ -153,6 +204,8 @@ def main() -> int:
         "words_visited": visited, "kept_round": info["best"]["round"],
         "heldout_recall_at_3": info["best"]["heldout"]["recall_at_3"],
         "ngram_recall_at_3": ngram_pooled(data, "jsonl")["recall_at_3"]}
+    if args.against:
+        result["against"] = against(run_dir, data, args.against)
     result_file.publish(args.name, result, report(result), args.out, started,
                         seeds=f"{args.seed} (the senders' order); the run: `train`'s default seed 0 and split")
     return 0
