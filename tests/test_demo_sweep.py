@@ -7,11 +7,11 @@ import pytest
 from benchmarks.recipes import demo_sweep
 
 
-def test_rates_are_positive_finite_numbers_or_one_line_naming_the_bad_one():
-    assert demo_sweep.parse_rates("0.002,0.01") == [0.002, 0.01]
+def test_rates_are_positive_finite_numbers_or_one_line_naming_the_bad_one(capsys):
     for bad in ("0.01,x", "0", "-1", "nan", "inf"):
-        with pytest.raises(SystemExit, match="--server-lrs"):
-            demo_sweep.parse_rates(bad)
+        with pytest.raises(SystemExit) as exit_:
+            demo_sweep.main(["--server-lrs", bad])
+        assert exit_.value.code == 2 and "--server-lrs" in capsys.readouterr().err, bad
 
 
 def test_the_last_row_with_a_validation_evaluation_is_read(tmp_path):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import os
 import sys
 import time
@@ -22,22 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks.common import result_file  # noqa: E402
+from keyboard_lm.cli.args import comma_list, positive_magnitude  # noqa: E402
 
 VALIDATION_FRACTION = 0.1
-
-
-def parse_rates(text: str) -> list[float]:
-    """``0.002,0.005`` -> [0.002, 0.005]; each a positive number, or one line naming the bad one."""
-    rates = []
-    for part in text.split(","):
-        try:
-            rate = float(part)
-        except ValueError:
-            raise SystemExit(f"demo_sweep.py: --server-lrs: {part!r} is not a number") from None
-        if not rate > 0 or rate != rate or rate == float("inf"):
-            raise SystemExit(f"demo_sweep.py: --server-lrs: {part!r} is not a positive finite rate")
-        rates.append(rate)
-    return rates
 
 
 def last_evaluation(run_dir: str) -> dict:
@@ -50,25 +36,16 @@ def last_evaluation(run_dir: str) -> dict:
 
 
 def train_one(out: str, server_lr: float, seed: int) -> dict:
-    from keyboard_lm.data.corpora import load_default
-    from keyboard_lm.federated.demo import demo_recipe
-    from keyboard_lm.federated.run_start import RunOptions
-    from keyboard_lm.federated.trainer import train_federated
-    from keyboard_lm.models.warm_start import load_warm_start
+    from keyboard_lm.federated.demo import train_demo
+    from keyboard_lm.models.run_dir import RunRecord
 
-    init = load_warm_start("base")
-    corpus = load_default()
-    model_config, fed, data_config, split, loop = demo_recipe(seed=seed, base=init.base.model_config)
-    fed = dataclasses.replace(fed, server_lr=server_lr, validation_fraction=VALIDATION_FRACTION)
-    init = init.check_overlap(corpus, split, None)
     start = time.time()
-    train_federated(corpus, out, model_config, fed, split,
-                    RunOptions(init=init, data_source={"path": None, "format": "default"}, command="demo_sweep",
-                               overwrite=True), data_config=data_config, loop=loop)
+    train_demo(out, seed=seed, overwrite=True,
+               federated_changes={"server_lr": server_lr, "validation_fraction": VALIDATION_FRACTION})
     row = last_evaluation(out)
     return {"server_lr": server_lr, "rounds": int(row["round"]), "seconds": round(time.time() - start, 1),
             "val_recall_at_3": float(row["val_recall_at_3"]), "heldout_recall_at_3": float(row["recall_at_3"]),
-            "model_type": model_config.model_type}
+            "model_type": RunRecord.read(out).model["model_type"]}
 
 
 def report(rows: list[dict], pick: dict) -> str:
@@ -85,13 +62,14 @@ def report(rows: list[dict], pick: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--server-lrs", default="0.002,0.005,0.01,0.02", help="server rates to try (comma-separated)")
+    p.add_argument("--server-lrs", type=comma_list(positive_magnitude), default=[0.002, 0.005, 0.01, 0.02],
+                   help="server rates to try, comma-separated (0.002,0.005,0.01,0.02)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", default=os.path.join("runs", "demo_sweep"))
     p.add_argument("--name", default="demo_sweep")
     p.add_argument("--out", default=result_file.results_dir("recipes"))
     args = p.parse_args(argv)
-    rates = parse_rates(args.server_lrs)
+    rates = args.server_lrs
     started = time.time()
     rows = []
     for rate in rates:

@@ -83,21 +83,21 @@ def against(run_dir: str, data: str, other_work: str) -> dict:
     recall@3, its ratio with the 95% interval paired over the same held-out senders (1,000 draws, seed 0)."""
     from benchmarks.common.heldout import heldout_by_user
     from keyboard_lm.evaluation import paired_intervals
+    from keyboard_lm.models.run_dir import RunRecord
 
     other_run, other_timing = os.path.join(other_work, "run"), os.path.join(other_work, "wall_seconds.json")
     if not (os.path.isfile(os.path.join(other_run, "run.json")) and os.path.isfile(other_timing)):
         raise SystemExit(f"default_run.py: --against {other_work}: not a finished default_run.py work directory "
                          "(run/run.json and wall_seconds.json)")
-    with open(os.path.join(other_run, "run.json"), encoding="utf-8") as f:
-        other_info = json.load(f)
+    other_info = RunRecord.read(other_run)
     with open(other_timing, encoding="utf-8") as f:
         other_wall = sum(json.load(f))
     flags = ["--data", data, "--format", "jsonl"]
     mine, theirs = heldout_by_user(run_dir, flags), heldout_by_user(other_run, flags)
     lo, hi = paired_intervals(mine, theirs, ("recall_at_3",))["recall_at_3"]
     return {"work": os.path.relpath(other_work), "wall_seconds": other_wall,
-            "rounds": (other_info.get("federated") or {}).get("rounds"),
-            "model_type": other_info["model"]["model_type"], "kept_round": other_info["best"]["round"],
+            "rounds": (other_info.federated or {}).get("rounds"),
+            "model_type": other_info.model["model_type"], "kept_round": other_info.best["round"],
             "heldout_recall_at_3": theirs["pooled"]["recall_at_3"], "this_recall_at_3": mine["pooled"]["recall_at_3"],
             "recall_ratio": mine["pooled"]["recall_at_3"] / theirs["pooled"]["recall_at_3"], "interval": [lo, hi]}
 

@@ -56,9 +56,11 @@ DEMO_BASE_ROUNDS, DEMO_BASE_SERVER_LR, DEMO_BASE_CLIENT_LR, DEMO_BASE_LOCAL_EPOC
 
 
 def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: bool = False,
-               overwrite: bool = False, log=None) -> dict:
+               overwrite: bool = False, log=None, federated_changes: dict | None = None) -> dict:
     """Train the demo into ``out``: federated averaging over the embedded corpus, from the shipped base
     (``scratch``: from random weights); returns {"corpus", "split", "rounds", "start", "result"}.
+    ``federated_changes``: FederatedConfig fields set over the recipe's (a study of the recipe, e.g.
+    ``benchmarks/recipes/demo_sweep.py``).
 
     The demo re-runs into a directory holding its own earlier run; anything else is refused unless
     ``overwrite`` (see ``models.run_guard.prepare_run_dir``).
@@ -77,6 +79,7 @@ def train_demo(out: str, *, rounds: int | None = None, seed: int = 0, scratch: b
     corpus = load_default()
     model_config, fed, data_config, split, loop = demo_recipe(
         rounds, seed, base=init.base.model_config if init is not None else None)
+    fed = dataclasses.replace(fed, **(federated_changes or {}))
     start = "the shipped base model" if init is not None else "random weights"
     log(f"keyboard-lm demo: FedAdam over {corpus.name} from {start}, {fed.rounds} rounds, run directory {out}")
     if init is not None:
