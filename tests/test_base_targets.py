@@ -163,6 +163,34 @@ def test_a_candidate_rounds_default_reaches_the_federated_rows_only(tmp_path, mo
         bt.main(["--rounds", "0", "--collect", "--work", str(tmp_path / "w")])
 
 
+def test_a_candidate_recipe_reaches_the_federated_rows_only_and_the_benchmarks_own_flags_are_refused(
+        tmp_path, monkeypatch, capsys):
+    """--train-args ARGS is added to each federated row's train command (a resumed run reads its recipe from
+    its run.json) and named on the page; the centralized row keeps its own; a candidate may not set what the
+    benchmark sets itself."""
+    from keyboard_lm.cli.main import build_parser
+    from benchmarks.common import runs
+
+    calls = []
+    monkeypatch.setattr(bt, "train_from_base", lambda corpus, extra, run_dir, **kw: calls.append(
+        (runs.train_args(corpus, extra, run_dir, **kw), runs.train_args(corpus, extra, run_dir, resume=True, **kw))))
+    bt.main(["--rows", "mail federated,mail centralized", "--seeds", "0", "--work", str(tmp_path / "w"),
+             "--train-args", "--server-lr 0.005 --clients-per-round 20", "--no-intervals",
+             "--out", str(tmp_path / "out")])
+    (fed, fed_resumed), (cen, cen_resumed) = calls
+    parsed = build_parser().parse_args(fed)
+    assert (parsed.server_lr, parsed.clients_per_round, parsed.seed) == (0.005, 20, 0)
+    assert build_parser().parse_args(fed_resumed).resume
+    assert "--server-lr" not in cen and "--server-lr" not in cen_resumed
+    text = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "but `--server-lr 0.005 --clients-per-round 20` on the federated rows" in text
+    assert "--format mbox --server-lr 0.005 --clients-per-round 20`" in text
+    for bad in ("--seed 3", "--out=x", "--init-from runs/x", "'"):
+        with pytest.raises(SystemExit) as e:
+            bt.main(["--train-args", bad, "--collect", "--work", str(tmp_path / "w")])
+        assert e.value.code == 2 and "--train-args" in capsys.readouterr().err
+
+
 def test_the_demo_corpus_is_a_row_a_candidate_default_is_measured_on(tmp_path, monkeypatch):
     """The embedded corpus (what `keyboard-lm demo` trains on) runs as a federated row with its own arguments,
     seed by seed, and a candidate's rounds reach it."""

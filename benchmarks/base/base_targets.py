@@ -20,6 +20,9 @@ over the same bootstrap draws of users (``evaluation.paired_intervals``).
         --rows "mail federated" --work runs/base_targets_si_r275 --against runs/base_targets_v2 \
         --name base_targets_si_r275                         # a candidate default: the federated rows' rounds
     python benchmarks/base/base_targets.py --rows "embedded federated" --seeds 0,1,2   # the demo's corpus, 3 seeds
+    python benchmarks/base/base_targets.py --rows "shakespeare federated" --seeds 1 --train-args "--server-lr 0.005" \
+        --work runs/bt_slr --name base_targets_slr0005 \
+        --against benchmarks/results/base/base_targets_si_r275_embedded_shakespeare.json  # a candidate recipe
     python benchmarks/base/base_targets.py ... --collect \
         --against benchmarks/results/base/base_targets_v2_embedded_shakespeare.json  # a page's runs, once gone
 
@@ -202,15 +205,19 @@ def _wall(run: dict) -> str:
     return f"{run['seconds']:.0f}" + ("" if run["finished"] else " (unfinished)")
 
 
-def row_args(row: str, rounds: int | None = None) -> list[str]:
-    """A row's own train arguments, with ``--rounds`` on a federated row when a candidate sets them."""
-    extra = ROWS[row][1]
-    return [*extra, "--rounds", str(rounds)] if rounds is not None and "--centralized" not in extra else list(extra)
+def row_args(row: str, rounds: int | None = None, candidate: list[str] | None = None) -> list[str]:
+    """A row's own train arguments, with a candidate's ``--rounds`` and other arguments on a federated row."""
+    extra = list(ROWS[row][1])
+    if "--centralized" in extra:
+        return extra
+    return [*extra, *(["--rounds", str(rounds)] if rounds is not None else []), *(candidate or [])]
 
 
 def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None = None,
-           init_from: str = "base", rounds: int | None = None) -> str:
-    defaults = "its defaults" if rounds is None else f"its defaults but {rounds} federated rounds"
+           init_from: str = "base", rounds: int | None = None, candidate: list[str] | None = None) -> str:
+    changes = ([f"{rounds} federated rounds"] if rounds is not None else []) + (
+        [f"`{shlex.join(candidate)}` on the federated rows"] if candidate else [])
+    defaults = "its defaults" + (f" but {' and '.join(changes)}" if changes else "")
     lines = [f"The base-model targets: `keyboard-lm train --init-from {init_from}` with {defaults}, one run at a time. "
              "Held-out recall@3 at the evaluation the validation clients keep; mean ± sample standard deviation "
              "over seeds (`--seed`; the split is the default one in every run).", "",
@@ -240,7 +247,7 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
               "|---|---|---|---|---|---|---|---:|"]
     for row, (corpus, _) in ROWS.items():
         runs = results.get(row, {})
-        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *row_args(row, rounds)])
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *row_args(row, rounds, candidate)])
         if not runs:
             lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
             continue
@@ -280,6 +287,9 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, metavar="N",
                    help="the federated rows' rounds instead of train's default (a candidate default; "
                         "the centralized row keeps its own)")
+    p.add_argument("--train-args", metavar="ARGS", default="",
+                   help="more train arguments for the federated rows, a candidate recipe (e.g. \"--server-lr 0.005\"; "
+                        "the centralized row keeps its own)")
     p.add_argument("--name", default="base_targets")
     p.add_argument("--out", default=result_file.results_dir("base"))
     args = p.parse_args(argv)
@@ -291,6 +301,12 @@ def main(argv=None) -> int:
             other = page_users(args.against)
         except ValueError as e:
             p.error(f"--against {args.against}: {e}")
+    try:
+        candidate = shlex.split(args.train_args)
+    except ValueError as e:
+        p.error(f"--train-args {args.train_args!r}: {e}")
+    if any(a in ("--seed", "--out", "--init-from") or a.startswith(("--seed=", "--out=", "--init-from=")) for a in candidate):
+        p.error(f"--train-args {args.train_args!r}: --seed, --out and --init-from are the benchmark's own")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
@@ -304,7 +320,7 @@ def main(argv=None) -> int:
         for row in rows:
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
             if not args.collect and not finished(run_dir):
-                train_from_base(CORPORA[ROWS[row][0]], [*row_args(row, args.rounds), "--seed", str(seed)], run_dir,
+                train_from_base(CORPORA[ROWS[row][0]], [*row_args(row, args.rounds, candidate), "--seed", str(seed)], run_dir,
                                 init_from=args.init_from)
     for row in rows:  # a page of the rows asked for: another row's run may be training beside it
         for seed in seeds:
@@ -324,12 +340,12 @@ def main(argv=None) -> int:
         intervals = None if args.no_intervals else paired(by_user, ngram_users)
     if args.against:
         compared = against(by_user, other_by_user(other, {row: list(runs) for row, runs in results.items()}))
-    text = report(results, ngrams, seeds, intervals, args.init_from, args.rounds)
+    text = report(results, ngrams, seeds, intervals, args.init_from, args.rounds, candidate)
     if args.against:
         text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
     summary = targets_summary(results, ngrams)
-    paths = result_file.write(args.name, {"init_from": args.init_from, "rounds": args.rounds,
-                                          "rows": {r: {"corpus": ROWS[r][0], "args": row_args(r, args.rounds)}
+    paths = result_file.write(args.name, {"init_from": args.init_from, "rounds": args.rounds, "train_args": candidate,
+                                          "rows": {r: {"corpus": ROWS[r][0], "args": row_args(r, args.rounds, candidate)}
                                                    for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
