@@ -181,8 +181,8 @@ def other_by_user(source: str | dict, wanted: dict) -> dict:
 
 def against_report(found: dict, seeds: list[int], other: str) -> list[str]:
     """The section of ``against``'s ratios: one row per row of ROWS, one column per seed, and their mean."""
-    lines = ["", f"Against the same row and seed started from another base (`--against {other}`): held-out "
-             "recall@3, this base's over that one's, with the 95% interval over the held-out users (both runs "
+    lines = ["", f"Against the same row and seed of another base or recipe (`--against {other}`): held-out "
+             "recall@3, these runs' over those, with the 95% interval over the held-out users (both runs "
              f"pooled over the same {DRAWS:,} bootstrap draws):", "",
              "| row | " + " | ".join(f"seed {s}" for s in seeds) + " | mean over seeds |",
              "|---|" + "---|" * (len(seeds) + 1)]
