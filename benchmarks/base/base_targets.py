@@ -247,7 +247,8 @@ def report(results: dict, ngrams: dict, seeds: list[int], intervals: dict | None
               "|---|---|---|---|---|---|---|---:|"]
     for row, (corpus, _) in ROWS.items():
         runs = results.get(row, {})
-        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus], *row_args(row, rounds, candidate)])
+        cmd = shlex.join(["keyboard-lm", "train", "--init-from", init_from, *CORPORA[corpus],
+                          *row_args(row, rounds, candidate)])
         if not runs:
             lines.append(f"| {row} | `{cmd}` | not run | | | | | |")
             continue
@@ -305,7 +306,7 @@ def main(argv=None) -> int:
         candidate = shlex.split(args.train_args)
     except ValueError as e:
         p.error(f"--train-args {args.train_args!r}: {e}")
-    if any(a in ("--seed", "--out", "--init-from") or a.startswith(("--seed=", "--out=", "--init-from=")) for a in candidate):
+    if any(a.split("=", 1)[0] in ("--seed", "--out", "--init-from") for a in candidate):
         p.error(f"--train-args {args.train_args!r}: --seed, --out and --init-from are the benchmark's own")
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS]
@@ -320,8 +321,8 @@ def main(argv=None) -> int:
         for row in rows:
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
             if not args.collect and not finished(run_dir):
-                train_from_base(CORPORA[ROWS[row][0]], [*row_args(row, args.rounds, candidate), "--seed", str(seed)], run_dir,
-                                init_from=args.init_from)
+                train_from_base(CORPORA[ROWS[row][0]], [*row_args(row, args.rounds, candidate), "--seed", str(seed)],
+                                run_dir, init_from=args.init_from)
     for row in rows:  # a page of the rows asked for: another row's run may be training beside it
         for seed in seeds:
             run_dir = os.path.join(args.work, slug(row), f"seed{seed}")
@@ -344,9 +345,10 @@ def main(argv=None) -> int:
     if args.against:
         text += "\n".join(against_report(compared, seeds, args.against)) + "\n"
     summary = targets_summary(results, ngrams)
-    paths = result_file.write(args.name, {"init_from": args.init_from, "rounds": args.rounds, "train_args": candidate,
-                                          "rows": {r: {"corpus": ROWS[r][0], "args": row_args(r, args.rounds, candidate)}
-                                                   for r in ROWS},
+    paths = result_file.write(args.name, {"init_from": args.init_from, "rounds": args.rounds,
+                                          "train_args": candidate,
+                                          "rows": {r: {"corpus": ROWS[r][0],
+                                                       "args": row_args(r, args.rounds, candidate)} for r in ROWS},
                                       "seeds": seeds, "ngram": ngrams, "runs": results, "targets": summary,
                                       "intervals": {"draws": DRAWS, "level": 0.95, "unit": "held-out user",
                                                     "ratios": {w: {str(s): list(v) for s, v in per.items()}
